@@ -1,0 +1,175 @@
+//! The HTTP API: the only module that knows HTTP.
+//!
+//! One warp filter extracts what a request carries (method, path, query,
+//! headers) and hands it to [`respond`], a plain function that applies the
+//! contract's order of checks: method (405), readiness (503), key (401), path
+//! and query (400), lookup (404). Routing is a `match` on path segments rather
+//! than a tree of warp filters, because the order of checks cuts across
+//! routes (a bad id on an unknown key is a 401, not a 400) and warp's
+//! rejection merging would blur it. Handlers return replies; nothing rejects.
+
+mod auth;
+mod error;
+mod query;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use bytes::Bytes;
+use warp::Filter;
+use warp::filters::BoxedFilter;
+use warp::http::header::{ALLOW, CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
+use warp::http::{HeaderMap, Method, StatusCode};
+use warp::reply::Response;
+
+pub use auth::{hash_key, to_hex};
+pub use error::ApiError;
+pub use query::Query;
+
+use crate::snapshot::id::parse_id;
+use crate::store::{Dataset, Store};
+
+/// The message of every 401, the public service's own text.
+pub const UNAUTHORIZED_MESSAGE: &str = "Invalid or missing API key";
+
+/// What the API needs to answer requests.
+pub struct ApiState {
+    pub store: Arc<Store>,
+    /// Keys are `<key_prefix>_<secret>`.
+    pub key_prefix: String,
+    /// Set once the first scan of the snapshot directory has finished.
+    pub ready: Arc<AtomicBool>,
+}
+
+/// The filter serving the Portfolio API, `/healthz` and `/readyz`.
+pub fn routes(state: Arc<ApiState>) -> BoxedFilter<(Response,)> {
+    let raw_query = warp::query::raw().or(warp::any().map(String::new)).unify();
+    warp::method()
+        .and(warp::path::full())
+        .and(raw_query)
+        .and(warp::header::headers_cloned())
+        .map(move |method: Method, path: warp::path::FullPath, query: String, headers: HeaderMap| {
+            respond(&state, &method, path.as_str(), &query, &headers)
+        })
+        .boxed()
+}
+
+/// Answers one request.
+pub fn respond(state: &ApiState, method: &Method, path: &str, query: &str, headers: &HeaderMap) -> Response {
+    if method != Method::GET && method != Method::HEAD {
+        let mut response = json_error(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed: this API is read-only");
+        response.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return response;
+    }
+    let ready = state.ready.load(Ordering::Acquire);
+    match path {
+        "/healthz" => return json(StatusCode::OK, Bytes::from_static(b"{\"status\":\"ok\"}")),
+        "/readyz" if ready => return json(StatusCode::OK, Bytes::from_static(b"{\"status\":\"ready\"}")),
+        "/readyz" => return json(StatusCode::SERVICE_UNAVAILABLE, Bytes::from_static(b"{\"status\":\"starting\"}")),
+        _ => {}
+    }
+    if !ready {
+        let mut response =
+            json_error(StatusCode::SERVICE_UNAVAILABLE, "Service is starting: snapshots are still loading");
+        response.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("1"));
+        return response;
+    }
+    let Some(key_hash) = auth::bearer_key_hash(headers, &state.key_prefix) else {
+        return unauthorized();
+    };
+    // The one load of the catalog for this request; the guard lives until
+    // the body is built, and the body comes from this one dataset.
+    let catalog = state.store.load();
+    let Some(dataset) = catalog.by_key(&key_hash) else {
+        return unauthorized();
+    };
+    match route(dataset, path, &Query::parse(query)) {
+        Ok(body) => {
+            let mut response = json(StatusCode::OK, body);
+            if let Ok(version) = HeaderValue::from_str(&dataset.version) {
+                response.headers_mut().insert("x-snapshot-version", version);
+            }
+            response
+        }
+        Err(err) => json_body(err.status, err.body().into()),
+    }
+}
+
+/// Dispatches an authenticated request to its endpoint.
+fn route(ds: &Dataset, path: &str, q: &Query<'_>) -> Result<Bytes, ApiError> {
+    let segments: Vec<&str> = path.strip_prefix('/').unwrap_or(path).split('/').collect();
+    match segments.as_slice() {
+        ["portfolio"] => Ok(ds.portfolio(q.filter("filter[priority]")?, q.offset_page(100, 50)?)),
+        ["portfolio", id] => {
+            let id = path_id(id, "company")?;
+            ds.company(id).ok_or_else(company_not_found)
+        }
+        ["portfolio", id, "tasks"] => {
+            let id = path_id(id, "company")?;
+            ds.company_tasks(id, q.offset_page(100, 50)?).ok_or_else(company_not_found)
+        }
+        ["portfolio", id, "roles"] => {
+            let id = path_id(id, "company")?;
+            ds.company_roles(id).ok_or_else(company_not_found)
+        }
+        ["portfolio", id, "notes"] => {
+            let id = path_id(id, "company")?;
+            ds.company_notes(id, q.offset_page(100, 50)?).ok_or_else(company_not_found)
+        }
+        ["portfolio", id, "metrics"] => {
+            let id = path_id(id, "company")?;
+            ds.company_metrics(id).ok_or_else(company_not_found)
+        }
+        ["tasks"] => {
+            let status = q.filter("filter[status]")?;
+            let priority = q.filter("filter[priority]")?;
+            Ok(ds.tasks(status, priority, q.offset_page(100, 50)?))
+        }
+        ["tasks", id] => {
+            let id = path_id(id, "task")?;
+            ds.task(id).ok_or_else(|| ApiError::not_found("Task not found"))
+        }
+        ["roles"] => Ok(ds.roles()),
+        ["notes", id] => {
+            let id = path_id(id, "note")?;
+            ds.note(id).ok_or_else(|| ApiError::not_found("Note not found"))
+        }
+        ["feed"] => Ok(ds.feed(q.feed()?)),
+        ["meetings", id] => {
+            let id = path_id(id, "meeting")?;
+            let include_notes = q.include_notes()?;
+            ds.meeting(id, include_notes).ok_or_else(|| ApiError::not_found("Meeting not found"))
+        }
+        _ => Err(ApiError::not_found("Not found")),
+    }
+}
+
+fn path_id(text: &str, what: &str) -> Result<u128, ApiError> {
+    parse_id(text).ok_or_else(|| ApiError::bad_request(format!("Invalid {what} id: must be a UUID")))
+}
+
+fn company_not_found() -> ApiError {
+    ApiError::not_found("Company not found")
+}
+
+fn unauthorized() -> Response {
+    let mut response = json_error(StatusCode::UNAUTHORIZED, UNAUTHORIZED_MESSAGE);
+    response.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
+fn json_error(status: StatusCode, message: &str) -> Response {
+    json_body(status, error::error_body(message).into())
+}
+
+fn json_body(status: StatusCode, body: Bytes) -> Response {
+    json(status, body)
+}
+
+/// A JSON response with `Content-Type: application/json`.
+pub fn json(status: StatusCode, body: Bytes) -> Response {
+    let mut response = Response::new(body.into());
+    *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}

@@ -1,0 +1,145 @@
+//! The command line (CONTRACT.md §4), parsed once into typed values.
+//!
+//! Every `serve` flag can also come from a `PORTFOLIO_*` environment variable;
+//! a flag on the command line wins over the variable.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::generate::Scale;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "portfolio-replica",
+    version,
+    about = "Serves the read-only Portfolio API from memory, hot-loaded from JSON snapshot files",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// With no subcommand, the server runs with these flags.
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the API (the default).
+    Serve(ServeArgs),
+    /// Validate snapshot files; exit 1 if any is rejected.
+    Check {
+        /// Snapshot files (`.json` or `.json.gz`).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+    /// Print the SHA-256 of an API key, to put in a snapshot's `api_keys`.
+    HashKey {
+        /// The whole key, prefix included (e.g. cura_s3cret).
+        key: String,
+    },
+    /// Write realistic synthetic snapshots.
+    Generate {
+        /// Directory to write into (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// small ≈ the demo, medium ≈ 100 MB, large ≈ 1 GB of JSON.
+        #[arg(long, value_enum, default_value = "small")]
+        scale: Scale,
+        /// Seed of the generator: the same seed writes the same bytes.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct ServeArgs {
+    /// Directory of snapshot files, one per workspace.
+    #[arg(long, env = "PORTFOLIO_SNAPSHOTS", value_name = "DIR", default_value = "./snapshots")]
+    pub snapshots: PathBuf,
+    /// Address of the API (and /healthz, /readyz).
+    #[arg(long, env = "PORTFOLIO_LISTEN", value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// Address of the operators' endpoints (/metrics, /snapshots).
+    #[arg(long, env = "PORTFOLIO_ADMIN_LISTEN", value_name = "ADDR", default_value = "127.0.0.1:9090")]
+    pub admin_listen: String,
+    /// API keys are `<prefix>_<secret>`.
+    #[arg(long, env = "PORTFOLIO_KEY_PREFIX", value_name = "TEXT", default_value = "cura", value_parser = parse_prefix)]
+    pub key_prefix: String,
+    /// Poll the directory every MS milliseconds instead of waiting for file events.
+    #[arg(long, env = "PORTFOLIO_POLL_INTERVAL", value_name = "MS", value_parser = parse_poll_interval)]
+    pub poll_interval: Option<u64>,
+    /// Log format: `text` for people, `json` for log pipelines.
+    #[arg(long, env = "PORTFOLIO_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+fn parse_prefix(text: &str) -> Result<String, String> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err("the key prefix must be non-empty visible ASCII without spaces".into());
+    }
+    Ok(text.to_owned())
+}
+
+fn parse_poll_interval(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(ms) if (10..=3_600_000).contains(&ms) => Ok(ms),
+        _ => Err("the poll interval is milliseconds, from 10 to 3600000".into()),
+    }
+}
+
+/// What the server needs, independent of how it was asked for.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    pub snapshots: PathBuf,
+    pub key_prefix: String,
+    /// Poll instead of relying on file events.
+    pub poll_interval: Option<Duration>,
+}
+
+impl ServeConfig {
+    /// Defaults of the command line: prefix `cura`, file events.
+    pub fn new(snapshots: impl Into<PathBuf>) -> ServeConfig {
+        ServeConfig { snapshots: snapshots.into(), key_prefix: "cura".to_owned(), poll_interval: None }
+    }
+}
+
+impl From<&ServeArgs> for ServeConfig {
+    fn from(args: &ServeArgs) -> ServeConfig {
+        ServeConfig {
+            snapshots: args.snapshots.clone(),
+            key_prefix: args.key_prefix.clone(),
+            poll_interval: args.poll_interval.map(Duration::from_millis),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_subcommand_means_serve_with_defaults() {
+        let cli = Cli::try_parse_from(["portfolio-replica"]).unwrap();
+        assert!(cli.command.is_none());
+        assert_eq!(cli.serve.listen, "127.0.0.1:8080");
+        assert_eq!(cli.serve.key_prefix, "cura");
+    }
+
+    #[test]
+    fn subcommands_parse() {
+        let cli = Cli::try_parse_from(["portfolio-replica", "generate", "--out", "x", "--scale", "large", "--seed", "7"]).unwrap();
+        assert!(matches!(cli.command, Some(Command::Generate { scale: Scale::Large, seed: 7, .. })));
+        assert!(Cli::try_parse_from(["portfolio-replica", "check"]).is_err());
+        assert!(Cli::try_parse_from(["portfolio-replica", "--poll-interval", "0"]).is_err());
+        assert!(Cli::try_parse_from(["portfolio-replica", "--key-prefix", ""]).is_err());
+    }
+}

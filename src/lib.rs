@@ -1,0 +1,96 @@
+//! portfolio-replica serves the read-only Portfolio API straight from memory,
+//! fed by JSON snapshot files that operators drop into a directory.
+//!
+//! # Layout
+//!
+//! The flow of data is the flow of the modules:
+//!
+//! - [`snapshot`]: the file format (serde wire types), parsing and validation
+//!   of one file; pure, bytes in and a validated document out.
+//! - [`store`]: the immutable dataset built from a validated document
+//!   (pre-sorted, pre-rendered, indexed), page and cursor logic, and the
+//!   `ArcSwap` that publishes the catalog of workspaces; no IO, no HTTP.
+//! - [`loader`]: the snapshot directory; loads changed files, resolves
+//!   conflicts between them, publishes, and keeps each file's status.
+//! - [`api`]: warp filter, auth, query parsing, routing, error replies; the
+//!   only module that knows HTTP.
+//! - [`ops`]: the operators' listener (`/snapshots`).
+//! - [`config`]: the command line; [`commands`]: `check` and `hash-key`;
+//!   [`generate`]: synthetic snapshots.
+//!
+//! [`serve`] runs the whole server on listeners the caller bound, until a
+//! shutdown future completes; tests bind `127.0.0.1:0` and stop it at will.
+
+pub mod api;
+pub mod commands;
+pub mod config;
+pub mod generate;
+pub mod loader;
+pub mod ops;
+pub mod snapshot;
+pub mod store;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+pub use config::ServeConfig;
+
+/// Runs the server until `shutdown` completes.
+///
+/// `api` serves the Portfolio API plus `/healthz` and `/readyz`; `admin`
+/// serves the operators' endpoints. The first scan of the snapshot directory
+/// runs in the background: `/readyz` answers 503 until it has finished.
+/// On shutdown both listeners stop accepting and in-flight requests finish.
+pub async fn serve(
+    config: ServeConfig,
+    api: TcpListener,
+    admin: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let meta = std::fs::metadata(&config.snapshots)
+        .with_context(|| format!("snapshot directory {} cannot be read", config.snapshots.display()))?;
+    anyhow::ensure!(meta.is_dir(), "{} is not a directory", config.snapshots.display());
+
+    let store = Arc::new(store::Store::default());
+    let snapshots = Arc::new(loader::Snapshots::new(config.snapshots.clone(), Arc::clone(&store)));
+    let ready = Arc::new(AtomicBool::new(false));
+
+    let first_scan = {
+        let snapshots = Arc::clone(&snapshots);
+        let ready = Arc::clone(&ready);
+        tokio::task::spawn_blocking(move || {
+            match snapshots.scan() {
+                Ok(report) => tracing::info!(
+                    dir = %snapshots.dir().display(),
+                    loaded = report.loaded.len(),
+                    rejected = report.rejected.len(),
+                    "first scan finished"
+                ),
+                Err(err) => tracing::error!(dir = %snapshots.dir().display(), error = %err, "cannot scan the snapshot directory"),
+            }
+            ready.store(true, Ordering::Release);
+        })
+    };
+
+    let state = Arc::new(api::ApiState { store, key_prefix: config.key_prefix.clone(), ready });
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    };
+    let api_server = warp::serve(api::routes(state)).incoming(api).graceful(stopped(stop_rx.clone())).run();
+    let admin_server = warp::serve(ops::routes(snapshots)).incoming(admin).graceful(stopped(stop_rx)).run();
+    let api_task = tokio::spawn(api_server);
+    let admin_task = tokio::spawn(admin_server);
+
+    shutdown.await;
+    tracing::info!("shutting down: no new connections, finishing in-flight requests");
+    let _ = stop_tx.send(true);
+    let _ = api_task.await;
+    let _ = admin_task.await;
+    first_scan.abort();
+    Ok(())
+}

@@ -1,0 +1,232 @@
+//! RFC 3339 timestamps as instants.
+//!
+//! Snapshots write timestamps with any UTC offset and any number of fraction
+//! digits; lists are ordered by the *instant*, never by the text. This parser
+//! is strict (the profile of ISO 8601 that the web uses) and allocation-free,
+//! because a large snapshot holds millions of timestamps.
+
+use std::fmt;
+
+/// A point in time: seconds since the Unix epoch plus nanoseconds.
+///
+/// Field order makes the derived `Ord` compare seconds first, then nanoseconds.
+/// Seconds are `i64` so that any four-digit year fits (nanoseconds in an `i64`
+/// would stop at the year 2262).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Instant {
+    pub secs: i64,
+    pub nanos: u32,
+}
+
+impl Instant {
+    /// Parses an RFC 3339 date-time: `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`.
+    ///
+    /// `T` and `Z` may be lower case, as RFC 3339 allows. Fraction digits past
+    /// the ninth are checked but do not take part in comparisons.
+    pub fn parse_rfc3339(text: &str) -> Option<Instant> {
+        let b = text.as_bytes();
+        if b.len() < 20 {
+            return None;
+        }
+        let year = digits(b, 0, 4)? as i64;
+        let month = digits(b, 5, 2)?;
+        let day = digits(b, 8, 2)?;
+        let hour = digits(b, 11, 2)?;
+        let minute = digits(b, 14, 2)?;
+        let second = digits(b, 17, 2)?;
+        if b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') {
+            return None;
+        }
+        if b[13] != b':' || b[16] != b':' {
+            return None;
+        }
+        if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
+            return None;
+        }
+        // Second 60 is a leap second, which RFC 3339 allows.
+        if hour > 23 || minute > 59 || second > 60 {
+            return None;
+        }
+        let mut pos = 19;
+        let mut nanos: u32 = 0;
+        if b[pos] == b'.' {
+            pos += 1;
+            let start = pos;
+            while pos < b.len() && b[pos].is_ascii_digit() {
+                if pos - start < 9 {
+                    nanos = nanos * 10 + u32::from(b[pos] - b'0');
+                }
+                pos += 1;
+            }
+            let count = pos - start;
+            if count == 0 {
+                return None;
+            }
+            for _ in count..9 {
+                nanos *= 10;
+            }
+        }
+        let offset_secs: i64 = match b.get(pos..)? {
+            [b'Z' | b'z'] => 0,
+            [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+                let oh = two_digits(*h1, *h2)?;
+                let om = two_digits(*m1, *m2)?;
+                if oh > 23 || om > 59 {
+                    return None;
+                }
+                let value = i64::from(oh * 3600 + om * 60);
+                if *sign == b'+' { value } else { -value }
+            }
+            _ => return None,
+        };
+        let days = days_from_civil(year, month, day);
+        let secs = days * 86_400
+            + i64::from(hour * 3600 + minute * 60 + second)
+            - offset_secs;
+        Some(Instant { secs, nanos })
+    }
+
+    /// Writes the instant in UTC as `YYYY-MM-DDTHH:MM:SS.fffZ`, with three
+    /// fraction digits, or six or nine when that many are needed to be exact.
+    pub fn to_rfc3339_utc(self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for Instant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let days = self.secs.div_euclid(86_400);
+        let rem = self.secs.rem_euclid(86_400);
+        let (year, month, day) = civil_from_days(days);
+        let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+        write!(f, "{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}")?;
+        let n = self.nanos;
+        if n % 1_000_000 == 0 {
+            write!(f, ".{:03}Z", n / 1_000_000)
+        } else if n % 1_000 == 0 {
+            write!(f, ".{:06}Z", n / 1_000)
+        } else {
+            write!(f, ".{n:09}Z")
+        }
+    }
+}
+
+fn digits(b: &[u8], at: usize, len: usize) -> Option<u32> {
+    let mut value = 0u32;
+    for &c in b.get(at..at + len)? {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        value = value * 10 + u32::from(c - b'0');
+    }
+    Some(value)
+}
+
+fn two_digits(a: u8, b: u8) -> Option<u32> {
+    digits(&[a, b], 0, 2)
+}
+
+fn is_leap(year: i64) -> bool {
+    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+}
+
+fn days_in_month(year: i64, month: u32) -> u32 {
+    match month {
+        2 if is_leap(year) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(month);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The inverse of [`days_from_civil`].
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Instant;
+
+    fn parse(text: &str) -> Option<Instant> {
+        Instant::parse_rfc3339(text)
+    }
+
+    #[test]
+    fn same_instant_in_different_offsets_compares_equal() {
+        let utc = parse("2026-03-01T10:00:00.000Z").unwrap();
+        assert_eq!(parse("2026-03-01T12:00:00+02:00"), Some(utc));
+        assert_eq!(parse("2026-03-01T04:30:00.000000-05:30"), Some(utc));
+        assert_eq!(parse("2026-03-01t10:00:00z"), Some(utc));
+        assert!(parse("2026-03-01T10:00:00.5Z").unwrap() > utc);
+        assert!(parse("2026-03-01T10:00:00.000000001Z").unwrap() > utc);
+    }
+
+    #[test]
+    fn epoch_and_far_dates_are_exact() {
+        assert_eq!(parse("1970-01-01T00:00:00Z"), Some(Instant { secs: 0, nanos: 0 }));
+        assert_eq!(
+            parse("2000-02-29T00:00:00Z").map(|i| i.secs),
+            Some(951_782_400)
+        );
+        assert!(parse("9999-12-31T23:59:59Z").is_some());
+        assert!(parse("0001-01-01T00:00:00Z").unwrap() < parse("1969-12-31T23:59:59Z").unwrap());
+    }
+
+    #[test]
+    fn rejects_what_is_not_rfc3339() {
+        for bad in [
+            "",
+            "yesterday",
+            "2026-03-01",
+            "2026-03-01T10:00:00",
+            "2026-03-01 10:00:00Z",
+            "2026-13-01T10:00:00Z",
+            "2026-02-29T10:00:00Z",
+            "2026-03-01T24:00:00Z",
+            "2026-03-01T10:00:00.Z",
+            "2026-03-01T10:00:00+2:00",
+            "2026-03-01T10:00:00+02:00 ",
+            "2026-03-01T10:00:00+0200",
+            "+2026-03-01T10:00:00Z",
+            "2026-03-01T10:00:00ZZ",
+        ] {
+            assert_eq!(parse(bad), None, "{bad:?} must be rejected");
+        }
+    }
+
+    #[test]
+    fn display_round_trips_with_the_fewest_exact_digits() {
+        for (input, shown) in [
+            ("2026-04-12T09:30:00Z", "2026-04-12T09:30:00.000Z"),
+            ("2026-04-12T11:30:00.120+02:00", "2026-04-12T09:30:00.120Z"),
+            ("2026-04-12T09:30:00.123456Z", "2026-04-12T09:30:00.123456Z"),
+            ("2026-04-12T09:30:00.1234567891Z", "2026-04-12T09:30:00.123456789Z"),
+            ("1969-12-31T23:59:59.5Z", "1969-12-31T23:59:59.500Z"),
+        ] {
+            let instant = parse(input).unwrap();
+            assert_eq!(instant.to_string(), shown);
+            assert_eq!(parse(shown), Some(instant));
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! The in-memory dataset: immutable, pre-sorted, pre-rendered, indexed.
+//!
+//! A [`Dataset`] is one workspace at one snapshot version. It is built once
+//! ([`build`]) and never changed; a reload builds a new one and publishes a new
+//! [`Catalog`] through the [`Store`]'s `ArcSwap`. A request does exactly one
+//! `load` of the catalog and answers entirely from the dataset it found there,
+//! so it can never mix two versions.
+//!
+//! No IO and no HTTP here: the store turns a validated snapshot into bytes and
+//! answers queries with bytes.
+
+mod build;
+mod cursor;
+mod query;
+mod rendered;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+use crate::snapshot::id::IdMap;
+use crate::snapshot::time::Instant;
+
+pub use build::build;
+pub use cursor::{Cursor, CursorError};
+pub use query::{FeedQuery, OffsetPage};
+use rendered::Rendered;
+
+/// How many records of each kind a dataset holds (served or not).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RecordCounts {
+    pub companies: usize,
+    pub tasks: usize,
+    pub roles: usize,
+    pub feed: usize,
+    pub notes: usize,
+    pub metrics: usize,
+    pub meetings: usize,
+    pub meeting_notes: usize,
+}
+
+impl RecordCounts {
+    pub fn total(&self) -> usize {
+        self.companies
+            + self.tasks
+            + self.roles
+            + self.feed
+            + self.notes
+            + self.metrics
+            + self.meetings
+            + self.meeting_notes
+    }
+}
+
+/// Positions into a [`Rendered`] list, in list order.
+type Positions = Vec<u32>;
+
+/// One workspace at one snapshot version, ready to serve.
+pub struct Dataset {
+    pub workspace_id: String,
+    pub workspace_name: Option<String>,
+    /// Sent as `X-Snapshot-Version` with every answer from this dataset.
+    pub version: String,
+    pub key_hashes: Vec<[u8; 32]>,
+    pub counts: RecordCounts,
+
+    /// Ordered by name (code-point order), then id.
+    companies: Rendered,
+    company_at: IdMap<u32>,
+    companies_by_priority: HashMap<Box<str>, Positions>,
+
+    /// Ordered newest `created_at` first, then id descending.
+    tasks: Rendered,
+    task_at: IdMap<u32>,
+    tasks_by_status: HashMap<Box<str>, Positions>,
+    tasks_by_priority: HashMap<Box<str>, Positions>,
+    tasks_by_status_priority: HashMap<Box<str>, HashMap<Box<str>, Positions>>,
+    tasks_by_company: IdMap<Positions>,
+
+    /// Ordered newest `opened_at` first, then id descending; the buffer is the
+    /// whole `/roles` body.
+    roles: Rendered,
+    roles_by_company: IdMap<Positions>,
+
+    /// Ordered newest `published_at` first, then id descending.
+    feed: Rendered,
+    /// `(published_at, id)` of each feed entry, in feed order: the cursor seeks here.
+    feed_keys: Vec<(Instant, u128)>,
+    feed_by_type: HashMap<Box<str>, Positions>,
+
+    /// Ordered newest `created_at` first, then id descending.
+    notes: Rendered,
+    note_at: IdMap<u32>,
+    notes_by_company: IdMap<Positions>,
+
+    /// Only the latest value per (company, name), grouped by company and
+    /// ordered by name within it, so a company's list is one slice.
+    metrics: Rendered,
+    metrics_by_company: IdMap<(u32, u32)>,
+
+    meetings: Rendered,
+    meeting_at: IdMap<u32>,
+    /// Grouped by meeting, `created_at` then id ascending within it.
+    meeting_notes: Rendered,
+    meeting_notes_by_meeting: IdMap<(u32, u32)>,
+}
+
+/// Every published workspace, and the index from key hash to workspace.
+#[derive(Default)]
+pub struct Catalog {
+    by_key: HashMap<[u8; 32], Arc<Dataset>>,
+    by_workspace: HashMap<String, Arc<Dataset>>,
+}
+
+impl Catalog {
+    /// Builds a catalog from datasets whose workspace ids and key hashes are
+    /// already known to be distinct (the loader resolves conflicts).
+    pub fn new(datasets: impl IntoIterator<Item = Arc<Dataset>>) -> Catalog {
+        let mut catalog = Catalog::default();
+        for dataset in datasets {
+            for hash in &dataset.key_hashes {
+                catalog.by_key.insert(*hash, Arc::clone(&dataset));
+            }
+            catalog.by_workspace.insert(dataset.workspace_id.clone(), dataset);
+        }
+        catalog
+    }
+
+    /// The workspace that `key_hash` (the SHA-256 of a whole API key) opens.
+    pub fn by_key(&self, key_hash: &[u8; 32]) -> Option<&Dataset> {
+        self.by_key.get(key_hash).map(Arc::as_ref)
+    }
+
+    pub fn workspace(&self, id: &str) -> Option<&Arc<Dataset>> {
+        self.by_workspace.get(id)
+    }
+
+    pub fn workspaces(&self) -> impl Iterator<Item = &Arc<Dataset>> {
+        self.by_workspace.values()
+    }
+}
+
+/// The published catalog. Readers `load` it once per request; the loader
+/// `publish`es a new one with a single atomic swap.
+pub struct Store {
+    current: ArcSwap<Catalog>,
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store { current: ArcSwap::from_pointee(Catalog::default()) }
+    }
+}
+
+impl Store {
+    /// The catalog as of now. Keep the guard on the stack for one request,
+    /// never across an `.await`.
+    pub fn load(&self) -> arc_swap::Guard<Arc<Catalog>> {
+        self.current.load()
+    }
+
+    /// Replaces the catalog. Requests that already loaded the old one finish
+    /// on it; its datasets are freed when the last of them is done.
+    pub fn publish(&self, catalog: Catalog) {
+        self.current.store(Arc::new(catalog));
+    }
+}

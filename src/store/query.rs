@@ -1,0 +1,269 @@
+//! Answers to queries, as complete JSON bodies.
+//!
+//! Every list page costs O(limit) whatever the offset and the data size: the
+//! page is a slice of a pre-sorted list (or of a pre-built filter index) and
+//! its records are copied as rendered. The feed costs O(log n + limit): a
+//! binary search for the cursor, then the same copy. `hasMore` and
+//! `nextCursor` look one entry ahead; nothing is counted.
+
+use bytes::Bytes;
+
+use super::cursor::Cursor;
+use super::rendered::{Rendered, write_u64};
+use super::{Dataset, Positions};
+
+/// `limit` and `offset` of an offset-paginated list, already validated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OffsetPage {
+    pub limit: u64,
+    pub offset: u64,
+}
+
+/// A `/feed` request, already validated.
+#[derive(Clone, Copy, Debug)]
+pub struct FeedQuery<'q> {
+    pub limit: u64,
+    pub cursor: Option<Cursor>,
+    pub kind: Option<&'q str>,
+}
+
+/// Which records of a list a query selects.
+#[derive(Clone, Copy)]
+enum Selection<'a> {
+    /// The whole list, in order.
+    All,
+    /// These positions, in order.
+    Some(&'a [u32]),
+}
+
+const EMPTY: &[u32] = &[];
+
+impl Selection<'_> {
+    fn len(&self, list: &Rendered) -> usize {
+        match self {
+            Selection::All => list.len(),
+            Selection::Some(p) => p.len(),
+        }
+    }
+
+    fn position(&self, i: usize) -> usize {
+        match self {
+            Selection::All => i,
+            Selection::Some(p) => p[i] as usize,
+        }
+    }
+
+    /// Appends the records at selection indices `from..to` to `out`, comma-separated.
+    fn write(&self, list: &Rendered, from: usize, to: usize, out: &mut Vec<u8>) {
+        match self {
+            Selection::All => out.extend_from_slice(list.run(from, to)),
+            Selection::Some(positions) => {
+                for (n, &p) in positions[from..to].iter().enumerate() {
+                    if n > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(list.record(p as usize));
+                }
+            }
+        }
+    }
+
+    /// Bytes the records `from..to` take, to size the body once.
+    fn size(&self, list: &Rendered, from: usize, to: usize) -> usize {
+        match self {
+            Selection::All => list.run(from, to).len(),
+            Selection::Some(positions) => {
+                positions[from..to].iter().map(|&p| list.record(p as usize).len() + 1).sum()
+            }
+        }
+    }
+}
+
+fn group<'a>(positions: Option<&'a Positions>) -> Selection<'a> {
+    Selection::Some(positions.map_or(EMPTY, Vec::as_slice))
+}
+
+/// `{"data":[...],"pagination":{"limit":L,"offset":O,"hasMore":B}}`.
+fn offset_body(list: &Rendered, selection: Selection<'_>, page: OffsetPage) -> Bytes {
+    let len = selection.len(list) as u64;
+    let from = page.offset.min(len) as usize;
+    let to = page.offset.saturating_add(page.limit).min(len) as usize;
+    let has_more = (to as u64) < len;
+    let mut out = Vec::with_capacity(selection.size(list, from, to) + 96);
+    out.extend_from_slice(b"{\"data\":[");
+    selection.write(list, from, to, &mut out);
+    out.extend_from_slice(b"],\"pagination\":{\"limit\":");
+    write_u64(&mut out, page.limit);
+    out.extend_from_slice(b",\"offset\":");
+    write_u64(&mut out, page.offset);
+    out.extend_from_slice(if has_more { b",\"hasMore\":true}}" } else { b",\"hasMore\":false}}" });
+    Bytes::from(out)
+}
+
+/// `{"data":[...]}` for a whole selection.
+fn list_body(list: &Rendered, selection: Selection<'_>) -> Bytes {
+    let len = selection.len(list);
+    let mut out = Vec::with_capacity(selection.size(list, 0, len) + 16);
+    out.extend_from_slice(b"{\"data\":[");
+    selection.write(list, 0, len, &mut out);
+    out.extend_from_slice(b"]}");
+    Bytes::from(out)
+}
+
+/// `{"data":<record>}`.
+fn single_body(record: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(record.len() + 9);
+    out.extend_from_slice(b"{\"data\":");
+    out.extend_from_slice(record);
+    out.push(b'}');
+    Bytes::from(out)
+}
+
+impl Dataset {
+    pub fn has_company(&self, id: u128) -> bool {
+        self.company_at.contains_key(&id)
+    }
+
+    /// `/portfolio`.
+    pub fn portfolio(&self, priority: Option<&str>, page: OffsetPage) -> Bytes {
+        let selection = match priority {
+            None => Selection::All,
+            Some(p) => group(self.companies_by_priority.get(p)),
+        };
+        offset_body(&self.companies, selection, page)
+    }
+
+    /// `/portfolio/{id}`.
+    pub fn company(&self, id: u128) -> Option<Bytes> {
+        let pos = *self.company_at.get(&id)?;
+        Some(single_body(self.companies.record(pos as usize)))
+    }
+
+    /// `/portfolio/{id}/tasks`; `None` if the company is unknown.
+    pub fn company_tasks(&self, id: u128, page: OffsetPage) -> Option<Bytes> {
+        self.has_company(id).then(|| offset_body(&self.tasks, group(self.tasks_by_company.get(&id)), page))
+    }
+
+    /// `/portfolio/{id}/roles`; `None` if the company is unknown.
+    pub fn company_roles(&self, id: u128) -> Option<Bytes> {
+        self.has_company(id).then(|| list_body(&self.roles, group(self.roles_by_company.get(&id))))
+    }
+
+    /// `/portfolio/{id}/notes`; `None` if the company is unknown.
+    pub fn company_notes(&self, id: u128, page: OffsetPage) -> Option<Bytes> {
+        self.has_company(id).then(|| offset_body(&self.notes, group(self.notes_by_company.get(&id)), page))
+    }
+
+    /// `/portfolio/{id}/metrics`: the latest value of each metric, by name.
+    pub fn company_metrics(&self, id: u128) -> Option<Bytes> {
+        if !self.has_company(id) {
+            return None;
+        }
+        let (from, to) = self.metrics_by_company.get(&id).copied().unwrap_or((0, 0));
+        let run = self.metrics.run(from as usize, to as usize);
+        let mut out = Vec::with_capacity(run.len() + 16);
+        out.extend_from_slice(b"{\"data\":[");
+        out.extend_from_slice(run);
+        out.extend_from_slice(b"]}");
+        Some(Bytes::from(out))
+    }
+
+    /// `/tasks`, filtered by status and/or priority.
+    pub fn tasks(&self, status: Option<&str>, priority: Option<&str>, page: OffsetPage) -> Bytes {
+        let selection = match (status, priority) {
+            (None, None) => Selection::All,
+            (Some(s), None) => group(self.tasks_by_status.get(s)),
+            (None, Some(p)) => group(self.tasks_by_priority.get(p)),
+            (Some(s), Some(p)) => group(self.tasks_by_status_priority.get(s).and_then(|m| m.get(p))),
+        };
+        offset_body(&self.tasks, selection, page)
+    }
+
+    /// `/tasks/{id}`.
+    pub fn task(&self, id: u128) -> Option<Bytes> {
+        let pos = *self.task_at.get(&id)?;
+        Some(single_body(self.tasks.record(pos as usize)))
+    }
+
+    /// `/roles`: the pre-rendered body, shared.
+    pub fn roles(&self) -> Bytes {
+        self.roles.list_body()
+    }
+
+    /// `/notes/{id}`.
+    pub fn note(&self, id: u128) -> Option<Bytes> {
+        let pos = *self.note_at.get(&id)?;
+        Some(single_body(self.notes.record(pos as usize)))
+    }
+
+    /// `/feed`: `{"data":[...],"pagination":{"limit":L,"nextCursor":C}}`.
+    pub fn feed(&self, query: FeedQuery<'_>) -> Bytes {
+        let selection = match query.kind {
+            None => Selection::All,
+            Some(kind) => group(self.feed_by_type.get(kind)),
+        };
+        let len = selection.len(&self.feed);
+        let key = |i: usize| self.feed_keys[selection.position(i)];
+        let from = match query.cursor {
+            None => 0,
+            Some(cursor) => partition_point(len, |i| cursor.is_before(key(i))),
+        };
+        let to = from.saturating_add(query.limit as usize).min(len);
+        let next = (to < len && to > from).then(|| {
+            let (last, next) = (key(to - 1), key(to));
+            if next.0 < last.0 {
+                Cursor::Before(last.0)
+            } else {
+                Cursor::After { at: last.0, id: last.1 }
+            }
+        });
+        let mut out = Vec::with_capacity(selection.size(&self.feed, from, to) + 160);
+        out.extend_from_slice(b"{\"data\":[");
+        selection.write(&self.feed, from, to, &mut out);
+        out.extend_from_slice(b"],\"pagination\":{\"limit\":");
+        write_u64(&mut out, query.limit);
+        out.extend_from_slice(b",\"nextCursor\":");
+        match next {
+            Some(cursor) => {
+                out.push(b'"');
+                out.extend_from_slice(cursor.to_string().as_bytes());
+                out.push(b'"');
+            }
+            None => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(b"}}");
+        Bytes::from(out)
+    }
+
+    /// `/meetings/{id}`, with its notes attached when `include_notes`.
+    pub fn meeting(&self, id: u128, include_notes: bool) -> Option<Bytes> {
+        let pos = *self.meeting_at.get(&id)?;
+        let record = self.meetings.record(pos as usize);
+        if !include_notes {
+            return Some(single_body(record));
+        }
+        let (from, to) = self.meeting_notes_by_meeting.get(&id).copied().unwrap_or((0, 0));
+        let notes = self.meeting_notes.run(from as usize, to as usize);
+        // The rendered meeting ends with the `}` that closes the record;
+        // `notes` goes in just before it, beside `attributes`.
+        let open = &record[..record.len() - 1];
+        let mut out = Vec::with_capacity(record.len() + notes.len() + 32);
+        out.extend_from_slice(b"{\"data\":");
+        out.extend_from_slice(open);
+        out.extend_from_slice(b",\"notes\":[");
+        out.extend_from_slice(notes);
+        out.extend_from_slice(b"]}}");
+        Some(Bytes::from(out))
+    }
+}
+
+/// The first index in `0..len` for which `before` is false; `before` must
+/// hold for a prefix of the range.
+fn partition_point(len: usize, before: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, len);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if before(mid) { lo = mid + 1 } else { hi = mid }
+    }
+    lo
+}
