@@ -57,13 +57,28 @@ pub enum Command {
 #[derive(Clone, Debug, Args)]
 pub struct ServeArgs {
     /// Directory of snapshot files, one per workspace.
-    #[arg(long, env = "PORTFOLIO_SNAPSHOTS", value_name = "DIR", default_value = "./snapshots")]
+    #[arg(
+        long,
+        env = "PORTFOLIO_SNAPSHOTS",
+        value_name = "DIR",
+        default_value = "./snapshots"
+    )]
     pub snapshots: PathBuf,
     /// Address of the API (and /healthz, /readyz).
-    #[arg(long, env = "PORTFOLIO_LISTEN", value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    #[arg(
+        long,
+        env = "PORTFOLIO_LISTEN",
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8080"
+    )]
     pub listen: String,
     /// Address of the operators' endpoints (/metrics, /snapshots).
-    #[arg(long, env = "PORTFOLIO_ADMIN_LISTEN", value_name = "ADDR", default_value = "127.0.0.1:9090")]
+    #[arg(
+        long,
+        env = "PORTFOLIO_ADMIN_LISTEN",
+        value_name = "ADDR",
+        default_value = "127.0.0.1:9090"
+    )]
     pub admin_listen: String,
     /// API keys are `<prefix>_<secret>`.
     #[arg(long, env = "PORTFOLIO_KEY_PREFIX", value_name = "TEXT", default_value = "cura", value_parser = parse_prefix)]
@@ -108,7 +123,11 @@ pub struct ServeConfig {
 impl ServeConfig {
     /// Defaults of the command line: prefix `cura`, file events.
     pub fn new(snapshots: impl Into<PathBuf>) -> ServeConfig {
-        ServeConfig { snapshots: snapshots.into(), key_prefix: "cura".to_owned(), poll_interval: None }
+        ServeConfig {
+            snapshots: snapshots.into(),
+            key_prefix: "cura".to_owned(),
+            poll_interval: None,
+        }
     }
 }
 
@@ -136,8 +155,25 @@ mod tests {
 
     #[test]
     fn subcommands_parse() {
-        let cli = Cli::try_parse_from(["portfolio-replica", "generate", "--out", "x", "--scale", "large", "--seed", "7"]).unwrap();
-        assert!(matches!(cli.command, Some(Command::Generate { scale: Scale::Large, seed: 7, .. })));
+        let cli = Cli::try_parse_from([
+            "portfolio-replica",
+            "generate",
+            "--out",
+            "x",
+            "--scale",
+            "large",
+            "--seed",
+            "7",
+        ])
+        .unwrap();
+        assert!(matches!(
+            cli.command,
+            Some(Command::Generate {
+                scale: Scale::Large,
+                seed: 7,
+                ..
+            })
+        ));
         assert!(Cli::try_parse_from(["portfolio-replica", "check"]).is_err());
         assert!(Cli::try_parse_from(["portfolio-replica", "--poll-interval", "0"]).is_err());
         assert!(Cli::try_parse_from(["portfolio-replica", "--key-prefix", ""]).is_err());

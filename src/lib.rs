@@ -51,12 +51,23 @@ pub async fn serve(
     admin: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let meta = std::fs::metadata(&config.snapshots)
-        .with_context(|| format!("snapshot directory {} cannot be read", config.snapshots.display()))?;
-    anyhow::ensure!(meta.is_dir(), "{} is not a directory", config.snapshots.display());
+    let meta = std::fs::metadata(&config.snapshots).with_context(|| {
+        format!(
+            "snapshot directory {} cannot be read",
+            config.snapshots.display()
+        )
+    })?;
+    anyhow::ensure!(
+        meta.is_dir(),
+        "{} is not a directory",
+        config.snapshots.display()
+    );
 
     let store = Arc::new(store::Store::default());
-    let snapshots = Arc::new(loader::Snapshots::new(config.snapshots.clone(), Arc::clone(&store)));
+    let snapshots = Arc::new(loader::Snapshots::new(
+        config.snapshots.clone(),
+        Arc::clone(&store),
+    ));
     let ready = Arc::new(AtomicBool::new(false));
 
     let first_scan = {
@@ -70,19 +81,31 @@ pub async fn serve(
                     rejected = report.rejected.len(),
                     "first scan finished"
                 ),
-                Err(err) => tracing::error!(dir = %snapshots.dir().display(), error = %err, "cannot scan the snapshot directory"),
+                Err(err) => {
+                    tracing::error!(dir = %snapshots.dir().display(), error = %err, "cannot scan the snapshot directory")
+                }
             }
             ready.store(true, Ordering::Release);
         })
     };
 
-    let state = Arc::new(api::ApiState { store, key_prefix: config.key_prefix.clone(), ready });
+    let state = Arc::new(api::ApiState {
+        store,
+        key_prefix: config.key_prefix.clone(),
+        ready,
+    });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|stop| *stop).await;
     };
-    let api_server = warp::serve(api::routes(state)).incoming(api).graceful(stopped(stop_rx.clone())).run();
-    let admin_server = warp::serve(ops::routes(snapshots)).incoming(admin).graceful(stopped(stop_rx)).run();
+    let api_server = warp::serve(api::routes(state))
+        .incoming(api)
+        .graceful(stopped(stop_rx.clone()))
+        .run();
+    let admin_server = warp::serve(ops::routes(snapshots))
+        .incoming(admin)
+        .graceful(stopped(stop_rx))
+        .run();
     let api_task = tokio::spawn(api_server);
     let admin_task = tokio::spawn(admin_server);
 

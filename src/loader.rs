@@ -28,9 +28,15 @@ pub struct Loaded {
 /// `file` only names the file in errors.
 pub fn load_snapshot(file: &str, bytes: &[u8]) -> Result<Loaded, SnapshotError> {
     let validated = snapshot::validate(file, bytes)?;
-    let version = validated.version.clone().unwrap_or_else(|| derive_version(bytes));
+    let version = validated
+        .version
+        .clone()
+        .unwrap_or_else(|| derive_version(bytes));
     let dataset = store::build(&validated, version);
-    Ok(Loaded { dataset, warnings: validated.warnings })
+    Ok(Loaded {
+        dataset,
+        warnings: validated.warnings,
+    })
 }
 
 /// The version of a snapshot that names none: its content's SHA-256.
@@ -89,7 +95,11 @@ pub struct Snapshots {
 
 impl Snapshots {
     pub fn new(dir: PathBuf, store: Arc<Store>) -> Snapshots {
-        Snapshots { dir, store, files: Mutex::new(BTreeMap::new()) }
+        Snapshots {
+            dir,
+            store,
+            files: Mutex::new(BTreeMap::new()),
+        }
     }
 
     pub fn dir(&self) -> &Path {
@@ -109,18 +119,25 @@ impl Snapshots {
         let present = list_snapshot_files(&self.dir)?;
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
 
-        let gone: Vec<String> = files.keys().filter(|name| !present.contains_key(*name)).cloned().collect();
+        let gone: Vec<String> = files
+            .keys()
+            .filter(|name| !present.contains_key(*name))
+            .cloned()
+            .collect();
         for name in gone {
             files.remove(&name);
             report.removed.push(name);
         }
         for (name, fingerprint) in &present {
-            let unchanged = files.get(name).is_some_and(|e| e.fingerprint == Some(*fingerprint));
+            let unchanged = files
+                .get(name)
+                .is_some_and(|e| e.fingerprint == Some(*fingerprint));
             if unchanged {
                 continue;
             }
             let started = Clock::now();
-            let result = snapshot::read_file(&self.dir.join(name)).and_then(|bytes| load_snapshot(name, &bytes));
+            let result = snapshot::read_file(&self.dir.join(name))
+                .and_then(|bytes| load_snapshot(name, &bytes));
             let elapsed_ms = started.elapsed().as_millis() as u64;
             let entry = files.entry(name.clone()).or_insert_with(|| FileEntry {
                 fingerprint: None,
@@ -191,8 +208,12 @@ fn resolve_conflicts(files: &mut BTreeMap<String, FileEntry>, report: &mut ScanR
     let mut order: Vec<String> = files.keys().cloned().collect();
     order.sort_by_key(|name| !report_was_serving(report, name));
     for name in order {
-        let Some(entry) = files.get_mut(&name) else { continue };
-        let Some(dataset) = entry.dataset.clone() else { continue };
+        let Some(entry) = files.get_mut(&name) else {
+            continue;
+        };
+        let Some(dataset) = entry.dataset.clone() else {
+            continue;
+        };
         let conflict = if let Some(owner) = workspace_owner.get(&dataset.workspace_id) {
             Some(format!(
                 "workspace {:?} is already served from {owner}; {name} names it too and is rejected",
@@ -238,16 +259,27 @@ fn list_snapshot_files(dir: &Path) -> std::io::Result<BTreeMap<String, Fingerpri
     let mut out = BTreeMap::new();
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
-        let Some(name) = entry.file_name().to_str().map(str::to_owned) else { continue };
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
         if !snapshot::is_snapshot_name(&name) {
             continue;
         }
         // Follow symlinks: a Kubernetes volume is links into `..data/`.
-        let Ok(meta) = std::fs::metadata(entry.path()) else { continue };
+        let Ok(meta) = std::fs::metadata(entry.path()) else {
+            continue;
+        };
         if !meta.is_file() {
             continue;
         }
-        out.insert(name, Fingerprint { len: meta.len(), modified: meta.modified().ok(), inode: meta.ino() });
+        out.insert(
+            name,
+            Fingerprint {
+                len: meta.len(),
+                modified: meta.modified().ok(),
+                inode: meta.ino(),
+            },
+        );
     }
     Ok(out)
 }

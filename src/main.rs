@@ -20,7 +20,11 @@ fn main() -> ExitCode {
         },
         Command::Check { files } => {
             let ok = commands::check(&files, &mut std::io::stdout(), &mut std::io::stderr());
-            if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
         }
         Command::HashKey { key } => {
             println!("{}", api::to_hex(&api::hash_key(&key)));
@@ -41,7 +45,10 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(err) => {
-                eprintln!("error: cannot write snapshots into {}: {err}", out.display());
+                eprintln!(
+                    "error: cannot write snapshots into {}: {err}",
+                    out.display()
+                );
                 ExitCode::FAILURE
             }
         },
@@ -52,7 +59,10 @@ fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
@@ -61,7 +71,9 @@ fn init_tracing(format: LogFormat) {
 
 fn run_server(args: &ServeArgs) -> anyhow::Result<()> {
     init_tracing(args.log_format);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async {
         let api = tokio::net::TcpListener::bind(&args.listen)
             .await
@@ -84,13 +96,14 @@ async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
-                let _ = ctrl_c.await;
-                return;
-            }
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
         tokio::select! {
             _ = ctrl_c => {}
             _ = term.recv() => {}

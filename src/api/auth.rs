@@ -49,7 +49,11 @@ mod tests {
         if let Some(h) = header {
             headers.insert(AUTHORIZATION, HeaderValue::from_str(h).unwrap());
         }
-        assert_eq!(bearer_key_hash(&headers, "cura"), expected_key.map(hash_key), "{header:?}");
+        assert_eq!(
+            bearer_key_hash(&headers, "cura"),
+            expected_key.map(hash_key),
+            "{header:?}"
+        );
     }
 
     #[test]
@@ -62,15 +66,28 @@ mod tests {
 
     #[test]
     fn rejects_everything_else() {
-        for header in [None, Some(""), Some("Bearer"), Some("Bearer "), Some("Basic cura_abc"), Some("cura_abc"),
-            Some("Bearer cura_"), Some("Bearer cura"), Some("Bearer curaabc"), Some("Bearer other_abc"), Some("Bearer Cura_abc")]
-        {
+        for header in [
+            None,
+            Some(""),
+            Some("Bearer"),
+            Some("Bearer "),
+            Some("Basic cura_abc"),
+            Some("cura_abc"),
+            Some("Bearer cura_"),
+            Some("Bearer cura"),
+            Some("Bearer curaabc"),
+            Some("Bearer other_abc"),
+            Some("Bearer Cura_abc"),
+        ] {
             check(header, None);
         }
     }
 
     #[test]
     fn hex_is_lower_case_sha256() {
-        assert_eq!(to_hex(&hash_key("")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_eq!(
+            to_hex(&hash_key("")),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
     }
 }

@@ -12,11 +12,17 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn bad_request(message: impl Into<String>) -> ApiError {
-        ApiError { status: StatusCode::BAD_REQUEST, message: message.into() }
+        ApiError {
+            status: StatusCode::BAD_REQUEST,
+            message: message.into(),
+        }
     }
 
     pub fn not_found(message: impl Into<String>) -> ApiError {
-        ApiError { status: StatusCode::NOT_FOUND, message: message.into() }
+        ApiError {
+            status: StatusCode::NOT_FOUND,
+            message: message.into(),
+        }
     }
 
     /// The JSON body, exactly `{"error":"..."}`.

@@ -48,30 +48,57 @@ pub fn routes(state: Arc<ApiState>) -> BoxedFilter<(Response,)> {
         .and(warp::path::full())
         .and(raw_query)
         .and(warp::header::headers_cloned())
-        .map(move |method: Method, path: warp::path::FullPath, query: String, headers: HeaderMap| {
-            respond(&state, &method, path.as_str(), &query, &headers)
-        })
+        .map(
+            move |method: Method, path: warp::path::FullPath, query: String, headers: HeaderMap| {
+                respond(&state, &method, path.as_str(), &query, &headers)
+            },
+        )
         .boxed()
 }
 
 /// Answers one request.
-pub fn respond(state: &ApiState, method: &Method, path: &str, query: &str, headers: &HeaderMap) -> Response {
+pub fn respond(
+    state: &ApiState,
+    method: &Method,
+    path: &str,
+    query: &str,
+    headers: &HeaderMap,
+) -> Response {
     if method != Method::GET && method != Method::HEAD {
-        let mut response = json_error(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed: this API is read-only");
-        response.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        let mut response = json_error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Method not allowed: this API is read-only",
+        );
+        response
+            .headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
         return response;
     }
     let ready = state.ready.load(Ordering::Acquire);
     match path {
         "/healthz" => return json(StatusCode::OK, Bytes::from_static(b"{\"status\":\"ok\"}")),
-        "/readyz" if ready => return json(StatusCode::OK, Bytes::from_static(b"{\"status\":\"ready\"}")),
-        "/readyz" => return json(StatusCode::SERVICE_UNAVAILABLE, Bytes::from_static(b"{\"status\":\"starting\"}")),
+        "/readyz" if ready => {
+            return json(
+                StatusCode::OK,
+                Bytes::from_static(b"{\"status\":\"ready\"}"),
+            );
+        }
+        "/readyz" => {
+            return json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Bytes::from_static(b"{\"status\":\"starting\"}"),
+            );
+        }
         _ => {}
     }
     if !ready {
-        let mut response =
-            json_error(StatusCode::SERVICE_UNAVAILABLE, "Service is starting: snapshots are still loading");
-        response.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("1"));
+        let mut response = json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Service is starting: snapshots are still loading",
+        );
+        response
+            .headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from_static("1"));
         return response;
     }
     let Some(key_hash) = auth::bearer_key_hash(headers, &state.key_prefix) else {
@@ -106,7 +133,8 @@ fn route(ds: &Dataset, path: &str, q: &Query<'_>) -> Result<Bytes, ApiError> {
         }
         ["portfolio", id, "tasks"] => {
             let id = path_id(id, "company")?;
-            ds.company_tasks(id, q.offset_page(100, 50)?).ok_or_else(company_not_found)
+            ds.company_tasks(id, q.offset_page(100, 50)?)
+                .ok_or_else(company_not_found)
         }
         ["portfolio", id, "roles"] => {
             let id = path_id(id, "company")?;
@@ -114,7 +142,8 @@ fn route(ds: &Dataset, path: &str, q: &Query<'_>) -> Result<Bytes, ApiError> {
         }
         ["portfolio", id, "notes"] => {
             let id = path_id(id, "company")?;
-            ds.company_notes(id, q.offset_page(100, 50)?).ok_or_else(company_not_found)
+            ds.company_notes(id, q.offset_page(100, 50)?)
+                .ok_or_else(company_not_found)
         }
         ["portfolio", id, "metrics"] => {
             let id = path_id(id, "company")?;
@@ -127,25 +156,29 @@ fn route(ds: &Dataset, path: &str, q: &Query<'_>) -> Result<Bytes, ApiError> {
         }
         ["tasks", id] => {
             let id = path_id(id, "task")?;
-            ds.task(id).ok_or_else(|| ApiError::not_found("Task not found"))
+            ds.task(id)
+                .ok_or_else(|| ApiError::not_found("Task not found"))
         }
         ["roles"] => Ok(ds.roles()),
         ["notes", id] => {
             let id = path_id(id, "note")?;
-            ds.note(id).ok_or_else(|| ApiError::not_found("Note not found"))
+            ds.note(id)
+                .ok_or_else(|| ApiError::not_found("Note not found"))
         }
         ["feed"] => Ok(ds.feed(q.feed()?)),
         ["meetings", id] => {
             let id = path_id(id, "meeting")?;
             let include_notes = q.include_notes()?;
-            ds.meeting(id, include_notes).ok_or_else(|| ApiError::not_found("Meeting not found"))
+            ds.meeting(id, include_notes)
+                .ok_or_else(|| ApiError::not_found("Meeting not found"))
         }
         _ => Err(ApiError::not_found("Not found")),
     }
 }
 
 fn path_id(text: &str, what: &str) -> Result<u128, ApiError> {
-    parse_id(text).ok_or_else(|| ApiError::bad_request(format!("Invalid {what} id: must be a UUID")))
+    parse_id(text)
+        .ok_or_else(|| ApiError::bad_request(format!("Invalid {what} id: must be a UUID")))
 }
 
 fn company_not_found() -> ApiError {
@@ -154,7 +187,9 @@ fn company_not_found() -> ApiError {
 
 fn unauthorized() -> Response {
     let mut response = json_error(StatusCode::UNAUTHORIZED, UNAUTHORIZED_MESSAGE);
-    response.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+        .headers_mut()
+        .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     response
 }
 
@@ -170,6 +205,8 @@ fn json_body(status: StatusCode, body: Bytes) -> Response {
 pub fn json(status: StatusCode, body: Bytes) -> Response {
     let mut response = Response::new(body.into());
     *response.status_mut() = status;
-    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }

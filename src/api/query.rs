@@ -20,7 +20,9 @@ pub const MAX_OFFSET: u64 = 9_007_199_254_740_991;
 
 impl<'q> Query<'q> {
     pub fn parse(raw: &'q str) -> Query<'q> {
-        Query { pairs: form_urlencoded::parse(raw.as_bytes()).collect() }
+        Query {
+            pairs: form_urlencoded::parse(raw.as_bytes()).collect(),
+        }
     }
 
     /// The value of `name`, if given once; a 400 if given more than once.
@@ -29,7 +31,9 @@ impl<'q> Query<'q> {
         for (key, value) in &self.pairs {
             if key == name {
                 if found.is_some() {
-                    return Err(ApiError::bad_request(format!("Invalid query: {name} is given more than once")));
+                    return Err(ApiError::bad_request(format!(
+                        "Invalid query: {name} is given more than once"
+                    )));
                 }
                 found = Some(value.as_ref());
             }
@@ -40,7 +44,9 @@ impl<'q> Query<'q> {
     /// A filter value: exact match; an empty value is a 400.
     pub fn filter(&self, name: &str) -> Result<Option<&str>, ApiError> {
         match self.get(name)? {
-            Some("") => Err(ApiError::bad_request(format!("Invalid query: {name} must not be empty"))),
+            Some("") => Err(ApiError::bad_request(format!(
+                "Invalid query: {name} must not be empty"
+            ))),
             other => Ok(other),
         }
     }
@@ -57,7 +63,9 @@ impl<'q> Query<'q> {
     pub fn feed(&self) -> Result<FeedQuery<'_>, ApiError> {
         let cursor = match self.get("cursor")? {
             None => None,
-            Some(text) => Some(Cursor::parse(text).map_err(|e| ApiError::bad_request(e.to_string()))?),
+            Some(text) => {
+                Some(Cursor::parse(text).map_err(|e| ApiError::bad_request(e.to_string()))?)
+            }
         };
         Ok(FeedQuery {
             limit: self.integer("limit", 1, 50)?.unwrap_or(20),
@@ -71,15 +79,21 @@ impl<'q> Query<'q> {
         match self.get("include")? {
             None => Ok(false),
             Some("notes") => Ok(true),
-            Some(_) => Err(ApiError::bad_request("Invalid query: include must be notes")),
+            Some(_) => Err(ApiError::bad_request(
+                "Invalid query: include must be notes",
+            )),
         }
     }
 
     fn integer(&self, name: &str, min: u64, max: u64) -> Result<Option<u64>, ApiError> {
-        let Some(text) = self.get(name)? else { return Ok(None) };
+        let Some(text) = self.get(name)? else {
+            return Ok(None);
+        };
         match parse_decimal(text) {
             Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
-            _ => Err(ApiError::bad_request(format!("Invalid query: {name} must be an integer from {min} to {max}"))),
+            _ => Err(ApiError::bad_request(format!(
+                "Invalid query: {name} must be an integer from {min} to {max}"
+            ))),
         }
     }
 }
@@ -89,7 +103,9 @@ fn parse_decimal(text: &str) -> Option<u64> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    text.bytes().try_fold(0u64, |n, b| n.checked_mul(10)?.checked_add(u64::from(b - b'0')))
+    text.bytes().try_fold(0u64, |n, b| {
+        n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+    })
 }
 
 #[cfg(test)]
@@ -118,9 +134,28 @@ mod tests {
     #[test]
     fn pages_are_bounded() {
         let page = |q: &str| Query::parse(q).offset_page(100, 50);
-        assert_eq!(page("").unwrap(), OffsetPage { limit: 50, offset: 0 });
-        assert_eq!(page("limit=100&offset=9007199254740991").unwrap(), OffsetPage { limit: 100, offset: MAX_OFFSET });
-        for bad in ["limit=0", "limit=101", "limit=", "offset=9007199254740992", "offset=-1", "limit=1&limit=1"] {
+        assert_eq!(
+            page("").unwrap(),
+            OffsetPage {
+                limit: 50,
+                offset: 0
+            }
+        );
+        assert_eq!(
+            page("limit=100&offset=9007199254740991").unwrap(),
+            OffsetPage {
+                limit: 100,
+                offset: MAX_OFFSET
+            }
+        );
+        for bad in [
+            "limit=0",
+            "limit=101",
+            "limit=",
+            "offset=9007199254740992",
+            "offset=-1",
+            "limit=1&limit=1",
+        ] {
             assert!(page(bad).is_err(), "{bad}");
         }
         assert_eq!(page("foo=1&limit=7&bar").unwrap().limit, 7);
@@ -131,6 +166,10 @@ mod tests {
         let q = Query::parse("filter%5Bstatus%5D=in%20progress&filter[priority]=");
         assert_eq!(q.filter("filter[status]").unwrap(), Some("in progress"));
         assert!(q.filter("filter[priority]").is_err());
-        assert!(Query::parse("filter[type]=a&filter%5Btype%5D=b").filter("filter[type]").is_err());
+        assert!(
+            Query::parse("filter[type]=a&filter%5Btype%5D=b")
+                .filter("filter[type]")
+                .is_err()
+        );
     }
 }

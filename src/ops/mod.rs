@@ -23,17 +23,28 @@ pub fn routes(snapshots: Arc<Snapshots>) -> BoxedFilter<(Response,)> {
         .and(warp::path::full())
         .map(move |method: Method, path: warp::path::FullPath| {
             if method != Method::GET && method != Method::HEAD {
-                return json(StatusCode::METHOD_NOT_ALLOWED, Bytes::from_static(b"{\"error\":\"Method not allowed\"}"));
+                return json(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    Bytes::from_static(b"{\"error\":\"Method not allowed\"}"),
+                );
             }
             match path.as_str() {
                 "/snapshots" => {
-                    let body = SnapshotsBody { files: snapshots.statuses() };
+                    let body = SnapshotsBody {
+                        files: snapshots.statuses(),
+                    };
                     match serde_json::to_vec(&body) {
                         Ok(bytes) => json(StatusCode::OK, bytes.into()),
-                        Err(_) => json(StatusCode::INTERNAL_SERVER_ERROR, Bytes::from_static(b"{\"error\":\"Internal error\"}")),
+                        Err(_) => json(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            Bytes::from_static(b"{\"error\":\"Internal error\"}"),
+                        ),
                     }
                 }
-                _ => json(StatusCode::NOT_FOUND, Bytes::from_static(b"{\"error\":\"Not found\"}")),
+                _ => json(
+                    StatusCode::NOT_FOUND,
+                    Bytes::from_static(b"{\"error\":\"Not found\"}"),
+                ),
             }
         })
         .boxed()

@@ -25,18 +25,27 @@ pub struct Location {
 pub struct SnapshotError {
     /// The file's name (or path) as the operator knows it.
     pub file: String,
-    pub location: Option<Location>,
+    /// Boxed: errors travel in `Result`s on the hot path, and stay small there.
+    pub location: Option<Box<Location>>,
     /// What is wrong, as a sentence fragment.
     pub message: String,
 }
 
 impl SnapshotError {
     pub fn new(file: &str, message: impl Into<String>) -> SnapshotError {
-        SnapshotError { file: file.to_owned(), location: None, message: message.into() }
+        SnapshotError {
+            file: file.to_owned(),
+            location: None,
+            message: message.into(),
+        }
     }
 
     pub fn at(file: &str, location: Location, message: impl Into<String>) -> SnapshotError {
-        SnapshotError { file: file.to_owned(), location: Some(location), message: message.into() }
+        SnapshotError {
+            file: file.to_owned(),
+            location: Some(Box::new(location)),
+            message: message.into(),
+        }
     }
 }
 
@@ -80,6 +89,9 @@ mod tests {
             err.to_string(),
             "acme.json: tasks[3] (id 6f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f): attributes.created_at: required timestamp is missing"
         );
-        assert_eq!(SnapshotError::new("a.json", "not gzip").to_string(), "a.json: not gzip");
+        assert_eq!(
+            SnapshotError::new("a.json", "not gzip").to_string(),
+            "a.json: not gzip"
+        );
     }
 }

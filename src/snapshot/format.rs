@@ -69,10 +69,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Number<'a> {
         if text.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
             Ok(Number(raw))
         } else {
-            Err(de::Error::invalid_type(
-                unexpected_kind(text),
-                &"a number",
-            ))
+            Err(de::Error::invalid_type(unexpected_kind(text), &"a number"))
         }
     }
 }

@@ -86,7 +86,10 @@ mod tests {
             parse_id("6f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f"),
             parse_id("6F1C2D3E-4B5A-4C6D-8E7F-0A1B2C3D4E5F")
         );
-        assert!(parse_id("10000000-0000-4000-8000-000000000000") > parse_id("0fffffff-ffff-4fff-bfff-ffffffffffff"));
+        assert!(
+            parse_id("10000000-0000-4000-8000-000000000000")
+                > parse_id("0fffffff-ffff-4fff-bfff-ffffffffffff")
+        );
     }
 }
 

@@ -25,8 +25,12 @@ pub fn is_snapshot_name(name: &str) -> bool {
 
 /// Reads a snapshot file and, for `.json.gz`, decompresses it.
 pub fn read_file(path: &Path) -> Result<Vec<u8>, SnapshotError> {
-    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-    let raw = std::fs::read(path).map_err(|err| SnapshotError::new(&name, format!("cannot read the file: {err}")))?;
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let raw = std::fs::read(path)
+        .map_err(|err| SnapshotError::new(&name, format!("cannot read the file: {err}")))?;
     decode(&name, raw)
 }
 
@@ -51,7 +55,15 @@ mod tests {
         for name in ["acme.json", "acme.json.gz", "a.b.json"] {
             assert!(is_snapshot_name(name), "{name}");
         }
-        for name in [".acme.json", "acme.json.tmp", "acme.json.part", ".acme.json.swp", "acme.jsonl", "acme.gz", "acme"] {
+        for name in [
+            ".acme.json",
+            "acme.json.tmp",
+            "acme.json.part",
+            ".acme.json.swp",
+            "acme.jsonl",
+            "acme.gz",
+            "acme",
+        ] {
             assert!(!is_snapshot_name(name), "{name}");
         }
     }

@@ -80,9 +80,7 @@ impl Instant {
             _ => return None,
         };
         let days = days_from_civil(year, month, day);
-        let secs = days * 86_400
-            + i64::from(hour * 3600 + minute * 60 + second)
-            - offset_secs;
+        let secs = days * 86_400 + i64::from(hour * 3600 + minute * 60 + second) - offset_secs;
         Some(Instant { secs, nanos })
     }
 
@@ -184,7 +182,10 @@ mod tests {
 
     #[test]
     fn epoch_and_far_dates_are_exact() {
-        assert_eq!(parse("1970-01-01T00:00:00Z"), Some(Instant { secs: 0, nanos: 0 }));
+        assert_eq!(
+            parse("1970-01-01T00:00:00Z"),
+            Some(Instant { secs: 0, nanos: 0 })
+        );
         assert_eq!(
             parse("2000-02-29T00:00:00Z").map(|i| i.secs),
             Some(951_782_400)
@@ -221,7 +222,10 @@ mod tests {
             ("2026-04-12T09:30:00Z", "2026-04-12T09:30:00.000Z"),
             ("2026-04-12T11:30:00.120+02:00", "2026-04-12T09:30:00.120Z"),
             ("2026-04-12T09:30:00.123456Z", "2026-04-12T09:30:00.123456Z"),
-            ("2026-04-12T09:30:00.1234567891Z", "2026-04-12T09:30:00.123456789Z"),
+            (
+                "2026-04-12T09:30:00.1234567891Z",
+                "2026-04-12T09:30:00.123456789Z",
+            ),
             ("1969-12-31T23:59:59.5Z", "1969-12-31T23:59:59.500Z"),
         ] {
             let instant = parse(input).unwrap();

@@ -62,7 +62,10 @@ pub fn validate<'a>(file: &str, bytes: &'a [u8]) -> Result<Validated<'a>, Snapsh
         Err(_) => return Err(diagnose(file, bytes)),
     };
     check_format_version(file, doc.format_version)?;
-    let mut v = Validator { file, warnings: Vec::new() };
+    let mut v = Validator {
+        file,
+        warnings: Vec::new(),
+    };
     let (workspace_id, workspace_name) = v.workspace(&doc)?;
     let version = v.version(&doc)?;
     let key_hashes = v.api_keys(&doc)?;
@@ -71,22 +74,50 @@ pub fn validate<'a>(file: &str, bytes: &'a [u8]) -> Result<Validated<'a>, Snapsh
     let company_ids: IdMap<()> = companies.iter().map(|k| (k.id, ())).collect();
 
     let tasks = v.records("tasks", &mut doc.tasks, |c, a| {
-        keyed(c, a.company_id.as_ref(), "company_id", a.created_at.as_ref(), "created_at")
+        keyed(
+            c,
+            a.company_id.as_ref(),
+            "company_id",
+            a.created_at.as_ref(),
+            "created_at",
+        )
     })?;
     let roles = v.records("roles", &mut doc.roles, |c, a| {
-        keyed(c, a.company_id.as_ref(), "company_id", a.opened_at.as_ref(), "opened_at")
+        keyed(
+            c,
+            a.company_id.as_ref(),
+            "company_id",
+            a.opened_at.as_ref(),
+            "opened_at",
+        )
     })?;
     let feed = v.records("feed", &mut doc.feed, |c, a| {
-        keyed(c, a.company_id.as_ref(), "company_id", a.published_at.as_ref(), "published_at")
+        keyed(
+            c,
+            a.company_id.as_ref(),
+            "company_id",
+            a.published_at.as_ref(),
+            "published_at",
+        )
     })?;
     let notes = v.records("notes", &mut doc.notes, |c, a| {
-        keyed(c, a.company_id.as_ref(), "company_id", a.created_at.as_ref(), "created_at")
+        keyed(
+            c,
+            a.company_id.as_ref(),
+            "company_id",
+            a.created_at.as_ref(),
+            "created_at",
+        )
     })?;
     let metrics = v.metrics(&doc)?;
     let meetings = v.records("meetings", &mut doc.meetings, |c, a| {
         let company = c.required_text(&a.company_id, "company_id")?;
         c.required_text(&a.title, "title")?;
-        let at = c.timestamp(a.start_time.value().map(Text::as_str), &a.start_time, "start_time")?;
+        let at = c.timestamp(
+            a.start_time.value().map(Text::as_str),
+            &a.start_time,
+            "start_time",
+        )?;
         c.nullable(&a.end_time, "end_time")?;
         c.required_text(&a.created_at, "created_at")?;
         c.required_text(&a.updated_at, "updated_at")?;
@@ -97,40 +128,68 @@ pub fn validate<'a>(file: &str, bytes: &'a [u8]) -> Result<Validated<'a>, Snapsh
             if !looks_like_email(email) {
                 return Err(c.fail(&field, format!("{email:?} is not an email address")));
             }
-            c.required(&attendee.organizer, &format!("attendees[{i}].organizer"), "a boolean")?;
+            c.required(
+                &attendee.organizer,
+                &format!("attendees[{i}].organizer"),
+                "a boolean",
+            )?;
         }
-        Ok(Key { id: 0, at, parent: parse_id(company) })
+        Ok(Key {
+            id: 0,
+            at,
+            parent: parse_id(company),
+        })
     })?;
     let meeting_notes = v.records("meeting_notes", &mut doc.meeting_notes, |c, a| {
         let meeting = c.required_text(&a.meeting_id, "meeting_id")?;
         let kind = c.required_text(&a.kind, "type")?;
         if kind != "notetool" {
-            return Err(c.fail("type", format!("{kind:?} is not an allowed type (only \"notetool\")")));
+            return Err(c.fail(
+                "type",
+                format!("{kind:?} is not an allowed type (only \"notetool\")"),
+            ));
         }
         c.nullable(&a.notes, "notes")?;
         c.nullable(&a.transcript, "transcript")?;
         if let Field::Value(transcript) = &a.transcript {
-            let segments =
-                c.required(&transcript.segments, "transcript.segments", "an array of segments")?;
+            let segments = c.required(
+                &transcript.segments,
+                "transcript.segments",
+                "an array of segments",
+            )?;
             for (i, segment) in segments.iter().enumerate() {
                 c.required_text(&segment.text, &format!("transcript.segments[{i}].text"))?;
             }
         }
         c.nullable(&a.synced_at, "synced_at")?;
-        let at = c.timestamp(a.created_at.value().map(Text::as_str), &a.created_at, "created_at")?;
+        let at = c.timestamp(
+            a.created_at.value().map(Text::as_str),
+            &a.created_at,
+            "created_at",
+        )?;
         c.required_text(&a.updated_at, "updated_at")?;
-        Ok(Key { id: 0, at, parent: parse_id(meeting) })
+        Ok(Key {
+            id: 0,
+            at,
+            parent: parse_id(meeting),
+        })
     })?;
 
     let meeting_ids: IdMap<()> = meetings.iter().map(|k| (k.id, ())).collect();
-    for (name, keys) in [("tasks", &tasks), ("roles", &roles), ("feed", &feed), ("notes", &notes)] {
+    for (name, keys) in [
+        ("tasks", &tasks),
+        ("roles", &roles),
+        ("feed", &feed),
+        ("notes", &notes),
+    ] {
         v.warn_dangling(name, "company", keys, &company_ids);
     }
     v.warn_dangling("metrics", "company", &metrics, &company_ids);
     v.warn_dangling("meetings", "company", &meetings, &company_ids);
     v.warn_dangling("meeting_notes", "meeting", &meeting_notes, &meeting_ids);
     if key_hashes.is_empty() {
-        v.warnings.push("api_keys is empty: no key can read this workspace".to_owned());
+        v.warnings
+            .push("api_keys is empty: no key can read this workspace".to_owned());
     }
 
     Ok(Validated {
@@ -152,14 +211,24 @@ pub fn validate<'a>(file: &str, bytes: &'a [u8]) -> Result<Validated<'a>, Snapsh
 }
 
 fn check_format_version(file: &str, raw: Option<&RawValue>) -> Result<(), SnapshotError> {
-    let loc = || Location { collection: "format_version".into(), ..Location::default() };
+    let loc = || Location {
+        collection: "format_version".into(),
+        ..Location::default()
+    };
     match raw {
-        None => Err(SnapshotError::at(file, loc(), "is missing (this server reads format_version 1)")),
+        None => Err(SnapshotError::at(
+            file,
+            loc(),
+            "is missing (this server reads format_version 1)",
+        )),
         Some(raw) if raw.get() == FORMAT_VERSION.to_string() => Ok(()),
         Some(raw) => Err(SnapshotError::at(
             file,
             loc(),
-            format!("{} is not a known format version (this server reads {FORMAT_VERSION})", raw.get()),
+            format!(
+                "{} is not a known format version (this server reads {FORMAT_VERSION})",
+                raw.get()
+            ),
         )),
     }
 }
@@ -174,13 +243,20 @@ fn keyed(
     at_field: &str,
 ) -> Result<Key, SnapshotError> {
     let Some(company) = company else {
-        return Err(c.fail(&attr(company_field), "required attribute is missing or null"));
+        return Err(c.fail(
+            &attr(company_field),
+            "required attribute is missing or null",
+        ));
     };
     let at = match at {
         None => return Err(c.fail(&attr(at_field), "required timestamp is missing or null")),
         Some(text) => parse_timestamp(c, text.as_str(), at_field)?,
     };
-    Ok(Key { id: 0, at, parent: parse_id(company.as_str()) })
+    Ok(Key {
+        id: 0,
+        at,
+        parent: parse_id(company.as_str()),
+    })
 }
 
 fn parse_timestamp(c: &RecordCheck<'_>, text: &str, field: &str) -> Result<Instant, SnapshotError> {
@@ -238,7 +314,12 @@ impl RecordCheck<'_> {
         )
     }
 
-    fn required<'v, T>(&self, field: &'v Field<T>, name: &str, kind: &str) -> Result<&'v T, SnapshotError> {
+    fn required<'v, T>(
+        &self,
+        field: &'v Field<T>,
+        name: &str,
+        kind: &str,
+    ) -> Result<&'v T, SnapshotError> {
         match field {
             Field::Value(v) => Ok(v),
             Field::Missing => Err(self.fail(&attr(name), "required attribute is missing")),
@@ -246,27 +327,46 @@ impl RecordCheck<'_> {
         }
     }
 
-    fn required_text<'v>(&self, field: &'v Field<Text<'_>>, name: &str) -> Result<&'v str, SnapshotError> {
+    fn required_text<'v>(
+        &self,
+        field: &'v Field<Text<'_>>,
+        name: &str,
+    ) -> Result<&'v str, SnapshotError> {
         self.required(field, name, "a string").map(Text::as_str)
     }
 
     fn nullable<T>(&self, field: &Field<T>, name: &str) -> Result<(), SnapshotError> {
         match field {
-            Field::Missing => Err(self.fail(&attr(name), "required attribute is missing (it may be null)")),
+            Field::Missing => Err(self.fail(
+                &attr(name),
+                "required attribute is missing (it may be null)",
+            )),
             _ => Ok(()),
         }
     }
 
-    fn timestamp(&self, text: Option<&str>, field: &Field<Text<'_>>, name: &str) -> Result<Instant, SnapshotError> {
+    fn timestamp(
+        &self,
+        text: Option<&str>,
+        field: &Field<Text<'_>>,
+        name: &str,
+    ) -> Result<Instant, SnapshotError> {
         match text {
             Some(text) => parse_timestamp(self, text, name),
-            None => self.required(field, name, "a timestamp").map(|_| Instant::default()),
+            None => self
+                .required(field, name, "a timestamp")
+                .map(|_| Instant::default()),
         }
     }
 }
 
 impl Validator<'_> {
-    fn top(&self, collection: &str, field: Option<&str>, message: impl Into<String>) -> SnapshotError {
+    fn top(
+        &self,
+        collection: &str,
+        field: Option<&str>,
+        message: impl Into<String>,
+    ) -> SnapshotError {
         SnapshotError::at(
             self.file,
             Location {
@@ -280,21 +380,40 @@ impl Validator<'_> {
 
     fn workspace(&self, doc: &SnapshotDoc<'_>) -> Result<(String, Option<String>), SnapshotError> {
         let Some(ws) = &doc.workspace else {
-            return Err(self.top("workspace", None, "is missing (it must name the workspace: {\"id\": ...})"));
+            return Err(self.top(
+                "workspace",
+                None,
+                "is missing (it must name the workspace: {\"id\": ...})",
+            ));
         };
         let id = match &ws.id {
             Some(id) if !id.as_str().trim().is_empty() && id.as_str().len() <= 200 => id.as_str(),
-            Some(_) => return Err(self.top("workspace", Some("id"), "must be 1 to 200 characters, not blank")),
+            Some(_) => {
+                return Err(self.top(
+                    "workspace",
+                    Some("id"),
+                    "must be 1 to 200 characters, not blank",
+                ));
+            }
             None => return Err(self.top("workspace", Some("id"), "is missing or null")),
         };
         if id.chars().any(char::is_control) {
-            return Err(self.top("workspace", Some("id"), "must not contain control characters"));
+            return Err(self.top(
+                "workspace",
+                Some("id"),
+                "must not contain control characters",
+            ));
         }
-        Ok((id.to_owned(), ws.name.as_ref().map(|n| n.as_str().to_owned())))
+        Ok((
+            id.to_owned(),
+            ws.name.as_ref().map(|n| n.as_str().to_owned()),
+        ))
     }
 
     fn version(&self, doc: &SnapshotDoc<'_>) -> Result<Option<String>, SnapshotError> {
-        let Some(version) = &doc.version else { return Ok(None) };
+        let Some(version) = &doc.version else {
+            return Ok(None);
+        };
         let text = version.as_str();
         let printable = text.bytes().all(|b| (0x20..0x7f).contains(&b));
         if text.is_empty() || text.len() > 256 || !printable || text.trim() != text {
@@ -323,7 +442,9 @@ impl Validator<'_> {
                     message,
                 )
             };
-            let Some(text) = &key.sha256 else { return Err(fail("is missing or null")) };
+            let Some(text) = &key.sha256 else {
+                return Err(fail("is missing or null"));
+            };
             let hash = decode_sha256(text.as_str())
                 .ok_or_else(|| fail("must be 64 hex digits: the SHA-256 of the whole key (see `portfolio-replica hash-key`)"))?;
             if !hashes.contains(&hash) {
@@ -347,7 +468,12 @@ impl Validator<'_> {
         seen.reserve(records.len());
         for (index, record) in records.iter_mut().enumerate() {
             let id_text = record.id.as_ref().map(Text::as_str);
-            let c = RecordCheck { file: self.file, collection, index, id: id_text };
+            let c = RecordCheck {
+                file: self.file,
+                collection,
+                index,
+                id: id_text,
+            };
             let id = check_id(&c, id_text, &mut seen)?;
             let attrs = record.attributes.get_or_insert_with(A::default);
             let key = check(&c, attrs)?;
@@ -363,17 +489,35 @@ impl Validator<'_> {
         seen.reserve(records.len());
         for (index, record) in records.iter().enumerate() {
             let id_text = record.id.as_ref().map(Text::as_str);
-            let c = RecordCheck { file: self.file, collection: "metrics", index, id: id_text };
+            let c = RecordCheck {
+                file: self.file,
+                collection: "metrics",
+                index,
+                id: id_text,
+            };
             let id = check_id(&c, id_text, &mut seen)?;
             let Some(company) = &record.company_id else {
-                return Err(c.fail("company_id", "required field is missing or null (it sits beside attributes)"));
+                return Err(c.fail(
+                    "company_id",
+                    "required field is missing or null (it sits beside attributes)",
+                ));
             };
-            let reported = record.attributes.as_ref().and_then(|a| a.reported_at.as_ref());
+            let reported = record
+                .attributes
+                .as_ref()
+                .and_then(|a| a.reported_at.as_ref());
             let Some(reported) = reported else {
-                return Err(c.fail("attributes.reported_at", "required timestamp is missing or null"));
+                return Err(c.fail(
+                    "attributes.reported_at",
+                    "required timestamp is missing or null",
+                ));
             };
             let at = parse_timestamp(&c, reported.as_str(), "reported_at")?;
-            keys.push(Key { id, at, parent: parse_id(company.as_str()) });
+            keys.push(Key {
+                id,
+                at,
+                parent: parse_id(company.as_str()),
+            });
         }
         Ok(keys)
     }
@@ -381,7 +525,9 @@ impl Validator<'_> {
     /// Records pointing at a parent the snapshot does not hold are kept; one
     /// warning per collection says how many, with the first as an example.
     fn warn_dangling(&mut self, collection: &str, parent: &str, keys: &[Key], parents: &IdMap<()>) {
-        let mut dangling = keys.iter().filter(|k| !k.parent.is_some_and(|p| parents.contains_key(&p)));
+        let mut dangling = keys
+            .iter()
+            .filter(|k| !k.parent.is_some_and(|p| parents.contains_key(&p)));
         if let Some(first) = dangling.next() {
             let count = 1 + dangling.count();
             self.warnings.push(format!(
@@ -393,17 +539,31 @@ impl Validator<'_> {
     }
 }
 
-fn check_id(c: &RecordCheck<'_>, id_text: Option<&str>, seen: &mut IdMap<usize>) -> Result<u128, SnapshotError> {
+fn check_id(
+    c: &RecordCheck<'_>,
+    id_text: Option<&str>,
+    seen: &mut IdMap<usize>,
+) -> Result<u128, SnapshotError> {
     let Some(text) = id_text else {
         return Err(c.fail("id", "record has no id"));
     };
     let Some(id) = parse_id(text) else {
-        return Err(c.fail("id", format!("{text:?} is not a UUID (8-4-4-4-12 hex digits, version 1-8, variant 8, 9, a or b)")));
+        return Err(c.fail(
+            "id",
+            format!(
+                "{text:?} is not a UUID (8-4-4-4-12 hex digits, version 1-8, variant 8, 9, a or b)"
+            ),
+        ));
     };
     match seen.entry(id) {
         Entry::Occupied(first) => Err(c.fail(
             "id",
-            format!("id repeats within {}: {}[{}] has it too", c.collection, c.collection, first.get()),
+            format!(
+                "id repeats within {}: {}[{}] has it too",
+                c.collection,
+                c.collection,
+                first.get()
+            ),
         )),
         Entry::Vacant(slot) => {
             slot.insert(c.index);
@@ -415,7 +575,14 @@ fn check_id(c: &RecordCheck<'_>, id_text: Option<&str>, seen: &mut IdMap<usize>)
 /// Formats an id in the canonical lower-case text form.
 pub fn format_id(id: u128) -> String {
     let hex = format!("{id:032x}");
-    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
 }
 
 fn decode_sha256(text: &str) -> Option<[u8; 32]> {
@@ -439,7 +606,11 @@ fn diagnose(file: &str, bytes: &[u8]) -> SnapshotError {
         return if err.is_eof() {
             SnapshotError::new(
                 file,
-                format!("file is truncated: the JSON ends early (line {}, column {})", err.line(), err.column()),
+                format!(
+                    "file is truncated: the JSON ends early (line {}, column {})",
+                    err.line(),
+                    err.column()
+                ),
             )
         } else {
             SnapshotError::new(file, format!("invalid JSON: {err}"))
@@ -457,7 +628,9 @@ fn diagnose(file: &str, bytes: &[u8]) -> SnapshotError {
                 return err;
             }
         }
-        Err(err) => return SnapshotError::new(file, format!("a snapshot must be a JSON object: {err}")),
+        Err(err) => {
+            return SnapshotError::new(file, format!("a snapshot must be a JSON object: {err}"));
+        }
     }
     // 3. Rerun the typed parse, tracking the path to the failing value.
     let mut de = serde_json::Deserializer::from_slice(bytes);
@@ -479,7 +652,10 @@ fn diagnose(file: &str, bytes: &[u8]) -> SnapshotError {
     let Some(Seg::Key(collection)) = parts.next() else {
         return SnapshotError::new(file, message);
     };
-    let mut loc = Location { collection, ..Location::default() };
+    let mut loc = Location {
+        collection,
+        ..Location::default()
+    };
     let mut field = Vec::new();
     for (n, seg) in parts.enumerate() {
         match seg {

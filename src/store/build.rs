@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::rendered::{Renderer, Rendered};
+use super::rendered::{Rendered, Renderer};
 use super::{Dataset, Positions, RecordCounts};
 use crate::snapshot::format::{Record, Text};
 use crate::snapshot::id::IdMap;
@@ -29,12 +29,15 @@ pub fn build(v: &Validated<'_>, version: String) -> Dataset {
     let mut order: Vec<u32> = (0..companies.len() as u32).collect();
     order.sort_unstable_by(|&a, &b| {
         let (a, b) = (a as usize, b as usize);
-        company_name(a).cmp(&company_name(b)).then(v.companies[a].id.cmp(&v.companies[b].id))
+        company_name(a)
+            .cmp(&company_name(b))
+            .then(v.companies[a].id.cmp(&v.companies[b].id))
     });
     let company_list = render(companies, &order);
     let company_at = positions_by_id(&order, &v.companies);
-    let companies_by_priority =
-        group_by_text(&order, |i| attrs(&companies[i]).priority.as_ref().map(Text::as_str));
+    let companies_by_priority = group_by_text(&order, |i| {
+        attrs(&companies[i]).priority.as_ref().map(Text::as_str)
+    });
 
     // Tasks: newest first, ties by id descending; indexed by each filter.
     let order = newest_first(&v.tasks);
@@ -44,7 +47,8 @@ pub fn build(v: &Validated<'_>, version: String) -> Dataset {
     let priority = |i: usize| attrs(&tasks[i]).priority.as_ref().map(Text::as_str);
     let tasks_by_status = group_by_text(&order, status);
     let tasks_by_priority = group_by_text(&order, priority);
-    let mut tasks_by_status_priority: HashMap<Box<str>, HashMap<Box<str>, Positions>> = HashMap::new();
+    let mut tasks_by_status_priority: HashMap<Box<str>, HashMap<Box<str>, Positions>> =
+        HashMap::new();
     for (pos, &i) in order.iter().enumerate() {
         if let (Some(s), Some(p)) = (status(i as usize), priority(i as usize)) {
             tasks_by_status_priority
@@ -63,7 +67,10 @@ pub fn build(v: &Validated<'_>, version: String) -> Dataset {
 
     let order = newest_first(&v.feed);
     let feed_list = render(feed, &order);
-    let feed_keys = order.iter().map(|&i| (v.feed[i as usize].at, v.feed[i as usize].id)).collect();
+    let feed_keys = order
+        .iter()
+        .map(|&i| (v.feed[i as usize].at, v.feed[i as usize].id))
+        .collect();
     let feed_by_type = group_by_text(&order, |i| attrs(&feed[i]).kind.as_ref().map(Text::as_str));
 
     let order = newest_first(&v.notes);
@@ -121,7 +128,10 @@ pub fn build(v: &Validated<'_>, version: String) -> Dataset {
 
 /// A record's attributes; validation filled in absent ones.
 fn attrs<'r, A>(record: &'r Record<'_, A>) -> &'r A {
-    record.attributes.as_ref().expect("validation fills in absent attributes")
+    record
+        .attributes
+        .as_ref()
+        .expect("validation fills in absent attributes")
 }
 
 fn id_text<'r>(record: &'r Record<'_, impl Sized>) -> &'r str {
@@ -160,7 +170,10 @@ fn positions_by_id(order: &[u32], keys: &[Key]) -> IdMap<u32> {
 
 /// Positions grouped by a text attribute (records where it is `null` are in
 /// no group), each group in list order.
-fn group_by_text<'t>(order: &[u32], value: impl Fn(usize) -> Option<&'t str>) -> HashMap<Box<str>, Positions> {
+fn group_by_text<'t>(
+    order: &[u32],
+    value: impl Fn(usize) -> Option<&'t str>,
+) -> HashMap<Box<str>, Positions> {
     let mut groups: HashMap<Box<str>, Positions> = HashMap::new();
     for (pos, &i) in order.iter().enumerate() {
         if let Some(text) = value(i as usize) {
@@ -195,9 +208,19 @@ fn latest_metrics(
     metrics: &[crate::snapshot::format::MetricRecord<'_>],
     companies: &IdMap<u32>,
 ) -> (Rendered, IdMap<(u32, u32)>) {
-    let name = |i: usize| metrics[i].attributes.as_ref().and_then(|a| a.name.as_ref()).map(Text::as_str);
+    let name = |i: usize| {
+        metrics[i]
+            .attributes
+            .as_ref()
+            .and_then(|a| a.name.as_ref())
+            .map(Text::as_str)
+    };
     let mut order: Vec<u32> = (0..metrics.len() as u32)
-        .filter(|&i| v.metrics[i as usize].parent.is_some_and(|c| companies.contains_key(&c)))
+        .filter(|&i| {
+            v.metrics[i as usize]
+                .parent
+                .is_some_and(|c| companies.contains_key(&c))
+        })
         .collect();
     order.sort_unstable_by(|&a, &b| {
         let (ka, kb) = (&v.metrics[a as usize], &v.metrics[b as usize]);
@@ -218,7 +241,9 @@ fn latest_metrics(
         let id = record.id.as_ref().map_or("", Text::as_str);
         out.push(id, record.attributes.as_ref().unwrap_or(&empty));
         if let Some(company) = v.metrics[i as usize].parent {
-            let range = by_company.entry(company).or_insert((pos as u32, pos as u32));
+            let range = by_company
+                .entry(company)
+                .or_insert((pos as u32, pos as u32));
             range.1 = pos as u32 + 1;
         }
     }
@@ -230,7 +255,9 @@ fn group_meeting_notes(
     v: &Validated<'_>,
     notes: &[Record<'_, crate::snapshot::format::MeetingNoteAttrs<'_>>],
 ) -> (Rendered, IdMap<(u32, u32)>) {
-    let mut order: Vec<u32> = (0..notes.len() as u32).filter(|&i| v.meeting_notes[i as usize].parent.is_some()).collect();
+    let mut order: Vec<u32> = (0..notes.len() as u32)
+        .filter(|&i| v.meeting_notes[i as usize].parent.is_some())
+        .collect();
     order.sort_unstable_by_key(|&i| {
         let k = &v.meeting_notes[i as usize];
         (k.parent, k.at, k.id)
@@ -239,7 +266,9 @@ fn group_meeting_notes(
     let mut by_meeting: IdMap<(u32, u32)> = IdMap::default();
     for (pos, &i) in order.iter().enumerate() {
         if let Some(meeting) = v.meeting_notes[i as usize].parent {
-            let range = by_meeting.entry(meeting).or_insert((pos as u32, pos as u32));
+            let range = by_meeting
+                .entry(meeting)
+                .or_insert((pos as u32, pos as u32));
             range.1 = pos as u32 + 1;
         }
     }

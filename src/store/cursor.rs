@@ -32,7 +32,9 @@ pub enum Cursor {
 
 /// A cursor that does not parse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("cursor is not valid: pass the nextCursor of a previous page, or an ISO 8601 timestamp like 2026-05-01T00:00:00.000Z")]
+#[error(
+    "cursor is not valid: pass the nextCursor of a previous page, or an ISO 8601 timestamp like 2026-05-01T00:00:00.000Z"
+)]
 pub struct CursorError;
 
 impl Cursor {
@@ -62,7 +64,11 @@ impl Cursor {
 /// (an unencoded `+` in a query string) is read as the `+` it was.
 fn parse_instant(text: &str) -> Option<Instant> {
     Instant::parse_rfc3339(text).or_else(|| {
-        if text.contains(' ') { Instant::parse_rfc3339(&text.replace(' ', "+")) } else { None }
+        if text.contains(' ') {
+            Instant::parse_rfc3339(&text.replace(' ', "+"))
+        } else {
+            None
+        }
     })
 }
 
@@ -98,7 +104,14 @@ mod tests {
 
     #[test]
     fn rejects_garbage() {
-        for text in ["", "abc", "2026-04-12", "2026-04-12T09:30:00.000Z~", "2026-04-12T09:30:00.000Z~xyz", "~6f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f"] {
+        for text in [
+            "",
+            "abc",
+            "2026-04-12",
+            "2026-04-12T09:30:00.000Z~",
+            "2026-04-12T09:30:00.000Z~xyz",
+            "~6f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f",
+        ] {
             assert_eq!(Cursor::parse(text), Err(CursorError), "{text:?}");
         }
     }

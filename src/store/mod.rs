@@ -122,7 +122,9 @@ impl Catalog {
             for hash in &dataset.key_hashes {
                 catalog.by_key.insert(*hash, Arc::clone(&dataset));
             }
-            catalog.by_workspace.insert(dataset.workspace_id.clone(), dataset);
+            catalog
+                .by_workspace
+                .insert(dataset.workspace_id.clone(), dataset);
         }
         catalog
     }
@@ -149,7 +151,9 @@ pub struct Store {
 
 impl Default for Store {
     fn default() -> Self {
-        Store { current: ArcSwap::from_pointee(Catalog::default()) }
+        Store {
+            current: ArcSwap::from_pointee(Catalog::default()),
+        }
     }
 }
 

@@ -72,9 +72,10 @@ impl Selection<'_> {
     fn size(&self, list: &Rendered, from: usize, to: usize) -> usize {
         match self {
             Selection::All => list.run(from, to).len(),
-            Selection::Some(positions) => {
-                positions[from..to].iter().map(|&p| list.record(p as usize).len() + 1).sum()
-            }
+            Selection::Some(positions) => positions[from..to]
+                .iter()
+                .map(|&p| list.record(p as usize).len() + 1)
+                .sum(),
         }
     }
 }
@@ -96,7 +97,11 @@ fn offset_body(list: &Rendered, selection: Selection<'_>, page: OffsetPage) -> B
     write_u64(&mut out, page.limit);
     out.extend_from_slice(b",\"offset\":");
     write_u64(&mut out, page.offset);
-    out.extend_from_slice(if has_more { b",\"hasMore\":true}}" } else { b",\"hasMore\":false}}" });
+    out.extend_from_slice(if has_more {
+        b",\"hasMore\":true}}"
+    } else {
+        b",\"hasMore\":false}}"
+    });
     Bytes::from(out)
 }
 
@@ -141,17 +146,20 @@ impl Dataset {
 
     /// `/portfolio/{id}/tasks`; `None` if the company is unknown.
     pub fn company_tasks(&self, id: u128, page: OffsetPage) -> Option<Bytes> {
-        self.has_company(id).then(|| offset_body(&self.tasks, group(self.tasks_by_company.get(&id)), page))
+        self.has_company(id)
+            .then(|| offset_body(&self.tasks, group(self.tasks_by_company.get(&id)), page))
     }
 
     /// `/portfolio/{id}/roles`; `None` if the company is unknown.
     pub fn company_roles(&self, id: u128) -> Option<Bytes> {
-        self.has_company(id).then(|| list_body(&self.roles, group(self.roles_by_company.get(&id))))
+        self.has_company(id)
+            .then(|| list_body(&self.roles, group(self.roles_by_company.get(&id))))
     }
 
     /// `/portfolio/{id}/notes`; `None` if the company is unknown.
     pub fn company_notes(&self, id: u128, page: OffsetPage) -> Option<Bytes> {
-        self.has_company(id).then(|| offset_body(&self.notes, group(self.notes_by_company.get(&id)), page))
+        self.has_company(id)
+            .then(|| offset_body(&self.notes, group(self.notes_by_company.get(&id)), page))
     }
 
     /// `/portfolio/{id}/metrics`: the latest value of each metric, by name.
@@ -174,7 +182,9 @@ impl Dataset {
             (None, None) => Selection::All,
             (Some(s), None) => group(self.tasks_by_status.get(s)),
             (None, Some(p)) => group(self.tasks_by_priority.get(p)),
-            (Some(s), Some(p)) => group(self.tasks_by_status_priority.get(s).and_then(|m| m.get(p))),
+            (Some(s), Some(p)) => {
+                group(self.tasks_by_status_priority.get(s).and_then(|m| m.get(p)))
+            }
         };
         offset_body(&self.tasks, selection, page)
     }
@@ -214,7 +224,10 @@ impl Dataset {
             if next.0 < last.0 {
                 Cursor::Before(last.0)
             } else {
-                Cursor::After { at: last.0, id: last.1 }
+                Cursor::After {
+                    at: last.0,
+                    id: last.1,
+                }
             }
         });
         let mut out = Vec::with_capacity(selection.size(&self.feed, from, to) + 160);
@@ -242,7 +255,11 @@ impl Dataset {
         if !include_notes {
             return Some(single_body(record));
         }
-        let (from, to) = self.meeting_notes_by_meeting.get(&id).copied().unwrap_or((0, 0));
+        let (from, to) = self
+            .meeting_notes_by_meeting
+            .get(&id)
+            .copied()
+            .unwrap_or((0, 0));
         let notes = self.meeting_notes.run(from as usize, to as usize);
         // The rendered meeting ends with the `}` that closes the record;
         // `notes` goes in just before it, beside `attributes`.

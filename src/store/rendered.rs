@@ -28,7 +28,11 @@ impl Rendered {
     }
 
     fn start(&self, i: usize) -> usize {
-        if i == 0 { LIST_OPEN.len() } else { self.ends[i - 1] + 1 }
+        if i == 0 {
+            LIST_OPEN.len()
+        } else {
+            self.ends[i - 1] + 1
+        }
     }
 
     /// The JSON of record `i`.
@@ -38,7 +42,11 @@ impl Rendered {
 
     /// Records `from..to`, comma-separated, as one slice (empty if `from == to`).
     pub fn run(&self, from: usize, to: usize) -> &[u8] {
-        if from >= to { &[] } else { &self.buf[self.start(from)..self.ends[to - 1]] }
+        if from >= to {
+            &[]
+        } else {
+            &self.buf[self.start(from)..self.ends[to - 1]]
+        }
     }
 
     /// The whole list as a `{"data":[...]}` body, shared, not copied.
@@ -57,7 +65,10 @@ impl Renderer {
     pub fn with_capacity(records: usize, bytes: usize) -> Renderer {
         let mut buf = Vec::with_capacity(bytes + LIST_OPEN.len() + LIST_CLOSE.len());
         buf.extend_from_slice(LIST_OPEN);
-        Renderer { buf, ends: Vec::with_capacity(records) }
+        Renderer {
+            buf,
+            ends: Vec::with_capacity(records),
+        }
     }
 
     /// Appends `{"id":<id>,"attributes":<attributes>}`.
@@ -81,7 +92,10 @@ impl Renderer {
         self.buf.extend_from_slice(LIST_CLOSE);
         self.buf.shrink_to_fit();
         self.ends.shrink_to_fit();
-        Rendered { buf: Bytes::from(self.buf), ends: self.ends }
+        Rendered {
+            buf: Bytes::from(self.buf),
+            ends: self.ends,
+        }
     }
 }
 
