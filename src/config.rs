@@ -118,6 +118,9 @@ pub struct ServeConfig {
     pub key_prefix: String,
     /// Poll instead of relying on file events.
     pub poll_interval: Option<Duration>,
+    /// Rescan the directory on SIGHUP. The binary sets it; a library user
+    /// running several servers in one process may not want that.
+    pub rescan_on_sighup: bool,
 }
 
 impl ServeConfig {
@@ -127,6 +130,7 @@ impl ServeConfig {
             snapshots: snapshots.into(),
             key_prefix: "cura".to_owned(),
             poll_interval: None,
+            rescan_on_sighup: false,
         }
     }
 }
@@ -137,6 +141,7 @@ impl From<&ServeArgs> for ServeConfig {
             snapshots: args.snapshots.clone(),
             key_prefix: args.key_prefix.clone(),
             poll_interval: args.poll_interval.map(Duration::from_millis),
+            rescan_on_sighup: true,
         }
     }
 }

@@ -14,6 +14,8 @@
 //!   conflicts between them, publishes, and keeps each file's status.
 //! - [`api`]: warp filter, auth, query parsing, routing, error replies; the
 //!   only module that knows HTTP.
+//! - [`reload`]: the reloader thread: file events (debounced), polling and
+//!   SIGHUP trigger scans.
 //! - [`ops`]: the operators' listener (`/snapshots`).
 //! - [`config`]: the command line; [`commands`]: `check` and `hash-key`;
 //!   [`generate`]: synthetic snapshots.
@@ -27,12 +29,13 @@ pub mod config;
 pub mod generate;
 pub mod loader;
 pub mod ops;
+pub mod reload;
 pub mod snapshot;
 pub mod store;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
@@ -70,24 +73,16 @@ pub async fn serve(
     ));
     let ready = Arc::new(AtomicBool::new(false));
 
-    let first_scan = {
-        let snapshots = Arc::clone(&snapshots);
-        let ready = Arc::clone(&ready);
-        tokio::task::spawn_blocking(move || {
-            match snapshots.scan() {
-                Ok(report) => tracing::info!(
-                    dir = %snapshots.dir().display(),
-                    loaded = report.loaded.len(),
-                    rejected = report.rejected.len(),
-                    "first scan finished"
-                ),
-                Err(err) => {
-                    tracing::error!(dir = %snapshots.dir().display(), error = %err, "cannot scan the snapshot directory")
-                }
-            }
-            ready.store(true, Ordering::Release);
-        })
-    };
+    let reloader = reload::Reloader::start(
+        Arc::clone(&snapshots),
+        config.poll_interval,
+        Arc::clone(&ready),
+    )
+    .context("cannot start the snapshot reloader")?;
+    let sighup = config
+        .rescan_on_sighup
+        .then(|| rescan_on_sighup(reloader.handle()))
+        .transpose()?;
 
     let state = Arc::new(api::ApiState {
         store,
@@ -114,6 +109,23 @@ pub async fn serve(
     let _ = stop_tx.send(true);
     let _ = api_task.await;
     let _ = admin_task.await;
-    first_scan.abort();
+    if let Some(task) = sighup {
+        task.abort();
+    }
+    // Stops the watcher and the reloader thread (off the runtime: it may be
+    // finishing a load).
+    let _ = tokio::task::spawn_blocking(move || drop(reloader)).await;
     Ok(())
+}
+
+/// Forwards every SIGHUP to the reloader as a full rescan.
+fn rescan_on_sighup(handle: reload::RescanHandle) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangups = signal(SignalKind::hangup()).context("cannot listen for SIGHUP")?;
+    Ok(tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            tracing::info!("SIGHUP: rescanning the snapshot directory");
+            handle.rescan();
+        }
+    }))
 }

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Instant as Clock, SystemTime};
+use std::time::{Duration, Instant as Clock, SystemTime};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
@@ -61,36 +61,53 @@ pub struct FileStatus {
 }
 
 /// What identifies a file's content without reading it: a rename into place
-/// changes the inode, a rewrite changes size or modification time.
+/// changes the inode, a rewrite the size or the change time, a Kubernetes
+/// `..data` flip the inode behind the symlink.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Fingerprint {
     len: u64,
     modified: Option<SystemTime>,
-    inode: u64,
+    changed: (i64, i64),
+    inode: (u64, u64),
 }
 
 struct FileEntry {
+    /// The content last read; `None` to read the file again on the next scan.
     fingerprint: Option<Fingerprint>,
     status: FileStatus,
     /// The dataset this file serves, if any; kept when a newer content of
     /// the file is rejected, so the previous version keeps serving.
     dataset: Option<Arc<Dataset>>,
+    /// Rejected because another file holds its workspace or a key: read
+    /// again when a file goes away.
+    conflict: bool,
 }
 
-/// The outcome of one scan, for logs.
+/// The outcome of one scan, for logs and for the reloader.
 #[derive(Debug, Default)]
 pub struct ScanReport {
     pub loaded: Vec<String>,
     pub rejected: Vec<String>,
     pub removed: Vec<String>,
+    /// Files modified so recently that they may still be being written;
+    /// they are left for a later scan.
+    pub settling: Vec<String>,
 }
+
+/// How long a file must have been left alone before it is read: a writer
+/// that rewrites in place is given this long to finish.
+const SETTLE: Duration = Duration::from_millis(150);
 
 /// The snapshot directory and the state of every file in it.
 pub struct Snapshots {
     dir: PathBuf,
     store: Arc<Store>,
-    /// A std mutex: scans run on blocking threads and never await while holding it.
+    /// Per-file state, by file name. A std mutex: it is held only to read or
+    /// apply state, never while a file is read or parsed, so `/snapshots`
+    /// answers at once even while a large file loads.
     files: Mutex<BTreeMap<String, FileEntry>>,
+    /// Serializes scans: two scans interleaving could publish out of order.
+    scanning: Mutex<()>,
 }
 
 impl Snapshots {
@@ -99,6 +116,7 @@ impl Snapshots {
             dir,
             store,
             files: Mutex::new(BTreeMap::new()),
+            scanning: Mutex::new(()),
         }
     }
 
@@ -113,38 +131,72 @@ impl Snapshots {
     }
 
     /// Loads new and changed files, forgets deleted ones, and publishes the
-    /// result. Files whose content did not change are not read again.
+    /// result with one swap. Files whose content did not change are not read
+    /// again. Blocks while files load: call it off the async runtime.
     pub fn scan(&self) -> std::io::Result<ScanReport> {
+        let _scanning = self.scanning.lock().unwrap_or_else(|p| p.into_inner());
         let mut report = ScanReport::default();
         let present = list_snapshot_files(&self.dir)?;
-        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
 
-        let gone: Vec<String> = files
-            .keys()
-            .filter(|name| !present.contains_key(*name))
-            .cloned()
-            .collect();
-        for name in gone {
-            files.remove(&name);
-            report.removed.push(name);
-        }
-        for (name, fingerprint) in &present {
-            let unchanged = files
-                .get(name)
-                .is_some_and(|e| e.fingerprint == Some(*fingerprint));
-            if unchanged {
+        // 1. Under the lock: forget deleted files, decide what to read.
+        let to_read: Vec<(String, Fingerprint)> = {
+            let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+            let gone: Vec<String> = files
+                .keys()
+                .filter(|name| !present.contains_key(*name))
+                .cloned()
+                .collect();
+            for name in gone {
+                files.remove(&name);
+                tracing::info!(file = %name, "snapshot file removed; its workspace is unloaded");
+                report.removed.push(name);
+            }
+            if !report.removed.is_empty() {
+                for entry in files.values_mut().filter(|e| e.conflict) {
+                    entry.fingerprint = None;
+                }
+            }
+            present
+                .iter()
+                .filter(|(name, fp)| files.get(*name).is_none_or(|e| e.fingerprint != Some(**fp)))
+                .map(|(name, fp)| (name.clone(), *fp))
+                .collect()
+        };
+
+        // 2. Without the lock: read and build.
+        let mut results = Vec::with_capacity(to_read.len());
+        for (name, fingerprint) in to_read {
+            if fingerprint
+                .modified
+                .is_some_and(|m| m.elapsed().is_ok_and(|age| age < SETTLE))
+            {
+                report.settling.push(name);
                 continue;
             }
             let started = Clock::now();
-            let result = snapshot::read_file(&self.dir.join(name))
-                .and_then(|bytes| load_snapshot(name, &bytes));
-            let elapsed_ms = started.elapsed().as_millis() as u64;
+            let path = self.dir.join(&name);
+            let result = snapshot::read_file(&path).and_then(|bytes| load_snapshot(&name, &bytes));
+            // A file that changed while it was read may be half written:
+            // leave it for the next scan rather than judge it.
+            if file_fingerprint(&path).ok() != Some(fingerprint) {
+                report.settling.push(name);
+                continue;
+            }
+            results.push((name, fingerprint, result, started.elapsed()));
+        }
+
+        // 3. Under the lock: apply, resolve conflicts, publish.
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        for (name, fingerprint, result, elapsed) in results {
+            let elapsed_ms = elapsed.as_millis() as u64;
             let entry = files.entry(name.clone()).or_insert_with(|| FileEntry {
                 fingerprint: None,
-                status: empty_status(name),
+                status: empty_status(&name),
                 dataset: None,
+                conflict: false,
             });
-            entry.fingerprint = Some(*fingerprint);
+            entry.fingerprint = Some(fingerprint);
+            entry.conflict = false;
             match result {
                 Ok(loaded) => {
                     tracing::info!(
@@ -157,7 +209,7 @@ impl Snapshots {
                         "snapshot loaded"
                     );
                     for warning in &loaded.warnings {
-                        tracing::warn!(file = %name, workspace = %loaded.dataset.workspace_id, "{warning}");
+                        tracing::warn!(file = %name, workspace = %loaded.dataset.workspace_id, warning = %warning, "snapshot warning");
                     }
                     entry.status = FileStatus {
                         file: name.clone(),
@@ -169,12 +221,19 @@ impl Snapshots {
                         error: None,
                     };
                     entry.dataset = Some(Arc::new(loaded.dataset));
-                    report.loaded.push(name.clone());
+                    report.loaded.push(name);
                 }
                 Err(err) => {
-                    tracing::error!(file = %name, error = %err, elapsed_ms, "snapshot rejected");
+                    tracing::error!(
+                        file = %name,
+                        workspace = entry.status.workspace.as_deref().unwrap_or(""),
+                        error = %err,
+                        elapsed_ms,
+                        serving_previous = entry.dataset.is_some(),
+                        "snapshot rejected"
+                    );
                     entry.status.error = Some(err.to_string());
-                    report.rejected.push(name.clone());
+                    report.rejected.push(name);
                 }
             }
         }
@@ -232,9 +291,7 @@ fn resolve_conflicts(files: &mut BTreeMap<String, FileEntry>, report: &mut ScanR
                 entry.status.version = None;
                 entry.status.loaded_at = None;
                 entry.status.records = None;
-                // Retry when something changes: forgetting the fingerprint
-                // makes the next scan read this file again.
-                entry.fingerprint = None;
+                entry.conflict = true;
                 report.loaded.retain(|n| n != &name);
                 report.rejected.push(name.clone());
             }
@@ -255,7 +312,6 @@ fn report_was_serving(report: &ScanReport, name: &str) -> bool {
 
 /// The snapshot files in `dir` with their fingerprints, by name.
 fn list_snapshot_files(dir: &Path) -> std::io::Result<BTreeMap<String, Fingerprint>> {
-    use std::os::unix::fs::MetadataExt;
     let mut out = BTreeMap::new();
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
@@ -265,23 +321,28 @@ fn list_snapshot_files(dir: &Path) -> std::io::Result<BTreeMap<String, Fingerpri
         if !snapshot::is_snapshot_name(&name) {
             continue;
         }
-        // Follow symlinks: a Kubernetes volume is links into `..data/`.
-        let Ok(meta) = std::fs::metadata(entry.path()) else {
-            continue;
-        };
-        if !meta.is_file() {
-            continue;
+        // A file that vanished or is not a regular file is not a snapshot.
+        if let Ok(fingerprint) = file_fingerprint(&entry.path()) {
+            out.insert(name, fingerprint);
         }
-        out.insert(
-            name,
-            Fingerprint {
-                len: meta.len(),
-                modified: meta.modified().ok(),
-                inode: meta.ino(),
-            },
-        );
     }
     Ok(out)
+}
+
+/// The fingerprint of a regular file, following symlinks (a Kubernetes
+/// volume is symlinks into `..data/`).
+fn file_fingerprint(path: &Path) -> std::io::Result<Fingerprint> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    Ok(Fingerprint {
+        len: meta.len(),
+        modified: meta.modified().ok(),
+        changed: (meta.ctime(), meta.ctime_nsec()),
+        inode: (meta.dev(), meta.ino()),
+    })
 }
 
 fn now_rfc3339() -> String {
