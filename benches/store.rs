@@ -1,0 +1,209 @@
+//! Criterion benches of the hot paths: page assembly per list endpoint at the
+//! start, middle and end of a big dataset (with and without filters), the feed
+//! cursor seek, the auth lookup, and snapshot loading per MB.
+//!
+//! The dataset comes from the generator: `BENCH_SCALE=small|medium|large`
+//! (default `medium`, about 100 MB of JSON), written once into a temp dir.
+//! Run: `cargo bench --bench store` (add `-- page/` to run one group).
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use portfolio_replica::api::{bearer_key_hash, hash_key};
+use portfolio_replica::generate::{Scale, generate};
+use portfolio_replica::loader::load_snapshot;
+use portfolio_replica::store::{Catalog, Cursor, Dataset, FeedQuery, OffsetPage};
+use warp::http::{HeaderMap, HeaderValue};
+
+struct Fixture {
+    json: Vec<u8>,
+    dataset: Dataset,
+    key: String,
+}
+
+fn fixture() -> Fixture {
+    let scale = match std::env::var("BENCH_SCALE").as_deref() {
+        Ok("small") => Scale::Small,
+        Ok("large") => Scale::Large,
+        _ => Scale::Medium,
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let files = generate(dir.path(), scale, 42).expect("generate");
+    let file = files.into_iter().max_by_key(|f| f.bytes).expect("a file");
+    let json = std::fs::read(&file.path).expect("read");
+    let dataset = load_snapshot("bench.json", &json).expect("load").dataset;
+    Fixture {
+        json,
+        dataset,
+        key: file.api_key,
+    }
+}
+
+/// The id of the first record in a list body.
+fn first_id(body: &[u8]) -> u128 {
+    let text = std::str::from_utf8(body).expect("utf-8");
+    let start = text.find("\"id\":\"").expect("an id") + 6;
+    portfolio_replica::snapshot::id::parse_id(&text[start..start + 36]).expect("a uuid")
+}
+
+fn pages(c: &mut Criterion, f: &Fixture) {
+    let ds = &f.dataset;
+    let mut group = c.benchmark_group("page");
+    let n = ds.counts.tasks as u64;
+    for (label, offset) in [
+        ("start", 0),
+        ("middle", n / 2),
+        ("end", n.saturating_sub(50)),
+    ] {
+        let page = OffsetPage { limit: 50, offset };
+        group.bench_function(BenchmarkId::new("tasks", label), |b| {
+            b.iter(|| ds.tasks(None, None, black_box(page)))
+        });
+        group.bench_function(BenchmarkId::new("tasks_status_triage", label), |b| {
+            b.iter(|| {
+                ds.tasks(
+                    Some("triage"),
+                    None,
+                    black_box(OffsetPage {
+                        limit: 50,
+                        offset: offset / 4,
+                    }),
+                )
+            })
+        });
+    }
+    group.bench_function("tasks/offset_1000000", |b| {
+        b.iter(|| {
+            ds.tasks(
+                None,
+                None,
+                black_box(OffsetPage {
+                    limit: 50,
+                    offset: 1_000_000,
+                }),
+            )
+        })
+    });
+    group.bench_function("tasks_status_priority", |b| {
+        b.iter(|| {
+            ds.tasks(
+                Some("todo"),
+                Some("high"),
+                black_box(OffsetPage {
+                    limit: 50,
+                    offset: 100,
+                }),
+            )
+        })
+    });
+    group.bench_function("portfolio", |b| {
+        b.iter(|| {
+            ds.portfolio(
+                None,
+                black_box(OffsetPage {
+                    limit: 50,
+                    offset: 0,
+                }),
+            )
+        })
+    });
+    let company = first_id(&ds.portfolio(
+        None,
+        OffsetPage {
+            limit: 1,
+            offset: 0,
+        },
+    ));
+    let page = OffsetPage {
+        limit: 50,
+        offset: 0,
+    };
+    group.bench_function("company_tasks", |b| {
+        b.iter(|| ds.company_tasks(black_box(company), page))
+    });
+    group.bench_function("company_notes", |b| {
+        b.iter(|| ds.company_notes(black_box(company), page))
+    });
+    group.bench_function("company_metrics", |b| {
+        b.iter(|| ds.company_metrics(black_box(company)))
+    });
+    group.bench_function("company_roles", |b| {
+        b.iter(|| ds.company_roles(black_box(company)))
+    });
+    group.bench_function("roles", |b| b.iter(|| ds.roles()));
+    let task = first_id(&ds.tasks(None, None, page));
+    group.bench_function("task_by_id", |b| b.iter(|| ds.task(black_box(task))));
+    group.finish();
+}
+
+fn feed(c: &mut Criterion, f: &Fixture) {
+    let ds = &f.dataset;
+    let mut group = c.benchmark_group("feed");
+    let query = |cursor| FeedQuery {
+        limit: 50,
+        cursor,
+        kind: None,
+    };
+    group.bench_function("first_page", |b| b.iter(|| ds.feed(black_box(query(None)))));
+    // A cursor in the middle of the feed: the seek is a binary search.
+    let middle = Cursor::parse("2025-01-01T00:00:00.000Z").expect("cursor");
+    group.bench_function("cursor_seek_middle", |b| {
+        b.iter(|| ds.feed(black_box(query(Some(middle)))))
+    });
+    group.bench_function("cursor_seek_middle_filtered", |b| {
+        b.iter(|| {
+            ds.feed(black_box(FeedQuery {
+                limit: 50,
+                cursor: Some(middle),
+                kind: Some("press"),
+            }))
+        })
+    });
+    group.finish();
+}
+
+fn auth(c: &mut Criterion, f: &Fixture) {
+    let dataset = Arc::new(
+        load_snapshot("bench.json", &f.json[..])
+            .expect("load")
+            .dataset,
+    );
+    let catalog = Catalog::new([dataset]);
+    let mut headers = HeaderMap::new();
+    let value = format!("Bearer {}", f.key);
+    headers.insert(
+        "authorization",
+        HeaderValue::from_str(&value).expect("header"),
+    );
+    c.bench_function("auth/hash_and_lookup", |b| {
+        b.iter(|| {
+            let hash = bearer_key_hash(black_box(&headers), "cura").expect("key");
+            catalog.by_key(&hash).is_some()
+        })
+    });
+    c.bench_function("auth/sha256_only", |b| {
+        b.iter(|| hash_key(black_box(&f.key)))
+    });
+}
+
+fn load(c: &mut Criterion, f: &Fixture) {
+    let mut group = c.benchmark_group("load");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(f.json.len() as u64));
+    group.bench_function("snapshot", |b| {
+        b.iter(|| load_snapshot("bench.json", black_box(&f.json)).is_ok())
+    });
+    group.finish();
+}
+
+fn benches(c: &mut Criterion) {
+    let f = fixture();
+    pages(c, &f);
+    feed(c, &f);
+    auth(c, &f);
+    load(c, &f);
+}
+
+criterion_group!(store, benches);
+criterion_main!(store);
