@@ -67,9 +67,11 @@ pub async fn serve(
     );
 
     let store = Arc::new(store::Store::default());
+    let metrics = Arc::new(ops::metrics::Metrics::new());
     let snapshots = Arc::new(loader::Snapshots::new(
         config.snapshots.clone(),
         Arc::clone(&store),
+        Arc::clone(&metrics),
     ));
     let ready = Arc::new(AtomicBool::new(false));
 
@@ -88,6 +90,7 @@ pub async fn serve(
         store,
         key_prefix: config.key_prefix.clone(),
         ready,
+        metrics: Arc::clone(&metrics),
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
@@ -97,7 +100,7 @@ pub async fn serve(
         .incoming(api)
         .graceful(stopped(stop_rx.clone()))
         .run();
-    let admin_server = warp::serve(ops::routes(snapshots))
+    let admin_server = warp::serve(ops::routes(snapshots, metrics))
         .incoming(admin)
         .graceful(stopped(stop_rx))
         .run();

@@ -15,6 +15,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use crate::ops::metrics::Metrics;
 use crate::snapshot::{self, SnapshotError};
 use crate::store::{self, Catalog, Dataset, RecordCounts, Store};
 
@@ -102,6 +103,7 @@ const SETTLE: Duration = Duration::from_millis(150);
 pub struct Snapshots {
     dir: PathBuf,
     store: Arc<Store>,
+    metrics: Arc<Metrics>,
     /// Per-file state, by file name. A std mutex: it is held only to read or
     /// apply state, never while a file is read or parsed, so `/snapshots`
     /// answers at once even while a large file loads.
@@ -111,10 +113,11 @@ pub struct Snapshots {
 }
 
 impl Snapshots {
-    pub fn new(dir: PathBuf, store: Arc<Store>) -> Snapshots {
+    pub fn new(dir: PathBuf, store: Arc<Store>, metrics: Arc<Metrics>) -> Snapshots {
         Snapshots {
             dir,
             store,
+            metrics,
             files: Mutex::new(BTreeMap::new()),
             scanning: Mutex::new(()),
         }
@@ -187,6 +190,7 @@ impl Snapshots {
 
         // 3. Under the lock: apply, resolve conflicts, publish.
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        let serving_before = serving_workspaces(&files);
         for (name, fingerprint, result, elapsed) in results {
             let elapsed_ms = elapsed.as_millis() as u64;
             let entry = files.entry(name.clone()).or_insert_with(|| FileEntry {
@@ -240,8 +244,29 @@ impl Snapshots {
         resolve_conflicts(&mut files, &mut report);
         let serving = files.values().filter_map(|e| e.dataset.clone());
         self.store.publish(Catalog::new(serving));
+
+        for name in &report.loaded {
+            if let Some(ds) = files.get(name).and_then(|e| e.dataset.as_ref()) {
+                self.metrics.loaded(name, &ds.workspace_id, &ds.counts);
+            }
+        }
+        for name in &report.rejected {
+            self.metrics.rejected(name);
+        }
+        let serving_after = serving_workspaces(&files);
+        for workspace in serving_before.difference(&serving_after) {
+            self.metrics.unloaded(workspace);
+        }
         Ok(report)
     }
+}
+
+fn serving_workspaces(files: &BTreeMap<String, FileEntry>) -> std::collections::HashSet<String> {
+    files
+        .values()
+        .filter_map(|e| e.dataset.as_ref())
+        .map(|d| d.workspace_id.clone())
+        .collect()
 }
 
 fn empty_status(name: &str) -> FileStatus {

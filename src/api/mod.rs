@@ -26,6 +26,7 @@ pub use auth::{bearer_key_hash, hash_key, to_hex};
 pub use error::ApiError;
 pub use query::Query;
 
+use crate::ops::metrics::{Metrics, Route};
 use crate::snapshot::id::parse_id;
 use crate::store::{Dataset, Store};
 
@@ -39,6 +40,7 @@ pub struct ApiState {
     pub key_prefix: String,
     /// Set once the first scan of the snapshot directory has finished.
     pub ready: Arc<AtomicBool>,
+    pub metrics: Arc<Metrics>,
 }
 
 /// The filter serving the Portfolio API, `/healthz` and `/readyz`.
@@ -50,17 +52,35 @@ pub fn routes(state: Arc<ApiState>) -> BoxedFilter<(Response,)> {
         .and(warp::header::headers_cloned())
         .map(
             move |method: Method, path: warp::path::FullPath, query: String, headers: HeaderMap| {
-                respond(&state, &method, path.as_str(), &query, &headers)
+                let started = std::time::Instant::now();
+                state.metrics.start();
+                let (response, route) = respond(&state, &method, path.as_str(), &query, &headers);
+                state
+                    .metrics
+                    .finish(route, response.status().as_u16(), started.elapsed());
+                response
             },
         )
         .boxed()
 }
 
-/// Answers one request.
+/// Answers one request; also says which route answered, for the metrics.
 pub fn respond(
     state: &ApiState,
     method: &Method,
     path: &str,
+    query: &str,
+    headers: &HeaderMap,
+) -> (Response, Route) {
+    let (route, id) = classify(path);
+    (answer(state, method, route, id, query, headers), route)
+}
+
+fn answer(
+    state: &ApiState,
+    method: &Method,
+    route: Route,
+    id: &str,
     query: &str,
     headers: &HeaderMap,
 ) -> Response {
@@ -75,15 +95,15 @@ pub fn respond(
         return response;
     }
     let ready = state.ready.load(Ordering::Acquire);
-    match path {
-        "/healthz" => return json(StatusCode::OK, Bytes::from_static(b"{\"status\":\"ok\"}")),
-        "/readyz" if ready => {
+    match route {
+        Route::Health => return json(StatusCode::OK, Bytes::from_static(b"{\"status\":\"ok\"}")),
+        Route::Ready if ready => {
             return json(
                 StatusCode::OK,
                 Bytes::from_static(b"{\"status\":\"ready\"}"),
             );
         }
-        "/readyz" => {
+        Route::Ready => {
             return json(
                 StatusCode::SERVICE_UNAVAILABLE,
                 Bytes::from_static(b"{\"status\":\"starting\"}"),
@@ -110,7 +130,7 @@ pub fn respond(
     let Some(dataset) = catalog.by_key(&key_hash) else {
         return unauthorized();
     };
-    match route(dataset, path, &Query::parse(query)) {
+    match endpoint(dataset, route, id, &Query::parse(query)) {
         Ok(body) => {
             let mut response = json(StatusCode::OK, body);
             if let Ok(version) = HeaderValue::from_str(&dataset.version) {
@@ -118,61 +138,83 @@ pub fn respond(
             }
             response
         }
-        Err(err) => json_body(err.status, err.body().into()),
+        Err(err) => json(err.status, err.body().into()),
     }
 }
 
-/// Dispatches an authenticated request to its endpoint.
-fn route(ds: &Dataset, path: &str, q: &Query<'_>) -> Result<Bytes, ApiError> {
-    let segments: Vec<&str> = path.strip_prefix('/').unwrap_or(path).split('/').collect();
-    match segments.as_slice() {
-        ["portfolio"] => Ok(ds.portfolio(q.filter("filter[priority]")?, q.offset_page(100, 50)?)),
-        ["portfolio", id] => {
-            let id = path_id(id, "company")?;
-            ds.company(id).ok_or_else(company_not_found)
+/// The route of a path, and the id segment it carries (or `""`).
+fn classify(path: &str) -> (Route, &str) {
+    let mut segments = path.strip_prefix('/').unwrap_or(path).split('/');
+    let parts = (
+        segments.next(),
+        segments.next(),
+        segments.next(),
+        segments.next(),
+    );
+    match parts {
+        (Some("portfolio"), None, ..) => (Route::Portfolio, ""),
+        (Some("portfolio"), Some(id), None, _) => (Route::Company, id),
+        (Some("portfolio"), Some(id), Some(sub), None) => match sub {
+            "tasks" => (Route::CompanyTasks, id),
+            "roles" => (Route::CompanyRoles, id),
+            "notes" => (Route::CompanyNotes, id),
+            "metrics" => (Route::CompanyMetrics, id),
+            _ => (Route::Other, ""),
+        },
+        (Some("tasks"), None, ..) => (Route::Tasks, ""),
+        (Some("tasks"), Some(id), None, _) => (Route::Task, id),
+        (Some("roles"), None, ..) => (Route::Roles, ""),
+        (Some("notes"), Some(id), None, _) => (Route::Note, id),
+        (Some("feed"), None, ..) => (Route::Feed, ""),
+        (Some("meetings"), Some(id), None, _) => (Route::Meeting, id),
+        (Some("healthz"), None, ..) => (Route::Health, ""),
+        (Some("readyz"), None, ..) => (Route::Ready, ""),
+        _ => (Route::Other, ""),
+    }
+}
+
+/// Answers an authenticated request from one dataset.
+fn endpoint(ds: &Dataset, route: Route, id: &str, q: &Query<'_>) -> Result<Bytes, ApiError> {
+    let company = || path_id(id, "company");
+    match route {
+        Route::Portfolio => {
+            Ok(ds.portfolio(q.filter("filter[priority]")?, q.offset_page(100, 50)?))
         }
-        ["portfolio", id, "tasks"] => {
-            let id = path_id(id, "company")?;
+        Route::Company => ds.company(company()?).ok_or_else(company_not_found),
+        Route::CompanyTasks => {
+            let id = company()?;
             ds.company_tasks(id, q.offset_page(100, 50)?)
                 .ok_or_else(company_not_found)
         }
-        ["portfolio", id, "roles"] => {
-            let id = path_id(id, "company")?;
-            ds.company_roles(id).ok_or_else(company_not_found)
-        }
-        ["portfolio", id, "notes"] => {
-            let id = path_id(id, "company")?;
+        Route::CompanyRoles => ds.company_roles(company()?).ok_or_else(company_not_found),
+        Route::CompanyNotes => {
+            let id = company()?;
             ds.company_notes(id, q.offset_page(100, 50)?)
                 .ok_or_else(company_not_found)
         }
-        ["portfolio", id, "metrics"] => {
-            let id = path_id(id, "company")?;
-            ds.company_metrics(id).ok_or_else(company_not_found)
-        }
-        ["tasks"] => {
+        Route::CompanyMetrics => ds.company_metrics(company()?).ok_or_else(company_not_found),
+        Route::Tasks => {
             let status = q.filter("filter[status]")?;
             let priority = q.filter("filter[priority]")?;
             Ok(ds.tasks(status, priority, q.offset_page(100, 50)?))
         }
-        ["tasks", id] => {
-            let id = path_id(id, "task")?;
-            ds.task(id)
-                .ok_or_else(|| ApiError::not_found("Task not found"))
-        }
-        ["roles"] => Ok(ds.roles()),
-        ["notes", id] => {
-            let id = path_id(id, "note")?;
-            ds.note(id)
-                .ok_or_else(|| ApiError::not_found("Note not found"))
-        }
-        ["feed"] => Ok(ds.feed(q.feed()?)),
-        ["meetings", id] => {
+        Route::Task => ds
+            .task(path_id(id, "task")?)
+            .ok_or_else(|| ApiError::not_found("Task not found")),
+        Route::Roles => Ok(ds.roles()),
+        Route::Note => ds
+            .note(path_id(id, "note")?)
+            .ok_or_else(|| ApiError::not_found("Note not found")),
+        Route::Feed => Ok(ds.feed(q.feed()?)),
+        Route::Meeting => {
             let id = path_id(id, "meeting")?;
             let include_notes = q.include_notes()?;
             ds.meeting(id, include_notes)
                 .ok_or_else(|| ApiError::not_found("Meeting not found"))
         }
-        _ => Err(ApiError::not_found("Not found")),
+        Route::Health | Route::Ready | Route::OpenApi | Route::Other => {
+            Err(ApiError::not_found("Not found"))
+        }
     }
 }
 
@@ -194,11 +236,7 @@ fn unauthorized() -> Response {
 }
 
 fn json_error(status: StatusCode, message: &str) -> Response {
-    json_body(status, error::error_body(message).into())
-}
-
-fn json_body(status: StatusCode, body: Bytes) -> Response {
-    json(status, body)
+    json(status, error::error_body(message).into())
 }
 
 /// A JSON response with `Content-Type: application/json`.

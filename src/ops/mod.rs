@@ -1,4 +1,7 @@
-//! The operators' listener: `GET /snapshots` (and `/metrics`).
+//! The operators' listener: `GET /metrics` (Prometheus text) and
+//! `GET /snapshots` (the state of every snapshot file, as JSON).
+
+pub mod metrics;
 
 use std::sync::Arc;
 
@@ -6,11 +9,13 @@ use bytes::Bytes;
 use serde::Serialize;
 use warp::Filter;
 use warp::filters::BoxedFilter;
+use warp::http::header::{ALLOW, CONTENT_TYPE, HeaderValue};
 use warp::http::{Method, StatusCode};
 use warp::reply::Response;
 
 use crate::api::json;
 use crate::loader::{FileStatus, Snapshots};
+use metrics::Metrics;
 
 #[derive(Serialize)]
 struct SnapshotsBody {
@@ -18,28 +23,29 @@ struct SnapshotsBody {
 }
 
 /// The filter of the admin listener.
-pub fn routes(snapshots: Arc<Snapshots>) -> BoxedFilter<(Response,)> {
+pub fn routes(snapshots: Arc<Snapshots>, metrics: Arc<Metrics>) -> BoxedFilter<(Response,)> {
     warp::method()
         .and(warp::path::full())
         .map(move |method: Method, path: warp::path::FullPath| {
             if method != Method::GET && method != Method::HEAD {
-                return json(
+                let mut response = json(
                     StatusCode::METHOD_NOT_ALLOWED,
                     Bytes::from_static(b"{\"error\":\"Method not allowed\"}"),
                 );
+                response
+                    .headers_mut()
+                    .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+                return response;
             }
             match path.as_str() {
-                "/snapshots" => {
-                    let body = SnapshotsBody {
-                        files: snapshots.statuses(),
-                    };
-                    match serde_json::to_vec(&body) {
-                        Ok(bytes) => json(StatusCode::OK, bytes.into()),
-                        Err(_) => json(
-                            StatusCode::INTERNAL_SERVER_ERROR,
-                            Bytes::from_static(b"{\"error\":\"Internal error\"}"),
-                        ),
-                    }
+                "/snapshots" => snapshots_status(&snapshots),
+                "/metrics" => {
+                    let mut response = Response::new(metrics.encode().into());
+                    response.headers_mut().insert(
+                        CONTENT_TYPE,
+                        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                    );
+                    response
                 }
                 _ => json(
                     StatusCode::NOT_FOUND,
@@ -48,4 +54,20 @@ pub fn routes(snapshots: Arc<Snapshots>) -> BoxedFilter<(Response,)> {
             }
         })
         .boxed()
+}
+
+fn snapshots_status(snapshots: &Snapshots) -> Response {
+    let body = SnapshotsBody {
+        files: snapshots.statuses(),
+    };
+    match serde_json::to_vec(&body) {
+        Ok(bytes) => json(StatusCode::OK, bytes.into()),
+        Err(err) => {
+            tracing::error!(error = %err, "cannot serialize the snapshot status");
+            json(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Bytes::from_static(b"{\"error\":\"Internal error\"}"),
+            )
+        }
+    }
 }
