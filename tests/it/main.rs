@@ -1,0 +1,18 @@
+//! The black-box integration tests of portfolio-replica.
+//!
+//! One test binary with a module per area, as ripgrep does it. Every test
+//! starts its own server on loopback ports over its own temporary snapshot
+//! directory, so the tests run in parallel and each is bounded in time by the
+//! timeouts in `util`.
+
+mod auth;
+mod cli;
+mod feed;
+mod isolation;
+mod meetings;
+mod metrics;
+mod pagination;
+mod records;
+mod routing;
+mod snapshots;
+mod util;
