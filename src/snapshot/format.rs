@@ -2,10 +2,9 @@
 //!
 //! These are wire types: they mirror the JSON an exporter writes, borrow their
 //! text from the input buffer where the JSON has no escapes, and are validated
-//! by [`super::validate`] before the store builds anything from them. Their
-//! `Serialize` impls write exactly the attributes the API serves, in the
-//! spec's order, with `null` for an omitted attribute; that is how each record
-//! is rendered to JSON once, at load.
+//! by [`super::validate`] before the store builds anything from them.
+//! [`super::render`] writes them back as exactly the attributes the API
+//! serves; that is how each record is rendered to JSON once, at load.
 //!
 //! Non-meeting attributes are `Option`s: absent and `null` both render as
 //! `null`, and a value of another JSON type fails the parse. Meeting and
@@ -15,8 +14,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
-use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 /// A JSON string, borrowed from the input unless it contained escapes.
@@ -51,12 +50,6 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
     }
 }
 
-impl Serialize for Text<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
-    }
-}
-
 /// A JSON number, kept as the exporter wrote it so that no precision is lost
 /// (an `f64` round trip would turn `12` into `12.0` and mangle big integers).
 #[derive(Clone, Copy, Debug)]
@@ -86,12 +79,6 @@ fn unexpected_kind(raw: &str) -> de::Unexpected<'_> {
     }
 }
 
-impl Serialize for Number<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
-    }
-}
-
 /// An attribute that must be present but may be allowed to be `null`.
 #[derive(Clone, Debug, Default)]
 pub enum Field<T> {
@@ -116,15 +103,6 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Field<T> {
             Some(v) => Field::Value(v),
             None => Field::Null,
         })
-    }
-}
-
-impl<T: Serialize> Serialize for Field<T> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Field::Value(v) => v.serialize(serializer),
-            Field::Missing | Field::Null => serializer.serialize_none(),
-        }
     }
 }
 
@@ -178,7 +156,7 @@ pub struct MetricRecord<'a> {
     pub attributes: Option<MetricAttrs<'a>>,
 }
 
-#[derive(Default, Deserialize, Serialize)]
+#[derive(Default, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct CompanyAttrs<'a> {
     pub domain: Option<Text<'a>>,
@@ -195,7 +173,7 @@ pub struct CompanyAttrs<'a> {
     pub value_propositions: Option<Vec<ValueProposition<'a>>>,
 }
 
-#[derive(Deserialize, Serialize)]
+#[derive(Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct ValueProposition<'a> {
     pub problem: Option<Text<'a>>,
@@ -203,7 +181,7 @@ pub struct ValueProposition<'a> {
     pub icp: Option<Text<'a>>,
 }
 
-#[derive(Default, Deserialize, Serialize)]
+#[derive(Default, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct TaskAttrs<'a> {
     pub title: Option<Text<'a>>,
@@ -218,7 +196,7 @@ pub struct TaskAttrs<'a> {
     pub updated_at: Option<Text<'a>>,
 }
 
-#[derive(Default, Deserialize, Serialize)]
+#[derive(Default, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct RoleAttrs<'a> {
     pub company_id: Option<Text<'a>>,
@@ -230,7 +208,7 @@ pub struct RoleAttrs<'a> {
     pub opened_at: Option<Text<'a>>,
 }
 
-#[derive(Default, Deserialize, Serialize)]
+#[derive(Default, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct FeedAttrs<'a> {
     pub company_id: Option<Text<'a>>,
@@ -243,7 +221,7 @@ pub struct FeedAttrs<'a> {
     pub sources: Option<Vec<FeedSource<'a>>>,
 }
 
-#[derive(Deserialize, Serialize)]
+#[derive(Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct FeedSource<'a> {
     pub source: Option<Text<'a>>,
@@ -252,7 +230,7 @@ pub struct FeedSource<'a> {
     pub published_at: Option<Text<'a>>,
 }
 
-#[derive(Default, Deserialize, Serialize)]
+#[derive(Default, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct NoteAttrs<'a> {
     pub company_id: Option<Text<'a>>,
@@ -263,7 +241,7 @@ pub struct NoteAttrs<'a> {
     pub created_at: Option<Text<'a>>,
 }
 
-#[derive(Default, Deserialize, Serialize)]
+#[derive(Default, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct MetricAttrs<'a> {
     pub name: Option<Text<'a>>,
@@ -277,7 +255,7 @@ pub struct MetricAttrs<'a> {
     pub reported_at: Option<Text<'a>>,
 }
 
-#[derive(Default, Deserialize, Serialize)]
+#[derive(Default, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct MeetingAttrs<'a> {
     #[serde(default)]
@@ -296,18 +274,17 @@ pub struct MeetingAttrs<'a> {
     pub updated_at: Field<Text<'a>>,
 }
 
-#[derive(Deserialize, Serialize)]
+#[derive(Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct Attendee<'a> {
     #[serde(default)]
     pub email: Field<Text<'a>>,
     #[serde(default)]
     pub organizer: Field<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<Text<'a>>,
 }
 
-#[derive(Default, Deserialize, Serialize)]
+#[derive(Default, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct MeetingNoteAttrs<'a> {
     #[serde(default)]
@@ -326,22 +303,21 @@ pub struct MeetingNoteAttrs<'a> {
     pub updated_at: Field<Text<'a>>,
 }
 
-#[derive(Deserialize, Serialize)]
+#[derive(Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct Transcript<'a> {
     #[serde(default)]
     pub segments: Field<Vec<Segment<'a>>>,
 }
 
-#[derive(Deserialize, Serialize)]
+#[derive(Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct Segment<'a> {
     #[serde(default)]
     pub text: Field<Text<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub speaker: Option<Text<'a>>,
-    #[serde(rename = "startTime", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "startTime")]
     pub start_time: Option<Number<'a>>,
-    #[serde(rename = "endTime", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "endTime")]
     pub end_time: Option<Number<'a>>,
 }

@@ -2,14 +2,13 @@
 //! renders each served record once, and indexes what requests filter and
 //! look up by. Pure and synchronous; run it off the async runtime.
 
-use std::collections::HashMap;
-
-use serde::Serialize;
+use rustc_hash::FxHashMap;
 
 use super::rendered::{Rendered, Renderer};
-use super::{Dataset, Positions, RecordCounts};
+use super::{Dataset, Positions, RecordCounts, TextIndex};
 use crate::snapshot::format::{Record, Text};
 use crate::snapshot::id::IdMap;
+use crate::snapshot::render::Render;
 use crate::snapshot::{Key, Validated};
 
 /// Turns a validated snapshot into a dataset that serves under `version`.
@@ -47,18 +46,7 @@ pub fn build(v: &Validated<'_>, version: String) -> Dataset {
     let priority = |i: usize| attrs(&tasks[i]).priority.as_ref().map(Text::as_str);
     let tasks_by_status = group_by_text(&order, status);
     let tasks_by_priority = group_by_text(&order, priority);
-    let mut tasks_by_status_priority: HashMap<Box<str>, HashMap<Box<str>, Positions>> =
-        HashMap::new();
-    for (pos, &i) in order.iter().enumerate() {
-        if let (Some(s), Some(p)) = (status(i as usize), priority(i as usize)) {
-            tasks_by_status_priority
-                .entry(s.into())
-                .or_default()
-                .entry(p.into())
-                .or_default()
-                .push(pos as u32);
-        }
-    }
+    let tasks_by_status_priority = group_by_pair(&order, status, priority);
     let tasks_by_company = group_by_parent(&order, &v.tasks);
 
     let order = newest_first(&v.roles);
@@ -134,8 +122,10 @@ fn attrs<'r, A>(record: &'r Record<'_, A>) -> &'r A {
         .expect("validation fills in absent attributes")
 }
 
-fn id_text<'r>(record: &'r Record<'_, impl Sized>) -> &'r str {
-    record.id.as_ref().map_or("", Text::as_str)
+/// The record's id as written (validation guarantees it has one).
+fn id_of<'r, 'a>(id: &'r Option<Text<'a>>) -> &'r Text<'a> {
+    const NONE: &Text<'static> = &Text(std::borrow::Cow::Borrowed(""));
+    id.as_ref().unwrap_or(NONE)
 }
 
 /// Indices ordered newest first by the key's instant, ties by id descending.
@@ -149,11 +139,11 @@ fn newest_first(keys: &[Key]) -> Vec<u32> {
 }
 
 /// Renders `records` in `order`, reserving roughly what they will take.
-fn render<A: Serialize>(records: &[Record<'_, A>], order: &[u32]) -> Rendered {
+fn render<A: Render>(records: &[Record<'_, A>], order: &[u32]) -> Rendered {
     let mut out = Renderer::with_capacity(order.len(), order.len() * 256);
     for &i in order {
         let record = &records[i as usize];
-        out.push(id_text(record), attrs(record));
+        out.push(id_of(&record.id), attrs(record));
     }
     out.finish()
 }
@@ -170,22 +160,47 @@ fn positions_by_id(order: &[u32], keys: &[Key]) -> IdMap<u32> {
 
 /// Positions grouped by a text attribute (records where it is `null` are in
 /// no group), each group in list order.
-fn group_by_text<'t>(
-    order: &[u32],
-    value: impl Fn(usize) -> Option<&'t str>,
-) -> HashMap<Box<str>, Positions> {
-    let mut groups: HashMap<Box<str>, Positions> = HashMap::new();
+fn group_by_text<'t>(order: &[u32], value: impl Fn(usize) -> Option<&'t str>) -> TextIndex {
+    let mut groups: FxHashMap<&'t str, Positions> = FxHashMap::default();
     for (pos, &i) in order.iter().enumerate() {
         if let Some(text) = value(i as usize) {
-            match groups.get_mut(text) {
-                Some(group) => group.push(pos as u32),
-                None => {
-                    groups.insert(text.into(), vec![pos as u32]);
-                }
-            }
+            groups.entry(text).or_default().push(pos as u32);
+        }
+    }
+    owned_keys(groups)
+}
+
+/// Positions grouped by two text attributes at once (status and priority).
+fn group_by_pair<'t>(
+    order: &[u32],
+    first: impl Fn(usize) -> Option<&'t str>,
+    second: impl Fn(usize) -> Option<&'t str>,
+) -> FxHashMap<Box<str>, TextIndex> {
+    let mut groups: FxHashMap<&'t str, FxHashMap<&'t str, Positions>> = FxHashMap::default();
+    for (pos, &i) in order.iter().enumerate() {
+        if let (Some(a), Some(b)) = (first(i as usize), second(i as usize)) {
+            groups
+                .entry(a)
+                .or_default()
+                .entry(b)
+                .or_default()
+                .push(pos as u32);
         }
     }
     groups
+        .into_iter()
+        .map(|(k, inner)| (k.into(), owned_keys(inner)))
+        .collect()
+}
+
+fn owned_keys(groups: FxHashMap<&str, Positions>) -> TextIndex {
+    groups
+        .into_iter()
+        .map(|(k, mut v)| {
+            v.shrink_to_fit();
+            (k.into(), v)
+        })
+        .collect()
 }
 
 /// Positions grouped by the company (or meeting) a record points at.
@@ -238,8 +253,10 @@ fn latest_metrics(
     let empty = Default::default();
     for (pos, &i) in order.iter().enumerate() {
         let record = &metrics[i as usize];
-        let id = record.id.as_ref().map_or("", Text::as_str);
-        out.push(id, record.attributes.as_ref().unwrap_or(&empty));
+        out.push(
+            id_of(&record.id),
+            record.attributes.as_ref().unwrap_or(&empty),
+        );
         if let Some(company) = v.metrics[i as usize].parent {
             let range = by_company
                 .entry(company)

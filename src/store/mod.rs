@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
+use rustc_hash::FxHashMap;
 
 use crate::snapshot::id::IdMap;
 use crate::snapshot::time::Instant;
@@ -56,6 +57,10 @@ impl RecordCounts {
 /// Positions into a [`Rendered`] list, in list order.
 type Positions = Vec<u32>;
 
+/// Positions by the exact text of an attribute (a filter value). FxHash:
+/// the keys come from the snapshot, and requests only look up, never insert.
+type TextIndex = FxHashMap<Box<str>, Positions>;
+
 /// One workspace at one snapshot version, ready to serve.
 pub struct Dataset {
     pub workspace_id: String,
@@ -68,14 +73,14 @@ pub struct Dataset {
     /// Ordered by name (code-point order), then id.
     companies: Rendered,
     company_at: IdMap<u32>,
-    companies_by_priority: HashMap<Box<str>, Positions>,
+    companies_by_priority: TextIndex,
 
     /// Ordered newest `created_at` first, then id descending.
     tasks: Rendered,
     task_at: IdMap<u32>,
-    tasks_by_status: HashMap<Box<str>, Positions>,
-    tasks_by_priority: HashMap<Box<str>, Positions>,
-    tasks_by_status_priority: HashMap<Box<str>, HashMap<Box<str>, Positions>>,
+    tasks_by_status: TextIndex,
+    tasks_by_priority: TextIndex,
+    tasks_by_status_priority: FxHashMap<Box<str>, TextIndex>,
     tasks_by_company: IdMap<Positions>,
 
     /// Ordered newest `opened_at` first, then id descending; the buffer is the
@@ -87,7 +92,7 @@ pub struct Dataset {
     feed: Rendered,
     /// `(published_at, id)` of each feed entry, in feed order: the cursor seeks here.
     feed_keys: Vec<(Instant, u128)>,
-    feed_by_type: HashMap<Box<str>, Positions>,
+    feed_by_type: TextIndex,
 
     /// Ordered newest `created_at` first, then id descending.
     notes: Rendered,

@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
+use crate::snapshot::render::Render;
 use bytes::Bytes;
-use serde::Serialize;
 
 /// The opening and closing of a `{"data": [...]}` list body.
 const LIST_OPEN: &[u8] = b"{\"data\":[";
@@ -72,12 +72,12 @@ impl Renderer {
     }
 
     /// Appends `{"id":<id>,"attributes":<attributes>}`.
-    pub fn push<A: Serialize>(&mut self, id: &str, attributes: &A) {
+    pub fn push<I: Render + ?Sized, A: Render>(&mut self, id: &I, attributes: &A) {
         self.separate();
         self.buf.extend_from_slice(b"{\"id\":");
-        write_json(&mut self.buf, id);
+        id.render(&mut self.buf);
         self.buf.extend_from_slice(b",\"attributes\":");
-        write_json(&mut self.buf, attributes);
+        attributes.render(&mut self.buf);
         self.buf.push(b'}');
         self.ends.push(self.buf.len());
     }
@@ -96,16 +96,6 @@ impl Renderer {
             buf: Bytes::from(self.buf),
             ends: self.ends,
         }
-    }
-}
-
-/// Serializes a value that is known to serialize (strings, validated wire
-/// types) into `buf`.
-fn write_json<T: Serialize + ?Sized>(buf: &mut Vec<u8>, value: &T) {
-    // Serializing into a Vec fails only for maps with non-string keys, which
-    // the wire types do not have; the error arm keeps the JSON well formed anyway.
-    if serde_json::to_writer(&mut *buf, value).is_err() {
-        buf.extend_from_slice(b"null");
     }
 }
 
