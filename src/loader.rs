@@ -84,6 +84,17 @@ struct FileEntry {
     conflict: bool,
 }
 
+impl FileEntry {
+    fn new(name: &str) -> FileEntry {
+        FileEntry {
+            fingerprint: None,
+            status: empty_status(name),
+            dataset: None,
+            conflict: false,
+        }
+    }
+}
+
 /// The outcome of one scan, for logs and for the reloader.
 #[derive(Debug, Default)]
 pub struct ScanReport {
@@ -159,11 +170,36 @@ impl Snapshots {
                     entry.fingerprint = None;
                 }
             }
-            present
-                .iter()
-                .filter(|(name, fp)| files.get(*name).is_none_or(|e| e.fingerprint != Some(**fp)))
-                .map(|(name, fp)| (name.clone(), *fp))
-                .collect()
+            let mut to_read = Vec::new();
+            for (name, fingerprint) in &present {
+                match fingerprint {
+                    Ok(fp) if files.get(name).is_none_or(|e| e.fingerprint != Some(*fp)) => {
+                        to_read.push((name.clone(), *fp));
+                    }
+                    Ok(_) => {}
+                    // A name that looks like a snapshot but cannot be read
+                    // (a dangling symlink, a directory, no permission): the
+                    // previous version, if any, keeps serving.
+                    Err(reason) => {
+                        let entry = files
+                            .entry(name.clone())
+                            .or_insert_with(|| FileEntry::new(name));
+                        entry.fingerprint = None;
+                        let message = format!("{name}: cannot read the file: {reason}");
+                        if entry.status.error.as_deref() != Some(message.as_str()) {
+                            tracing::error!(
+                                file = %name,
+                                error = %message,
+                                serving_previous = entry.dataset.is_some(),
+                                "snapshot rejected"
+                            );
+                            entry.status.error = Some(message);
+                            report.rejected.push(name.clone());
+                        }
+                    }
+                }
+            }
+            to_read
         };
 
         // 2. Without the lock: read and build.
@@ -193,12 +229,9 @@ impl Snapshots {
         let serving_before = serving_workspaces(&files);
         for (name, fingerprint, result, elapsed) in results {
             let elapsed_ms = elapsed.as_millis() as u64;
-            let entry = files.entry(name.clone()).or_insert_with(|| FileEntry {
-                fingerprint: None,
-                status: empty_status(&name),
-                dataset: None,
-                conflict: false,
-            });
+            let entry = files
+                .entry(name.clone())
+                .or_insert_with(|| FileEntry::new(&name));
             entry.fingerprint = Some(fingerprint);
             entry.conflict = false;
             match result {
@@ -335,8 +368,11 @@ fn report_was_serving(report: &ScanReport, name: &str) -> bool {
     !report.loaded.iter().any(|n| n == name)
 }
 
-/// The snapshot files in `dir` with their fingerprints, by name.
-fn list_snapshot_files(dir: &Path) -> std::io::Result<BTreeMap<String, Fingerprint>> {
+/// The snapshot files in `dir` by name, each with its fingerprint or the
+/// reason it cannot be read.
+fn list_snapshot_files(
+    dir: &Path,
+) -> std::io::Result<BTreeMap<String, Result<Fingerprint, String>>> {
     let mut out = BTreeMap::new();
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
@@ -346,10 +382,18 @@ fn list_snapshot_files(dir: &Path) -> std::io::Result<BTreeMap<String, Fingerpri
         if !snapshot::is_snapshot_name(&name) {
             continue;
         }
-        // A file that vanished or is not a regular file is not a snapshot.
-        if let Ok(fingerprint) = file_fingerprint(&entry.path()) {
-            out.insert(name, fingerprint);
-        }
+        let fingerprint = match file_fingerprint(&entry.path()) {
+            // Deleted between the listing and the stat: it is simply gone.
+            // (A symlink to nothing, though, is a broken snapshot.)
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && !entry.file_type().is_ok_and(|t| t.is_symlink()) =>
+            {
+                continue;
+            }
+            result => result.map_err(|e| e.to_string()),
+        };
+        out.insert(name, fingerprint);
     }
     Ok(out)
 }
