@@ -13,6 +13,7 @@ mod meetings;
 mod metrics;
 mod pagination;
 mod records;
+mod reload;
 mod routing;
 mod snapshots;
 mod util;

@@ -556,6 +556,13 @@ impl TestServer {
     /// Serves `dir`, whose files are already written, with the default
     /// configuration changed by `configure`.
     pub async fn start_in(dir: TempDir, configure: impl FnOnce(&mut ServeConfig)) -> TestServer {
+        let mut server = TestServer::spawn_in(dir, configure).await;
+        server.wait_ready().await;
+        server
+    }
+
+    /// Like `start_in`, but returns as soon as the server runs, before it is ready.
+    pub async fn spawn_in(dir: TempDir, configure: impl FnOnce(&mut ServeConfig)) -> TestServer {
         let mut config = ServeConfig::new(dir.path());
         configure(&mut config);
         let api_listener = TcpListener::bind("127.0.0.1:0")
@@ -576,19 +583,17 @@ impl TestServer {
             admin_listener,
             shutdown,
         ));
-        let mut server = TestServer {
+        TestServer {
             api,
             admin,
             dir,
             shutdown: Some(tx),
             task: Some(task),
-        };
-        server.wait_ready().await;
-        server
+        }
     }
 
     /// Waits until `GET /readyz` answers 200, failing after `READY_TIMEOUT`.
-    async fn wait_ready(&mut self) {
+    pub async fn wait_ready(&mut self) {
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             if self.task.as_ref().is_some_and(|t| t.is_finished()) {
@@ -766,6 +771,22 @@ impl Drop for TestServer {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
+    }
+}
+
+/// Sends `GET path` to `addr` with `Authorization: Bearer key` when a key is
+/// given; for a server the tests did not start themselves (the binary).
+pub async fn get_from(addr: SocketAddr, path: &str, key: Option<&str>) -> Result<Response, String> {
+    let mut req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    if let Some(key) = key {
+        req.push_str(&format!("Authorization: Bearer {key}\r\n"));
+    }
+    req.push_str("\r\n");
+    match tokio::time::timeout(REQUEST_TIMEOUT, exchange(addr, "GET", req.into_bytes())).await {
+        Ok(result) => result,
+        Err(_) => Err(format!(
+            "GET {path}: no complete answer within {REQUEST_TIMEOUT:?}"
+        )),
     }
 }
 
