@@ -28,16 +28,14 @@ pub struct Loaded {
 /// Parses, validates, indexes and renders one snapshot. Pure: no IO.
 /// `file` only names the file in errors.
 pub fn load_snapshot(file: &str, bytes: &[u8]) -> Result<Loaded, SnapshotError> {
-    let validated = snapshot::validate(file, bytes)?;
-    let version = validated
+    let mut builder = store::Builder::default();
+    let header = snapshot::parse(file, bytes, &mut builder)?;
+    let version = header
         .version
         .clone()
         .unwrap_or_else(|| derive_version(bytes));
-    let dataset = store::build(&validated, version);
-    Ok(Loaded {
-        dataset,
-        warnings: validated.warnings,
-    })
+    let (dataset, warnings) = builder.finish(file, header, version)?;
+    Ok(Loaded { dataset, warnings })
 }
 
 /// The version of a snapshot that names none: its content's SHA-256.

@@ -156,7 +156,7 @@ pub struct MetricRecord<'a> {
     pub attributes: Option<MetricAttrs<'a>>,
 }
 
-#[derive(Default, Deserialize)]
+#[derive(Clone, Default, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct CompanyAttrs<'a> {
     pub domain: Option<Text<'a>>,
@@ -173,7 +173,7 @@ pub struct CompanyAttrs<'a> {
     pub value_propositions: Option<Vec<ValueProposition<'a>>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct ValueProposition<'a> {
     pub problem: Option<Text<'a>>,
@@ -181,7 +181,7 @@ pub struct ValueProposition<'a> {
     pub icp: Option<Text<'a>>,
 }
 
-#[derive(Default, Deserialize)]
+#[derive(Clone, Default, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct TaskAttrs<'a> {
     pub title: Option<Text<'a>>,
@@ -196,7 +196,7 @@ pub struct TaskAttrs<'a> {
     pub updated_at: Option<Text<'a>>,
 }
 
-#[derive(Default, Deserialize)]
+#[derive(Clone, Default, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct RoleAttrs<'a> {
     pub company_id: Option<Text<'a>>,
@@ -208,7 +208,7 @@ pub struct RoleAttrs<'a> {
     pub opened_at: Option<Text<'a>>,
 }
 
-#[derive(Default, Deserialize)]
+#[derive(Clone, Default, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct FeedAttrs<'a> {
     pub company_id: Option<Text<'a>>,
@@ -221,7 +221,7 @@ pub struct FeedAttrs<'a> {
     pub sources: Option<Vec<FeedSource<'a>>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct FeedSource<'a> {
     pub source: Option<Text<'a>>,
@@ -230,7 +230,7 @@ pub struct FeedSource<'a> {
     pub published_at: Option<Text<'a>>,
 }
 
-#[derive(Default, Deserialize)]
+#[derive(Clone, Default, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct NoteAttrs<'a> {
     pub company_id: Option<Text<'a>>,
@@ -241,7 +241,7 @@ pub struct NoteAttrs<'a> {
     pub created_at: Option<Text<'a>>,
 }
 
-#[derive(Default, Deserialize)]
+#[derive(Clone, Default, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct MetricAttrs<'a> {
     pub name: Option<Text<'a>>,
@@ -255,7 +255,7 @@ pub struct MetricAttrs<'a> {
     pub reported_at: Option<Text<'a>>,
 }
 
-#[derive(Default, Deserialize)]
+#[derive(Clone, Default, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct MeetingAttrs<'a> {
     #[serde(default)]
@@ -274,7 +274,7 @@ pub struct MeetingAttrs<'a> {
     pub updated_at: Field<Text<'a>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct Attendee<'a> {
     #[serde(default)]
@@ -284,7 +284,7 @@ pub struct Attendee<'a> {
     pub name: Option<Text<'a>>,
 }
 
-#[derive(Default, Deserialize)]
+#[derive(Clone, Default, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct MeetingNoteAttrs<'a> {
     #[serde(default)]
@@ -303,14 +303,14 @@ pub struct MeetingNoteAttrs<'a> {
     pub updated_at: Field<Text<'a>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct Transcript<'a> {
     #[serde(default)]
     pub segments: Field<Vec<Segment<'a>>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct Segment<'a> {
     #[serde(default)]

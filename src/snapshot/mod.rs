@@ -1,8 +1,8 @@
 //! Snapshot files: the format, parsing and validation, and reading files.
 //!
-//! Everything here but [`read_file`] is pure: bytes in, a [`Validated`]
-//! document or a [`SnapshotError`] out. The store builds its dataset from the
-//! validated document.
+//! Everything here but [`read_file`] is pure: [`parse`] streams bytes in,
+//! hands each checked record to a [`RecordSink`] (the store's builder) and
+//! returns the [`Header`], or one [`SnapshotError`].
 
 pub mod error;
 pub mod format;
@@ -15,7 +15,7 @@ use std::io::Read;
 use std::path::Path;
 
 pub use error::{Location, SnapshotError};
-pub use validate::{Key, Validated, validate};
+pub use validate::{Header, Key, RecordSink, parse};
 
 /// Whether a directory entry is a snapshot: `*.json` or `*.json.gz`, not
 /// hidden. Everything else (`*.tmp`, `*.part`, editor swap files) is a

@@ -1,22 +1,30 @@
-//! Parsing and validation: bytes in, a checked document out, or one
-//! [`SnapshotError`] that names file, collection, record id and field.
+//! Parsing and validation in one streaming pass: bytes in, each record
+//! checked and handed to a [`RecordSink`] as soon as it is parsed, a
+//! [`Header`] out, or one [`SnapshotError`] that names file, collection,
+//! record id and field.
 //!
-//! The fast path is a single typed `serde_json` pass over the borrowed input.
-//! Only when it fails does [`diagnose`] spend more passes to tell a syntax
-//! error from a truncated file from a wrong type, and to find the id of the
-//! record at fault; a rejected file may be slow to explain, a good one is never
+//! A record's parsed form lives only while the sink renders it, so the
+//! memory of a load is the file's bytes plus what the sink keeps, never a
+//! second copy of the whole document as structs. Only when the pass fails on
+//! a JSON error does [`diagnose`] spend more passes to tell a syntax error
+//! from a truncated file from a wrong type, and to find the id of the record
+//! at fault; a rejected file may be slow to explain, a good one is never
 //! slowed down by the explaining.
 
 use std::collections::BTreeMap;
-use std::collections::hash_map::Entry;
+use std::fmt;
+use std::marker::PhantomData;
 
 use serde::Deserialize;
-use serde::de::IgnoredAny;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::error::{Location, SnapshotError};
-use super::format::{Field, Record, SnapshotDoc, Text};
-use super::id::{IdMap, parse_id};
+use super::format::{
+    ApiKeyDoc, CompanyAttrs, FeedAttrs, Field, MeetingAttrs, MeetingNoteAttrs, MetricRecord,
+    NoteAttrs, Record, RoleAttrs, SnapshotDoc, TaskAttrs, Text, WorkspaceDoc,
+};
+use super::id::parse_id;
 use super::time::Instant;
 
 /// The only `format_version` this build reads.
@@ -32,211 +40,463 @@ pub struct Key {
     pub parent: Option<u128>,
 }
 
-/// A snapshot that passed every check of CONTRACT.md §2.
-///
-/// `doc` keeps the parsed records (with absent `attributes` filled in as all
-/// `null`); each key vector runs parallel to its collection in `doc`.
-pub struct Validated<'a> {
-    pub doc: SnapshotDoc<'a>,
+/// Receives every record of a snapshot, checked, in file order. A record's
+/// index in its collection is the number of records of that collection the
+/// sink received before it.
+pub trait RecordSink {
+    fn company(&mut self, key: &Key, attrs: &CompanyAttrs<'_>, id: &Text<'_>);
+    fn task(&mut self, key: &Key, attrs: &TaskAttrs<'_>, id: &Text<'_>);
+    fn role(&mut self, key: &Key, attrs: &RoleAttrs<'_>, id: &Text<'_>);
+    fn feed(&mut self, key: &Key, attrs: &FeedAttrs<'_>, id: &Text<'_>);
+    fn note(&mut self, key: &Key, attrs: &NoteAttrs<'_>, id: &Text<'_>);
+    fn metric(&mut self, key: &Key, attrs: &super::format::MetricAttrs<'_>, id: &Text<'_>);
+    fn meeting(&mut self, key: &Key, attrs: &MeetingAttrs<'_>, id: &Text<'_>);
+    fn meeting_note(&mut self, key: &Key, attrs: &MeetingNoteAttrs<'_>, id: &Text<'_>);
+}
+
+/// Everything of a snapshot that is not a record.
+pub struct Header {
     pub workspace_id: String,
     pub workspace_name: Option<String>,
     /// The exporter's version text, if it gave one.
     pub version: Option<String>,
     pub key_hashes: Vec<[u8; 32]>,
-    pub companies: Vec<Key>,
-    pub tasks: Vec<Key>,
-    pub roles: Vec<Key>,
-    pub feed: Vec<Key>,
-    pub notes: Vec<Key>,
-    pub metrics: Vec<Key>,
-    pub meetings: Vec<Key>,
-    pub meeting_notes: Vec<Key>,
-    /// Problems that do not stop the load (dangling references).
-    pub warnings: Vec<String>,
 }
 
-/// Parses and validates one snapshot. `file` only names the file in errors.
-pub fn validate<'a>(file: &str, bytes: &'a [u8]) -> Result<Validated<'a>, SnapshotError> {
-    let mut doc: SnapshotDoc<'a> = match serde_json::from_slice(bytes) {
-        Ok(doc) => doc,
-        Err(_) => return Err(diagnose(file, bytes)),
-    };
-    check_format_version(file, doc.format_version)?;
-    let mut v = Validator {
+/// Parses and validates one snapshot, handing each record to `sink`.
+/// `file` only names the file in errors. On an error the sink has seen part
+/// of the records and must be thrown away.
+pub fn parse(
+    file: &str,
+    bytes: &[u8],
+    sink: &mut impl RecordSink,
+) -> Result<Header, SnapshotError> {
+    let mut ctx = Ctx {
         file,
-        warnings: Vec::new(),
+        sink,
+        error: None,
     };
-    let (workspace_id, workspace_name) = v.workspace(&doc)?;
-    let version = v.version(&doc)?;
-    let key_hashes = v.api_keys(&doc)?;
-
-    let companies = v.records("companies", &mut doc.companies, |_, _| Ok(Key::default()))?;
-    let company_ids: IdMap<()> = companies.iter().map(|k| (k.id, ())).collect();
-
-    let tasks = v.records("tasks", &mut doc.tasks, |c, a| {
-        keyed(
-            c,
-            a.company_id.as_ref(),
-            "company_id",
-            a.created_at.as_ref(),
-            "created_at",
-        )
-    })?;
-    let roles = v.records("roles", &mut doc.roles, |c, a| {
-        keyed(
-            c,
-            a.company_id.as_ref(),
-            "company_id",
-            a.opened_at.as_ref(),
-            "opened_at",
-        )
-    })?;
-    let feed = v.records("feed", &mut doc.feed, |c, a| {
-        keyed(
-            c,
-            a.company_id.as_ref(),
-            "company_id",
-            a.published_at.as_ref(),
-            "published_at",
-        )
-    })?;
-    let notes = v.records("notes", &mut doc.notes, |c, a| {
-        keyed(
-            c,
-            a.company_id.as_ref(),
-            "company_id",
-            a.created_at.as_ref(),
-            "created_at",
-        )
-    })?;
-    let metrics = v.metrics(&doc)?;
-    let meetings = v.records("meetings", &mut doc.meetings, |c, a| {
-        let company = c.required_text(&a.company_id, "company_id")?;
-        c.required_text(&a.title, "title")?;
-        let at = c.timestamp(
-            a.start_time.value().map(Text::as_str),
-            &a.start_time,
-            "start_time",
-        )?;
-        c.nullable(&a.end_time, "end_time")?;
-        c.required_text(&a.created_at, "created_at")?;
-        c.required_text(&a.updated_at, "updated_at")?;
-        let attendees = c.required(&a.attendees, "attendees", "an array of attendees")?;
-        for (i, attendee) in attendees.iter().enumerate() {
-            let field = format!("attendees[{i}].email");
-            let email = c.required_text(&attendee.email, &field)?;
-            if !looks_like_email(email) {
-                return Err(c.fail(&field, format!("{email:?} is not an email address")));
-            }
-            c.required(
-                &attendee.organizer,
-                &format!("attendees[{i}].organizer"),
-                "a boolean",
-            )?;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let result = (&mut de)
+        .deserialize_map(DocVisitor { ctx: &mut ctx })
+        .and_then(|top| de.end().map(|()| top));
+    match (result, ctx.error) {
+        (Ok(top), _) => {
+            check_format_version(file, top.format_version.as_deref())?;
+            let workspace = check_workspace(file, top.workspace.as_ref())?;
+            let version = check_version(file, top.version.as_deref())?;
+            let key_hashes = check_api_keys(file, top.api_keys.as_deref().unwrap_or_default())?;
+            Ok(Header {
+                workspace_id: workspace.0,
+                workspace_name: workspace.1,
+                version,
+                key_hashes,
+            })
         }
-        Ok(Key {
-            id: 0,
-            at,
-            parent: parse_id(company),
-        })
-    })?;
-    let meeting_notes = v.records("meeting_notes", &mut doc.meeting_notes, |c, a| {
-        let meeting = c.required_text(&a.meeting_id, "meeting_id")?;
-        let kind = c.required_text(&a.kind, "type")?;
-        if kind != "notetool" {
-            return Err(c.fail(
-                "type",
-                format!("{kind:?} is not an allowed type (only \"notetool\")"),
-            ));
-        }
-        c.nullable(&a.notes, "notes")?;
-        c.nullable(&a.transcript, "transcript")?;
-        if let Field::Value(transcript) = &a.transcript {
-            let segments = c.required(
-                &transcript.segments,
-                "transcript.segments",
-                "an array of segments",
-            )?;
-            for (i, segment) in segments.iter().enumerate() {
-                c.required_text(&segment.text, &format!("transcript.segments[{i}].text"))?;
-            }
-        }
-        c.nullable(&a.synced_at, "synced_at")?;
-        let at = c.timestamp(
-            a.created_at.value().map(Text::as_str),
-            &a.created_at,
-            "created_at",
-        )?;
-        c.required_text(&a.updated_at, "updated_at")?;
-        Ok(Key {
-            id: 0,
-            at,
-            parent: parse_id(meeting),
-        })
-    })?;
-
-    let meeting_ids: IdMap<()> = meetings.iter().map(|k| (k.id, ())).collect();
-    for (name, keys) in [
-        ("tasks", &tasks),
-        ("roles", &roles),
-        ("feed", &feed),
-        ("notes", &notes),
-    ] {
-        v.warn_dangling(name, "company", keys, &company_ids);
+        // A record failed a check. An unknown format version explains that
+        // better, whatever the order of the keys in the file.
+        (Err(_), Some(error)) => Err(format_version_problem(file, bytes).unwrap_or(error)),
+        (Err(_), None) => Err(diagnose(file, bytes)),
     }
-    v.warn_dangling("metrics", "company", &metrics, &company_ids);
-    v.warn_dangling("meetings", "company", &meetings, &company_ids);
-    v.warn_dangling("meeting_notes", "meeting", &meeting_notes, &meeting_ids);
-    if key_hashes.is_empty() {
-        v.warnings
-            .push("api_keys is empty: no key can read this workspace".to_owned());
-    }
-
-    Ok(Validated {
-        doc,
-        workspace_id,
-        workspace_name,
-        version,
-        key_hashes,
-        companies,
-        tasks,
-        roles,
-        feed,
-        notes,
-        metrics,
-        meetings,
-        meeting_notes,
-        warnings: v.warnings,
-    })
 }
 
-fn check_format_version(file: &str, raw: Option<&RawValue>) -> Result<(), SnapshotError> {
-    let loc = || Location {
-        collection: "format_version".into(),
-        ..Location::default()
-    };
-    match raw {
-        None => Err(SnapshotError::at(
-            file,
-            loc(),
-            "is missing (this server reads format_version 1)",
-        )),
-        Some(raw) if raw.get() == FORMAT_VERSION.to_string() => Ok(()),
-        Some(raw) => Err(SnapshotError::at(
-            file,
-            loc(),
-            format!(
-                "{} is not a known format version (this server reads {FORMAT_VERSION})",
-                raw.get()
-            ),
-        )),
+/// The non-record parts of the document, kept as they were parsed.
+#[derive(Default)]
+struct Top {
+    format_version: Option<String>,
+    version: Option<String>,
+    workspace: Option<(Option<String>, Option<String>)>,
+    api_keys: Option<Vec<Option<String>>>,
+}
+
+struct Ctx<'f, 's, S> {
+    file: &'f str,
+    sink: &'s mut S,
+    /// The check that stopped the parse, if one did.
+    error: Option<SnapshotError>,
+}
+
+struct DocVisitor<'c, 'f, 's, S> {
+    ctx: &'c mut Ctx<'f, 's, S>,
+}
+
+impl<'de, S: RecordSink> Visitor<'de> for DocVisitor<'_, '_, '_, S> {
+    type Value = Top;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a snapshot object")
     }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Top, M::Error> {
+        let ctx = self.ctx;
+        let mut top = Top::default();
+        let mut seen: Vec<Text<'de>> = Vec::new();
+        while let Some(key) = map.next_key::<Text<'de>>()? {
+            if seen.contains(&key) {
+                return Err(de::Error::custom(format_args!(
+                    "duplicate field `{}`",
+                    key.as_str()
+                )));
+            }
+            match key.as_str() {
+                "format_version" => {
+                    top.format_version = Some(map.next_value::<&RawValue>()?.get().to_owned());
+                }
+                "version" => {
+                    top.version = map
+                        .next_value::<Option<Text<'de>>>()?
+                        .map(|t| t.as_str().to_owned());
+                }
+                "workspace" => {
+                    top.workspace = map.next_value::<Option<WorkspaceDoc<'de>>>()?.map(|w| {
+                        (
+                            w.id.map(|t| t.as_str().to_owned()),
+                            w.name.map(|t| t.as_str().to_owned()),
+                        )
+                    });
+                }
+                "api_keys" => {
+                    top.api_keys = map
+                        .next_value::<Option<Vec<ApiKeyDoc<'de>>>>()?
+                        .map(|keys| {
+                            keys.into_iter()
+                                .map(|k| k.sha256.map(|t| t.as_str().to_owned()))
+                                .collect()
+                        });
+                }
+                "companies" => map.next_value_seed(Collection::new(ctx, check_company))?,
+                "tasks" => map.next_value_seed(Collection::new(ctx, check_task))?,
+                "roles" => map.next_value_seed(Collection::new(ctx, check_role))?,
+                "feed" => map.next_value_seed(Collection::new(ctx, check_feed))?,
+                "notes" => map.next_value_seed(Collection::new(ctx, check_note))?,
+                "metrics" => map.next_value_seed(Collection::new(ctx, check_metric))?,
+                "meetings" => map.next_value_seed(Collection::new(ctx, check_meeting))?,
+                "meeting_notes" => map.next_value_seed(Collection::new(ctx, check_meeting_note))?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            seen.push(key);
+        }
+        Ok(top)
+    }
+}
+
+/// Checks a parsed record, returning its key (with `id` left 0), and hands it
+/// to the sink once the id is known good.
+type Check<S, P> = fn(&RecordCheck<'_>, &P, &mut S, &Key) -> Result<Key, SnapshotError>;
+
+struct Collection<'c, 'f, 's, S, P> {
+    ctx: &'c mut Ctx<'f, 's, S>,
+    name: &'static str,
+    check: Check<S, P>,
+    _parsed: PhantomData<P>,
+}
+
+/// What a check function needs to know about its record type.
+trait Checked<'de>: Deserialize<'de> {
+    const NAME: &'static str;
+    fn id_text(&self) -> Option<&Text<'de>>;
+}
+
+impl<'c, 'f, 's, 'de, S: RecordSink, P: Checked<'de>> Collection<'c, 'f, 's, S, P> {
+    fn new(ctx: &'c mut Ctx<'f, 's, S>, check: Check<S, P>) -> Self {
+        Collection {
+            ctx,
+            name: P::NAME,
+            check,
+            _parsed: PhantomData,
+        }
+    }
+}
+
+impl<'de, S: RecordSink, P: Checked<'de>> DeserializeSeed<'de> for Collection<'_, '_, '_, S, P> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_option(self)
+    }
+}
+
+impl<'de, S: RecordSink, P: Checked<'de>> Visitor<'de> for Collection<'_, '_, '_, S, P> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "an array of {} records", self.name)
+    }
+
+    /// An absent or `null` collection is empty.
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let ctx = self.ctx;
+        let mut index = 0;
+        while let Some(parsed) = seq.next_element::<P>()? {
+            let id_text = parsed.id_text().map(Text::as_str);
+            let c = RecordCheck {
+                file: ctx.file,
+                collection: self.name,
+                index,
+                id: id_text,
+            };
+            let outcome = check_id(&c, id_text).and_then(|id| {
+                (self.check)(
+                    &c,
+                    &parsed,
+                    ctx.sink,
+                    &Key {
+                        id,
+                        ..Key::default()
+                    },
+                )
+            });
+            if let Err(error) = outcome {
+                ctx.error = Some(error);
+                return Err(de::Error::custom("record rejected"));
+            }
+            index += 1;
+        }
+        Ok(())
+    }
+}
+
+macro_rules! checked {
+    ($parsed:ty, $name:literal) => {
+        impl<'de> Checked<'de> for $parsed {
+            const NAME: &'static str = $name;
+            fn id_text(&self) -> Option<&Text<'de>> {
+                self.id.as_ref()
+            }
+        }
+    };
+}
+
+checked!(Record<'de, CompanyAttrs<'de>>, "companies");
+checked!(Record<'de, TaskAttrs<'de>>, "tasks");
+checked!(Record<'de, RoleAttrs<'de>>, "roles");
+checked!(Record<'de, FeedAttrs<'de>>, "feed");
+checked!(Record<'de, NoteAttrs<'de>>, "notes");
+checked!(MetricRecord<'de>, "metrics");
+checked!(Record<'de, MeetingAttrs<'de>>, "meetings");
+checked!(Record<'de, MeetingNoteAttrs<'de>>, "meeting_notes");
+
+/// The attributes of a record; absent ones are all `null`.
+fn attrs_or_default<A: Default + Clone>(attributes: &Option<A>) -> std::borrow::Cow<'_, A> {
+    match attributes {
+        Some(a) => std::borrow::Cow::Borrowed(a),
+        None => std::borrow::Cow::Owned(A::default()),
+    }
+}
+
+fn id_of<'p, 'de>(id: &'p Option<Text<'de>>) -> &'p Text<'de> {
+    const NONE: &Text<'static> = &Text(std::borrow::Cow::Borrowed(""));
+    id.as_ref().unwrap_or(NONE)
+}
+
+fn check_company<S: RecordSink>(
+    _: &RecordCheck<'_>,
+    r: &Record<'_, CompanyAttrs<'_>>,
+    sink: &mut S,
+    key: &Key,
+) -> Result<Key, SnapshotError> {
+    sink.company(key, &attrs_or_default(&r.attributes), id_of(&r.id));
+    Ok(*key)
+}
+
+fn check_task<S: RecordSink>(
+    c: &RecordCheck<'_>,
+    r: &Record<'_, TaskAttrs<'_>>,
+    sink: &mut S,
+    key: &Key,
+) -> Result<Key, SnapshotError> {
+    let a = attrs_or_default(&r.attributes);
+    let key = keyed(
+        c,
+        key,
+        a.company_id.as_ref(),
+        "company_id",
+        a.created_at.as_ref(),
+        "created_at",
+    )?;
+    sink.task(&key, &a, id_of(&r.id));
+    Ok(key)
+}
+
+fn check_role<S: RecordSink>(
+    c: &RecordCheck<'_>,
+    r: &Record<'_, RoleAttrs<'_>>,
+    sink: &mut S,
+    key: &Key,
+) -> Result<Key, SnapshotError> {
+    let a = attrs_or_default(&r.attributes);
+    let key = keyed(
+        c,
+        key,
+        a.company_id.as_ref(),
+        "company_id",
+        a.opened_at.as_ref(),
+        "opened_at",
+    )?;
+    sink.role(&key, &a, id_of(&r.id));
+    Ok(key)
+}
+
+fn check_feed<S: RecordSink>(
+    c: &RecordCheck<'_>,
+    r: &Record<'_, FeedAttrs<'_>>,
+    sink: &mut S,
+    key: &Key,
+) -> Result<Key, SnapshotError> {
+    let a = attrs_or_default(&r.attributes);
+    let key = keyed(
+        c,
+        key,
+        a.company_id.as_ref(),
+        "company_id",
+        a.published_at.as_ref(),
+        "published_at",
+    )?;
+    sink.feed(&key, &a, id_of(&r.id));
+    Ok(key)
+}
+
+fn check_note<S: RecordSink>(
+    c: &RecordCheck<'_>,
+    r: &Record<'_, NoteAttrs<'_>>,
+    sink: &mut S,
+    key: &Key,
+) -> Result<Key, SnapshotError> {
+    let a = attrs_or_default(&r.attributes);
+    let key = keyed(
+        c,
+        key,
+        a.company_id.as_ref(),
+        "company_id",
+        a.created_at.as_ref(),
+        "created_at",
+    )?;
+    sink.note(&key, &a, id_of(&r.id));
+    Ok(key)
+}
+
+fn check_metric<S: RecordSink>(
+    c: &RecordCheck<'_>,
+    r: &MetricRecord<'_>,
+    sink: &mut S,
+    key: &Key,
+) -> Result<Key, SnapshotError> {
+    let Some(company) = &r.company_id else {
+        return Err(c.fail(
+            "company_id",
+            "required field is missing or null (it sits beside attributes)",
+        ));
+    };
+    let a = attrs_or_default(&r.attributes);
+    let Some(reported) = &a.reported_at else {
+        return Err(c.fail(
+            "attributes.reported_at",
+            "required timestamp is missing or null",
+        ));
+    };
+    let at = parse_timestamp(c, reported.as_str(), "reported_at")?;
+    let key = Key {
+        id: key.id,
+        at,
+        parent: parse_id(company.as_str()),
+    };
+    sink.metric(&key, &a, id_of(&r.id));
+    Ok(key)
+}
+
+fn check_meeting<S: RecordSink>(
+    c: &RecordCheck<'_>,
+    r: &Record<'_, MeetingAttrs<'_>>,
+    sink: &mut S,
+    key: &Key,
+) -> Result<Key, SnapshotError> {
+    let a = attrs_or_default(&r.attributes);
+    let company = c.required_text(&a.company_id, "company_id")?;
+    c.required_text(&a.title, "title")?;
+    let at = c.timestamp(&a.start_time, "start_time")?;
+    c.nullable(&a.end_time, "end_time")?;
+    c.required_text(&a.created_at, "created_at")?;
+    c.required_text(&a.updated_at, "updated_at")?;
+    let attendees = c.required(&a.attendees, "attendees", "an array of attendees")?;
+    for (i, attendee) in attendees.iter().enumerate() {
+        let field = format!("attendees[{i}].email");
+        let email = c.required_text(&attendee.email, &field)?;
+        if !looks_like_email(email) {
+            return Err(c.fail(&attr(&field), format!("{email:?} is not an email address")));
+        }
+        c.required(
+            &attendee.organizer,
+            &format!("attendees[{i}].organizer"),
+            "a boolean",
+        )?;
+    }
+    let key = Key {
+        id: key.id,
+        at,
+        parent: parse_id(company),
+    };
+    sink.meeting(&key, &a, id_of(&r.id));
+    Ok(key)
+}
+
+fn check_meeting_note<S: RecordSink>(
+    c: &RecordCheck<'_>,
+    r: &Record<'_, MeetingNoteAttrs<'_>>,
+    sink: &mut S,
+    key: &Key,
+) -> Result<Key, SnapshotError> {
+    let a = attrs_or_default(&r.attributes);
+    let meeting = c.required_text(&a.meeting_id, "meeting_id")?;
+    let kind = c.required_text(&a.kind, "type")?;
+    if kind != "notetool" {
+        return Err(c.fail(
+            &attr("type"),
+            format!("{kind:?} is not an allowed type (only \"notetool\")"),
+        ));
+    }
+    c.nullable(&a.notes, "notes")?;
+    c.nullable(&a.transcript, "transcript")?;
+    if let Field::Value(transcript) = &a.transcript {
+        let segments = c.required(
+            &transcript.segments,
+            "transcript.segments",
+            "an array of segments",
+        )?;
+        for (i, segment) in segments.iter().enumerate() {
+            c.required_text(&segment.text, &format!("transcript.segments[{i}].text"))?;
+        }
+    }
+    c.nullable(&a.synced_at, "synced_at")?;
+    let at = c.timestamp(&a.created_at, "created_at")?;
+    c.required_text(&a.updated_at, "updated_at")?;
+    let key = Key {
+        id: key.id,
+        at,
+        parent: parse_id(meeting),
+    };
+    sink.meeting_note(&key, &a, id_of(&r.id));
+    Ok(key)
 }
 
 /// The common shape of tasks, roles, feed entries and notes: a required
 /// `company_id` and a required ordering timestamp.
 fn keyed(
     c: &RecordCheck<'_>,
+    key: &Key,
     company: Option<&Text<'_>>,
     company_field: &str,
     at: Option<&Text<'_>>,
@@ -253,7 +513,7 @@ fn keyed(
         Some(text) => parse_timestamp(c, text.as_str(), at_field)?,
     };
     Ok(Key {
-        id: 0,
+        id: key.id,
         at,
         parent: parse_id(company.as_str()),
     })
@@ -284,11 +544,6 @@ fn looks_like_email(text: &str) -> bool {
         }
         None => false,
     }
-}
-
-struct Validator<'f> {
-    file: &'f str,
-    warnings: Vec<String>,
 }
 
 /// Checks inside one record; knows where it is, so every failure names the
@@ -345,231 +600,165 @@ impl RecordCheck<'_> {
         }
     }
 
-    fn timestamp(
-        &self,
-        text: Option<&str>,
-        field: &Field<Text<'_>>,
-        name: &str,
-    ) -> Result<Instant, SnapshotError> {
-        match text {
-            Some(text) => parse_timestamp(self, text, name),
-            None => self
-                .required(field, name, "a timestamp")
-                .map(|_| Instant::default()),
-        }
+    fn timestamp(&self, field: &Field<Text<'_>>, name: &str) -> Result<Instant, SnapshotError> {
+        let text = self.required(field, name, "a timestamp")?;
+        parse_timestamp(self, text.as_str(), name)
     }
 }
 
-impl Validator<'_> {
-    fn top(
-        &self,
-        collection: &str,
-        field: Option<&str>,
-        message: impl Into<String>,
-    ) -> SnapshotError {
-        SnapshotError::at(
-            self.file,
-            Location {
-                collection: collection.to_owned(),
-                field: field.map(str::to_owned),
-                ..Location::default()
-            },
-            message,
-        )
-    }
-
-    fn workspace(&self, doc: &SnapshotDoc<'_>) -> Result<(String, Option<String>), SnapshotError> {
-        let Some(ws) = &doc.workspace else {
-            return Err(self.top(
-                "workspace",
-                None,
-                "is missing (it must name the workspace: {\"id\": ...})",
-            ));
-        };
-        let id = match &ws.id {
-            Some(id) if !id.as_str().trim().is_empty() && id.as_str().len() <= 200 => id.as_str(),
-            Some(_) => {
-                return Err(self.top(
-                    "workspace",
-                    Some("id"),
-                    "must be 1 to 200 characters, not blank",
-                ));
-            }
-            None => return Err(self.top("workspace", Some("id"), "is missing or null")),
-        };
-        if id.chars().any(char::is_control) {
-            return Err(self.top(
-                "workspace",
-                Some("id"),
-                "must not contain control characters",
-            ));
-        }
-        Ok((
-            id.to_owned(),
-            ws.name.as_ref().map(|n| n.as_str().to_owned()),
-        ))
-    }
-
-    fn version(&self, doc: &SnapshotDoc<'_>) -> Result<Option<String>, SnapshotError> {
-        let Some(version) = &doc.version else {
-            return Ok(None);
-        };
-        let text = version.as_str();
-        let printable = text.bytes().all(|b| (0x20..0x7f).contains(&b));
-        if text.is_empty() || text.len() > 256 || !printable || text.trim() != text {
-            return Err(self.top(
-                "version",
-                None,
-                "must be 1 to 256 printable ASCII characters without surrounding spaces \
-                 (it is sent in the X-Snapshot-Version header); omit it to have one derived from the content",
-            ));
-        }
-        Ok(Some(text.to_owned()))
-    }
-
-    fn api_keys(&self, doc: &SnapshotDoc<'_>) -> Result<Vec<[u8; 32]>, SnapshotError> {
-        let mut hashes = Vec::new();
-        for (i, key) in doc.api_keys.iter().flatten().enumerate() {
-            let fail = |message: &str| {
-                SnapshotError::at(
-                    self.file,
-                    Location {
-                        collection: "api_keys".into(),
-                        index: Some(i),
-                        id: None,
-                        field: Some("sha256".into()),
-                    },
-                    message,
-                )
-            };
-            let Some(text) = &key.sha256 else {
-                return Err(fail("is missing or null"));
-            };
-            let hash = decode_sha256(text.as_str())
-                .ok_or_else(|| fail("must be 64 hex digits: the SHA-256 of the whole key (see `portfolio-replica hash-key`)"))?;
-            if !hashes.contains(&hash) {
-                hashes.push(hash);
-            }
-        }
-        Ok(hashes)
-    }
-
-    /// Checks ids (present, a UUID, unique), fills in absent attributes, and
-    /// runs `check` on each record's attributes to get its key.
-    fn records<'a, A: Default>(
-        &mut self,
-        collection: &'static str,
-        records: &mut Option<Vec<Record<'a, A>>>,
-        check: impl Fn(&RecordCheck<'_>, &A) -> Result<Key, SnapshotError>,
-    ) -> Result<Vec<Key>, SnapshotError> {
-        let records = records.get_or_insert_with(Vec::new);
-        let mut keys = Vec::with_capacity(records.len());
-        let mut seen: IdMap<usize> = IdMap::default();
-        seen.reserve(records.len());
-        for (index, record) in records.iter_mut().enumerate() {
-            let id_text = record.id.as_ref().map(Text::as_str);
-            let c = RecordCheck {
-                file: self.file,
-                collection,
-                index,
-                id: id_text,
-            };
-            let id = check_id(&c, id_text, &mut seen)?;
-            let attrs = record.attributes.get_or_insert_with(A::default);
-            let key = check(&c, attrs)?;
-            keys.push(Key { id, ..key });
-        }
-        Ok(keys)
-    }
-
-    fn metrics(&mut self, doc: &SnapshotDoc<'_>) -> Result<Vec<Key>, SnapshotError> {
-        let records = doc.metrics.as_deref().unwrap_or_default();
-        let mut keys = Vec::with_capacity(records.len());
-        let mut seen: IdMap<usize> = IdMap::default();
-        seen.reserve(records.len());
-        for (index, record) in records.iter().enumerate() {
-            let id_text = record.id.as_ref().map(Text::as_str);
-            let c = RecordCheck {
-                file: self.file,
-                collection: "metrics",
-                index,
-                id: id_text,
-            };
-            let id = check_id(&c, id_text, &mut seen)?;
-            let Some(company) = &record.company_id else {
-                return Err(c.fail(
-                    "company_id",
-                    "required field is missing or null (it sits beside attributes)",
-                ));
-            };
-            let reported = record
-                .attributes
-                .as_ref()
-                .and_then(|a| a.reported_at.as_ref());
-            let Some(reported) = reported else {
-                return Err(c.fail(
-                    "attributes.reported_at",
-                    "required timestamp is missing or null",
-                ));
-            };
-            let at = parse_timestamp(&c, reported.as_str(), "reported_at")?;
-            keys.push(Key {
-                id,
-                at,
-                parent: parse_id(company.as_str()),
-            });
-        }
-        Ok(keys)
-    }
-
-    /// Records pointing at a parent the snapshot does not hold are kept; one
-    /// warning per collection says how many, with the first as an example.
-    fn warn_dangling(&mut self, collection: &str, parent: &str, keys: &[Key], parents: &IdMap<()>) {
-        let mut dangling = keys
-            .iter()
-            .filter(|k| !k.parent.is_some_and(|p| parents.contains_key(&p)));
-        if let Some(first) = dangling.next() {
-            let count = 1 + dangling.count();
-            self.warnings.push(format!(
-                "{collection}: {count} record(s) point at a {parent} this snapshot does not hold \
-                 (first: {}); they are kept",
-                format_id(first.id)
-            ));
-        }
-    }
-}
-
-fn check_id(
-    c: &RecordCheck<'_>,
-    id_text: Option<&str>,
-    seen: &mut IdMap<usize>,
-) -> Result<u128, SnapshotError> {
+/// The record's id: present and a UUID. (Repeats are found by the store,
+/// which indexes ids anyway.)
+fn check_id(c: &RecordCheck<'_>, id_text: Option<&str>) -> Result<u128, SnapshotError> {
     let Some(text) = id_text else {
         return Err(c.fail("id", "record has no id"));
     };
-    let Some(id) = parse_id(text) else {
-        return Err(c.fail(
+    parse_id(text).ok_or_else(|| {
+        c.fail(
             "id",
             format!(
                 "{text:?} is not a UUID (8-4-4-4-12 hex digits, version 1-8, variant 8, 9, a or b)"
             ),
+        )
+    })
+}
+
+/// The error for a record whose id an earlier record of its collection has.
+pub fn repeated_id(
+    file: &str,
+    collection: &str,
+    index: usize,
+    first: usize,
+    id: u128,
+) -> SnapshotError {
+    SnapshotError::at(
+        file,
+        Location {
+            collection: collection.to_owned(),
+            index: Some(index),
+            id: Some(format_id(id)),
+            field: Some("id".to_owned()),
+        },
+        format!("id repeats within {collection}: {collection}[{first}] has it too"),
+    )
+}
+
+fn top_error(
+    file: &str,
+    collection: &str,
+    field: Option<&str>,
+    message: impl Into<String>,
+) -> SnapshotError {
+    SnapshotError::at(
+        file,
+        Location {
+            collection: collection.to_owned(),
+            field: field.map(str::to_owned),
+            ..Location::default()
+        },
+        message,
+    )
+}
+
+fn check_format_version(file: &str, raw: Option<&str>) -> Result<(), SnapshotError> {
+    match raw {
+        None => Err(top_error(
+            file,
+            "format_version",
+            None,
+            "is missing (this server reads format_version 1)",
+        )),
+        Some(raw) if raw == FORMAT_VERSION.to_string() => Ok(()),
+        Some(raw) => Err(top_error(
+            file,
+            "format_version",
+            None,
+            format!("{raw} is not a known format version (this server reads {FORMAT_VERSION})"),
+        )),
+    }
+}
+
+fn check_workspace(
+    file: &str,
+    workspace: Option<&(Option<String>, Option<String>)>,
+) -> Result<(String, Option<String>), SnapshotError> {
+    let Some((id, name)) = workspace else {
+        return Err(top_error(
+            file,
+            "workspace",
+            None,
+            "is missing (it must name the workspace: {\"id\": ...})",
         ));
     };
-    match seen.entry(id) {
-        Entry::Occupied(first) => Err(c.fail(
-            "id",
-            format!(
-                "id repeats within {}: {}[{}] has it too",
-                c.collection,
-                c.collection,
-                first.get()
-            ),
-        )),
-        Entry::Vacant(slot) => {
-            slot.insert(c.index);
-            Ok(id)
+    let Some(id) = id else {
+        return Err(top_error(
+            file,
+            "workspace",
+            Some("id"),
+            "is missing or null",
+        ));
+    };
+    if id.trim().is_empty() || id.len() > 200 {
+        return Err(top_error(
+            file,
+            "workspace",
+            Some("id"),
+            "must be 1 to 200 characters, not blank",
+        ));
+    }
+    if id.chars().any(char::is_control) {
+        return Err(top_error(
+            file,
+            "workspace",
+            Some("id"),
+            "must not contain control characters",
+        ));
+    }
+    Ok((id.clone(), name.clone()))
+}
+
+fn check_version(file: &str, version: Option<&str>) -> Result<Option<String>, SnapshotError> {
+    let Some(text) = version else {
+        return Ok(None);
+    };
+    let printable = text.bytes().all(|b| (0x20..0x7f).contains(&b));
+    if text.is_empty() || text.len() > 256 || !printable || text.trim() != text {
+        return Err(top_error(
+            file,
+            "version",
+            None,
+            "must be 1 to 256 printable ASCII characters without surrounding spaces \
+             (it is sent in the X-Snapshot-Version header); omit it to have one derived from the content",
+        ));
+    }
+    Ok(Some(text.to_owned()))
+}
+
+fn check_api_keys(file: &str, keys: &[Option<String>]) -> Result<Vec<[u8; 32]>, SnapshotError> {
+    let mut hashes = Vec::new();
+    for (i, key) in keys.iter().enumerate() {
+        let fail = |message: &str| {
+            SnapshotError::at(
+                file,
+                Location {
+                    collection: "api_keys".into(),
+                    index: Some(i),
+                    id: None,
+                    field: Some("sha256".into()),
+                },
+                message,
+            )
+        };
+        let Some(text) = key else {
+            return Err(fail("is missing or null"));
+        };
+        let hash = decode_sha256(text).ok_or_else(|| {
+            fail("must be 64 hex digits: the SHA-256 of the whole key (see `portfolio-replica hash-key`)")
+        })?;
+        if !hashes.contains(&hash) {
+            hashes.push(hash);
         }
     }
+    Ok(hashes)
 }
 
 /// Formats an id in the canonical lower-case text form.
@@ -599,7 +788,19 @@ fn decode_sha256(text: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
-/// Explains why the typed parse failed. Runs only on the error path.
+/// The format version problem of a document, if it has one. Runs only on
+/// the error path: a scan of the whole file that skips everything else.
+fn format_version_problem(file: &str, bytes: &[u8]) -> Option<SnapshotError> {
+    #[derive(Deserialize)]
+    struct HeaderOnly<'a> {
+        #[serde(borrow)]
+        format_version: Option<&'a RawValue>,
+    }
+    let header: HeaderOnly<'_> = serde_json::from_slice(bytes).ok()?;
+    check_format_version(file, header.format_version.map(RawValue::get)).err()
+}
+
+/// Explains why the parse failed on a JSON error. Runs only on the error path.
 fn diagnose(file: &str, bytes: &[u8]) -> SnapshotError {
     // 1. Is it JSON at all? IgnoredAny checks syntax without building values.
     if let Err(err) = serde_json::from_slice::<IgnoredAny>(bytes) {
@@ -617,25 +818,19 @@ fn diagnose(file: &str, bytes: &[u8]) -> SnapshotError {
         };
     }
     // 2. A document of another format version may fail for that reason alone.
-    #[derive(Deserialize)]
-    struct Header<'a> {
-        #[serde(borrow)]
-        format_version: Option<&'a RawValue>,
+    if let Some(problem) = format_version_problem(file, bytes) {
+        return problem;
     }
-    match serde_json::from_slice::<Header<'_>>(bytes) {
-        Ok(header) => {
-            if let Err(err) = check_format_version(file, header.format_version) {
-                return err;
-            }
-        }
-        Err(err) => {
-            return SnapshotError::new(file, format!("a snapshot must be a JSON object: {err}"));
-        }
-    }
-    // 3. Rerun the typed parse, tracking the path to the failing value.
+    // 3. Rerun a typed parse of the whole document, tracking the path to the
+    // failing value.
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let err = match serde_path_to_error::deserialize::<_, SnapshotDoc<'_>>(&mut de) {
-        Ok(_) => return SnapshotError::new(file, "the snapshot could not be parsed"),
+        Ok(_) => {
+            return SnapshotError::new(
+                file,
+                "a snapshot must be a JSON object with the documented keys",
+            );
+        }
         Err(err) => err,
     };
     let mut segments = Vec::new();
@@ -650,7 +845,7 @@ fn diagnose(file: &str, bytes: &[u8]) -> SnapshotError {
     let message = err.into_inner().to_string();
     let mut parts = segments.into_iter();
     let Some(Seg::Key(collection)) = parts.next() else {
-        return SnapshotError::new(file, message);
+        return SnapshotError::new(file, format!("a snapshot must be a JSON object: {message}"));
     };
     let mut loc = Location {
         collection,

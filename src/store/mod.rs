@@ -18,12 +18,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
+use bytes::Bytes;
 use rustc_hash::FxHashMap;
 
 use crate::snapshot::id::IdMap;
 use crate::snapshot::time::Instant;
 
-pub use build::build;
+pub use build::Builder;
 pub use cursor::{Cursor, CursorError};
 pub use query::{FeedQuery, OffsetPage};
 use rendered::Rendered;
@@ -54,14 +55,18 @@ impl RecordCounts {
     }
 }
 
-/// Positions into a [`Rendered`] list, in list order.
+/// Record indices into a [`Rendered`], in list order.
 type Positions = Vec<u32>;
 
-/// Positions by the exact text of an attribute (a filter value). FxHash:
-/// the keys come from the snapshot, and requests only look up, never insert.
+/// Record indices by the exact text of an attribute (a filter value).
+/// FxHash: the keys come from the snapshot, and requests only look up.
 type TextIndex = FxHashMap<Box<str>, Positions>;
 
 /// One workspace at one snapshot version, ready to serve.
+///
+/// Records of each kind are rendered once, in file order ([`Rendered`]);
+/// every list is an order of record indices over them, sorted at load, and
+/// every filter is a pre-built index in the same order.
 pub struct Dataset {
     pub workspace_id: String,
     pub workspace_name: Option<String>,
@@ -70,45 +75,49 @@ pub struct Dataset {
     pub key_hashes: Vec<[u8; 32]>,
     pub counts: RecordCounts,
 
-    /// Ordered by name (code-point order), then id.
     companies: Rendered,
+    /// Name ascending (code-point order), then id.
+    company_order: Positions,
     company_at: IdMap<u32>,
     companies_by_priority: TextIndex,
 
-    /// Ordered newest `created_at` first, then id descending.
     tasks: Rendered,
+    /// Newest `created_at` first, then id descending; so is every task index.
+    task_order: Positions,
     task_at: IdMap<u32>,
     tasks_by_status: TextIndex,
     tasks_by_priority: TextIndex,
     tasks_by_status_priority: FxHashMap<Box<str>, TextIndex>,
     tasks_by_company: IdMap<Positions>,
 
-    /// Ordered newest `opened_at` first, then id descending; the buffer is the
-    /// whole `/roles` body.
     roles: Rendered,
+    /// The whole `/roles` body (newest `opened_at` first, then id
+    /// descending), built once and shared by every answer.
+    roles_body: Bytes,
     roles_by_company: IdMap<Positions>,
 
-    /// Ordered newest `published_at` first, then id descending.
     feed: Rendered,
-    /// `(published_at, id)` of each feed entry, in feed order: the cursor seeks here.
+    /// Newest `published_at` first, then id descending.
+    feed_order: Positions,
+    /// `(published_at, id)` of each entry, by record index: the cursor seeks on it.
     feed_keys: Vec<(Instant, u128)>,
     feed_by_type: TextIndex,
 
-    /// Ordered newest `created_at` first, then id descending.
     notes: Rendered,
     note_at: IdMap<u32>,
+    /// Newest `created_at` first, then id descending.
     notes_by_company: IdMap<Positions>,
 
     /// Only the latest value per (company, name), grouped by company and
-    /// ordered by name within it, so a company's list is one slice.
+    /// ordered by name within it, so a company's list is one run.
     metrics: Rendered,
     metrics_by_company: IdMap<(u32, u32)>,
 
     meetings: Rendered,
     meeting_at: IdMap<u32>,
-    /// Grouped by meeting, `created_at` then id ascending within it.
     meeting_notes: Rendered,
-    meeting_notes_by_meeting: IdMap<(u32, u32)>,
+    /// `created_at` then id ascending within each meeting.
+    meeting_notes_by_meeting: IdMap<Positions>,
 }
 
 /// Every published workspace, and the index from key hash to workspace.

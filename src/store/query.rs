@@ -27,72 +27,23 @@ pub struct FeedQuery<'q> {
     pub kind: Option<&'q str>,
 }
 
-/// Which records of a list a query selects.
-#[derive(Clone, Copy)]
-enum Selection<'a> {
-    /// The whole list, in order.
-    All,
-    /// These positions, in order.
-    Some(&'a [u32]),
-}
-
 const EMPTY: &[u32] = &[];
 
-impl Selection<'_> {
-    fn len(&self, list: &Rendered) -> usize {
-        match self {
-            Selection::All => list.len(),
-            Selection::Some(p) => p.len(),
-        }
-    }
-
-    fn position(&self, i: usize) -> usize {
-        match self {
-            Selection::All => i,
-            Selection::Some(p) => p[i] as usize,
-        }
-    }
-
-    /// Appends the records at selection indices `from..to` to `out`, comma-separated.
-    fn write(&self, list: &Rendered, from: usize, to: usize, out: &mut Vec<u8>) {
-        match self {
-            Selection::All => out.extend_from_slice(list.run(from, to)),
-            Selection::Some(positions) => {
-                for (n, &p) in positions[from..to].iter().enumerate() {
-                    if n > 0 {
-                        out.push(b',');
-                    }
-                    out.extend_from_slice(list.record(p as usize));
-                }
-            }
-        }
-    }
-
-    /// Bytes the records `from..to` take, to size the body once.
-    fn size(&self, list: &Rendered, from: usize, to: usize) -> usize {
-        match self {
-            Selection::All => list.run(from, to).len(),
-            Selection::Some(positions) => positions[from..to]
-                .iter()
-                .map(|&p| list.record(p as usize).len() + 1)
-                .sum(),
-        }
-    }
+fn group(positions: Option<&Positions>) -> &[u32] {
+    positions.map_or(EMPTY, Vec::as_slice)
 }
 
-fn group<'a>(positions: Option<&'a Positions>) -> Selection<'a> {
-    Selection::Some(positions.map_or(EMPTY, Vec::as_slice))
-}
-
-/// `{"data":[...],"pagination":{"limit":L,"offset":O,"hasMore":B}}`.
-fn offset_body(list: &Rendered, selection: Selection<'_>, page: OffsetPage) -> Bytes {
-    let len = selection.len(list) as u64;
+/// `{"data":[...],"pagination":{"limit":L,"offset":O,"hasMore":B}}` for the
+/// page of `list` (record indices in list order) that `page` selects.
+fn offset_body(records: &Rendered, list: &[u32], page: OffsetPage) -> Bytes {
+    let len = list.len() as u64;
     let from = page.offset.min(len) as usize;
     let to = page.offset.saturating_add(page.limit).min(len) as usize;
     let has_more = (to as u64) < len;
-    let mut out = Vec::with_capacity(selection.size(list, from, to) + 96);
+    let selected = &list[from..to];
+    let mut out = Vec::with_capacity(records.size(selected) + 96);
     out.extend_from_slice(b"{\"data\":[");
-    selection.write(list, from, to, &mut out);
+    records.write(selected, &mut out);
     out.extend_from_slice(b"],\"pagination\":{\"limit\":");
     write_u64(&mut out, page.limit);
     out.extend_from_slice(b",\"offset\":");
@@ -105,12 +56,11 @@ fn offset_body(list: &Rendered, selection: Selection<'_>, page: OffsetPage) -> B
     Bytes::from(out)
 }
 
-/// `{"data":[...]}` for a whole selection.
-fn list_body(list: &Rendered, selection: Selection<'_>) -> Bytes {
-    let len = selection.len(list);
-    let mut out = Vec::with_capacity(selection.size(list, 0, len) + 16);
+/// `{"data":[...]}` for the records of `list`.
+fn list_body(records: &Rendered, list: &[u32]) -> Bytes {
+    let mut out = Vec::with_capacity(records.size(list) + 16);
     out.extend_from_slice(b"{\"data\":[");
-    selection.write(list, 0, len, &mut out);
+    records.write(list, &mut out);
     out.extend_from_slice(b"]}");
     Bytes::from(out)
 }
@@ -131,17 +81,17 @@ impl Dataset {
 
     /// `/portfolio`.
     pub fn portfolio(&self, priority: Option<&str>, page: OffsetPage) -> Bytes {
-        let selection = match priority {
-            None => Selection::All,
+        let list = match priority {
+            None => &self.company_order,
             Some(p) => group(self.companies_by_priority.get(p)),
         };
-        offset_body(&self.companies, selection, page)
+        offset_body(&self.companies, list, page)
     }
 
     /// `/portfolio/{id}`.
     pub fn company(&self, id: u128) -> Option<Bytes> {
-        let pos = *self.company_at.get(&id)?;
-        Some(single_body(self.companies.record(pos as usize)))
+        let i = *self.company_at.get(&id)?;
+        Some(single_body(self.companies.record(i as usize)))
     }
 
     /// `/portfolio/{id}/tasks`; `None` if the company is unknown.
@@ -168,25 +118,21 @@ impl Dataset {
             return None;
         }
         let (from, to) = self.metrics_by_company.get(&id).copied().unwrap_or((0, 0));
-        let run = self.metrics.run(from as usize, to as usize);
-        let mut out = Vec::with_capacity(run.len() + 16);
-        out.extend_from_slice(b"{\"data\":[");
-        out.extend_from_slice(run);
-        out.extend_from_slice(b"]}");
-        Some(Bytes::from(out))
+        let list: Vec<u32> = (from..to).collect();
+        Some(list_body(&self.metrics, &list))
     }
 
     /// `/tasks`, filtered by status and/or priority.
     pub fn tasks(&self, status: Option<&str>, priority: Option<&str>, page: OffsetPage) -> Bytes {
-        let selection = match (status, priority) {
-            (None, None) => Selection::All,
+        let list = match (status, priority) {
+            (None, None) => &self.task_order,
             (Some(s), None) => group(self.tasks_by_status.get(s)),
             (None, Some(p)) => group(self.tasks_by_priority.get(p)),
             (Some(s), Some(p)) => {
                 group(self.tasks_by_status_priority.get(s).and_then(|m| m.get(p)))
             }
         };
-        offset_body(&self.tasks, selection, page)
+        offset_body(&self.tasks, list, page)
     }
 
     /// `/tasks/{id}`.
@@ -197,7 +143,7 @@ impl Dataset {
 
     /// `/roles`: the pre-rendered body, shared.
     pub fn roles(&self) -> Bytes {
-        self.roles.list_body()
+        self.roles_body.clone()
     }
 
     /// `/notes/{id}`.
@@ -208,12 +154,12 @@ impl Dataset {
 
     /// `/feed`: `{"data":[...],"pagination":{"limit":L,"nextCursor":C}}`.
     pub fn feed(&self, query: FeedQuery<'_>) -> Bytes {
-        let selection = match query.kind {
-            None => Selection::All,
+        let list = match query.kind {
+            None => &self.feed_order,
             Some(kind) => group(self.feed_by_type.get(kind)),
         };
-        let len = selection.len(&self.feed);
-        let key = |i: usize| self.feed_keys[selection.position(i)];
+        let len = list.len();
+        let key = |i: usize| self.feed_keys[list[i] as usize];
         let from = match query.cursor {
             None => 0,
             Some(cursor) => partition_point(len, |i| cursor.is_before(key(i))),
@@ -230,9 +176,10 @@ impl Dataset {
                 }
             }
         });
-        let mut out = Vec::with_capacity(selection.size(&self.feed, from, to) + 160);
+        let selected = &list[from..to];
+        let mut out = Vec::with_capacity(self.feed.size(selected) + 160);
         out.extend_from_slice(b"{\"data\":[");
-        selection.write(&self.feed, from, to, &mut out);
+        self.feed.write(selected, &mut out);
         out.extend_from_slice(b"],\"pagination\":{\"limit\":");
         write_u64(&mut out, query.limit);
         out.extend_from_slice(b",\"nextCursor\":");
@@ -255,20 +202,15 @@ impl Dataset {
         if !include_notes {
             return Some(single_body(record));
         }
-        let (from, to) = self
-            .meeting_notes_by_meeting
-            .get(&id)
-            .copied()
-            .unwrap_or((0, 0));
-        let notes = self.meeting_notes.run(from as usize, to as usize);
+        let notes = group(self.meeting_notes_by_meeting.get(&id));
         // The rendered meeting ends with the `}` that closes the record;
         // `notes` goes in just before it, beside `attributes`.
         let open = &record[..record.len() - 1];
-        let mut out = Vec::with_capacity(record.len() + notes.len() + 32);
+        let mut out = Vec::with_capacity(record.len() + self.meeting_notes.size(notes) + 32);
         out.extend_from_slice(b"{\"data\":");
         out.extend_from_slice(open);
         out.extend_from_slice(b",\"notes\":[");
-        out.extend_from_slice(notes);
+        self.meeting_notes.write(notes, &mut out);
         out.extend_from_slice(b"]}}");
         Some(Bytes::from(out))
     }

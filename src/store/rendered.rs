@@ -1,24 +1,16 @@
-//! Records rendered to JSON once, at load, and laid out for cheap pages.
+//! Records rendered to JSON once, at load.
 
 use std::io::Write;
 
 use crate::snapshot::render::Render;
-use bytes::Bytes;
 
-/// The opening and closing of a `{"data": [...]}` list body.
-const LIST_OPEN: &[u8] = b"{\"data\":[";
-const LIST_CLOSE: &[u8] = b"]}";
-
-/// Records of one kind, rendered as `{"id":...,"attributes":{...}}` and laid
-/// out in list order as a complete list body: `{"data":[r0,r1,...]}`.
-///
-/// Any run of consecutive records is one slice of the buffer (a page of an
-/// unfiltered list is one copy), and the whole buffer is the body of an
-/// unpaginated list (`/roles` is served without copying at all).
+/// Records of one kind, each rendered as `{"id":...,"attributes":{...}}`,
+/// back to back in one buffer, in the order the snapshot listed them. Lists
+/// are orders of record indices over it: a page copies its records out of
+/// here, one `memcpy` each.
 pub struct Rendered {
-    buf: Bytes,
-    /// `ends[i]` is one past the last byte of record `i`; it starts right
-    /// after the separator that follows record `i - 1`.
+    buf: Vec<u8>,
+    /// `ends[i]` is one past the last byte of record `i`.
     ends: Vec<usize>,
 }
 
@@ -27,35 +19,42 @@ impl Rendered {
         self.ends.len()
     }
 
-    fn start(&self, i: usize) -> usize {
-        if i == 0 {
-            LIST_OPEN.len()
-        } else {
-            self.ends[i - 1] + 1
-        }
-    }
-
     /// The JSON of record `i`.
     pub fn record(&self, i: usize) -> &[u8] {
-        &self.buf[self.start(i)..self.ends[i]]
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.buf[start..self.ends[i]]
     }
 
-    /// Records `from..to`, comma-separated, as one slice (empty if `from == to`).
-    pub fn run(&self, from: usize, to: usize) -> &[u8] {
-        if from >= to {
-            &[]
-        } else {
-            &self.buf[self.start(from)..self.ends[to - 1]]
+    /// Appends the records at `indices` to `out`, comma-separated.
+    pub fn write(&self, indices: &[u32], out: &mut Vec<u8>) {
+        for (n, &i) in indices.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(self.record(i as usize));
         }
     }
 
-    /// The whole list as a `{"data":[...]}` body, shared, not copied.
-    pub fn list_body(&self) -> Bytes {
-        self.buf.clone()
+    /// Bytes that [`Rendered::write`] appends for `indices`.
+    pub fn size(&self, indices: &[u32]) -> usize {
+        indices
+            .iter()
+            .map(|&i| self.record(i as usize).len() + 1)
+            .sum()
+    }
+
+    /// A copy holding only the records at `indices`, in that order.
+    pub fn select(&self, indices: &[u32]) -> Rendered {
+        let mut out = Renderer::with_capacity(indices.len(), self.size(indices));
+        for &i in indices {
+            out.push_raw(self.record(i as usize));
+        }
+        out.finish()
     }
 }
 
 /// Renders records one by one into a [`Rendered`].
+#[derive(Default)]
 pub struct Renderer {
     buf: Vec<u8>,
     ends: Vec<usize>,
@@ -63,17 +62,14 @@ pub struct Renderer {
 
 impl Renderer {
     pub fn with_capacity(records: usize, bytes: usize) -> Renderer {
-        let mut buf = Vec::with_capacity(bytes + LIST_OPEN.len() + LIST_CLOSE.len());
-        buf.extend_from_slice(LIST_OPEN);
         Renderer {
-            buf,
+            buf: Vec::with_capacity(bytes),
             ends: Vec::with_capacity(records),
         }
     }
 
     /// Appends `{"id":<id>,"attributes":<attributes>}`.
     pub fn push<I: Render + ?Sized, A: Render>(&mut self, id: &I, attributes: &A) {
-        self.separate();
         self.buf.extend_from_slice(b"{\"id\":");
         id.render(&mut self.buf);
         self.buf.extend_from_slice(b",\"attributes\":");
@@ -82,18 +78,16 @@ impl Renderer {
         self.ends.push(self.buf.len());
     }
 
-    fn separate(&mut self) {
-        if !self.ends.is_empty() {
-            self.buf.push(b',');
-        }
+    fn push_raw(&mut self, record: &[u8]) {
+        self.buf.extend_from_slice(record);
+        self.ends.push(self.buf.len());
     }
 
     pub fn finish(mut self) -> Rendered {
-        self.buf.extend_from_slice(LIST_CLOSE);
         self.buf.shrink_to_fit();
         self.ends.shrink_to_fit();
         Rendered {
-            buf: Bytes::from(self.buf),
+            buf: self.buf,
             ends: self.ends,
         }
     }
