@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::generate::Scale;
+use crate::server::HttpLimits;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -86,6 +87,27 @@ pub struct ServeArgs {
     /// Poll the directory every MS milliseconds instead of waiting for file events.
     #[arg(long, env = "PORTFOLIO_POLL_INTERVAL", value_name = "MS", value_parser = parse_poll_interval)]
     pub poll_interval: Option<u64>,
+    /// Most connections served at once; accepting pauses at the cap.
+    #[arg(long, env = "PORTFOLIO_MAX_CONNECTIONS", value_name = "N", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
+    /// Largest request head (request line plus headers) in bytes; larger gets 431.
+    #[arg(long, env = "PORTFOLIO_MAX_HEADER_BYTES", value_name = "BYTES", default_value_t = 16_384,
+          value_parser = clap::value_parser!(u32).range(1024..=1_048_576))]
+    pub max_header_bytes: u32,
+    /// Seconds a client has to send a request's head (against slowloris).
+    #[arg(long, env = "PORTFOLIO_HEADER_READ_TIMEOUT", value_name = "SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_read_timeout: u64,
+    /// Seconds an idle keep-alive connection is kept open; keep it above the
+    /// load balancer's idle timeout.
+    #[arg(long, env = "PORTFOLIO_KEEP_ALIVE_TIMEOUT", value_name = "SECS", default_value_t = 75,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub keep_alive_timeout: u64,
+    /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
+    #[arg(long, env = "PORTFOLIO_SHUTDOWN_GRACE", value_name = "SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(0..=3600))]
+    pub shutdown_grace: u64,
     /// Log format: `text` for people, `json` for log pipelines.
     #[arg(long, env = "PORTFOLIO_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -121,6 +143,7 @@ pub struct ServeConfig {
     /// Rescan the directory on SIGHUP. The binary sets it; a library user
     /// running several servers in one process may not want that.
     pub rescan_on_sighup: bool,
+    pub limits: HttpLimits,
 }
 
 impl ServeConfig {
@@ -131,6 +154,7 @@ impl ServeConfig {
             key_prefix: "cura".to_owned(),
             poll_interval: None,
             rescan_on_sighup: false,
+            limits: HttpLimits::default(),
         }
     }
 }
@@ -142,6 +166,13 @@ impl From<&ServeArgs> for ServeConfig {
             key_prefix: args.key_prefix.clone(),
             poll_interval: args.poll_interval.map(Duration::from_millis),
             rescan_on_sighup: true,
+            limits: HttpLimits {
+                max_connections: args.max_connections as usize,
+                max_header_bytes: args.max_header_bytes as usize,
+                header_read_timeout: Duration::from_secs(args.header_read_timeout),
+                keep_alive_timeout: Duration::from_secs(args.keep_alive_timeout),
+                shutdown_grace: Duration::from_secs(args.shutdown_grace),
+            },
         }
     }
 }

@@ -16,7 +16,9 @@
 //!   only module that knows HTTP.
 //! - [`reload`]: the reloader thread: file events (debounced), polling and
 //!   SIGHUP trigger scans.
-//! - [`ops`]: the operators' listener (`/snapshots`).
+//! - [`server`]: the accept loop around hyper: connection cap, header
+//!   limits and timeouts, graceful shutdown with a grace period.
+//! - [`ops`]: the operators' listener (`/metrics`, `/snapshots`).
 //! - [`config`]: the command line; [`commands`]: `check` and `hash-key`;
 //!   [`generate`]: synthetic snapshots.
 //!
@@ -30,6 +32,7 @@ pub mod generate;
 pub mod loader;
 pub mod ops;
 pub mod reload;
+pub mod server;
 pub mod snapshot;
 pub mod store;
 
@@ -74,6 +77,7 @@ pub async fn serve(
         Arc::clone(&metrics),
     ));
     let ready = Arc::new(AtomicBool::new(false));
+    let draining = Arc::new(AtomicBool::new(false));
 
     let reloader = reload::Reloader::start(
         Arc::clone(&snapshots),
@@ -90,34 +94,37 @@ pub async fn serve(
         store,
         key_prefix: config.key_prefix.clone(),
         ready,
+        draining: Arc::clone(&draining),
         metrics: Arc::clone(&metrics),
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|stop| *stop).await;
-    };
-    let api_server = warp::serve(api::routes(state))
-        .incoming(api)
-        .graceful(stopped(stop_rx.clone()))
-        .run();
-    let admin_server = warp::serve(ops::routes(snapshots, metrics))
-        .incoming(admin)
-        .graceful(stopped(stop_rx))
-        .run();
-    let api_task = tokio::spawn(api_server);
-    let admin_task = tokio::spawn(admin_server);
+    let limits = config.limits;
+    let api_task = tokio::spawn(server::serve(
+        api,
+        api::routes(state),
+        limits,
+        stop_rx.clone(),
+    ));
+    let admin_task = tokio::spawn(server::serve(
+        admin,
+        ops::routes(snapshots, metrics),
+        limits,
+        stop_rx,
+    ));
 
     shutdown.await;
-    tracing::info!("shutting down: no new connections, finishing in-flight requests");
+    tracing::info!(
+        grace_ms = limits.shutdown_grace.as_millis() as u64,
+        "shutting down: /readyz is 503, no new connections, finishing in-flight requests"
+    );
+    draining.store(true, std::sync::atomic::Ordering::Release);
     let _ = stop_tx.send(true);
     let _ = api_task.await;
     let _ = admin_task.await;
     if let Some(task) = sighup {
         task.abort();
     }
-    // Stops the watcher and the reloader thread (off the runtime: it may be
-    // finishing a load).
-    let _ = tokio::task::spawn_blocking(move || drop(reloader)).await;
+    drop(reloader);
     Ok(())
 }
 

@@ -101,12 +101,11 @@ impl RescanHandle {
 }
 
 impl Drop for Reloader {
+    /// Stops the watcher at once and the thread after the scan in progress,
+    /// without waiting for it: shutdown must not wait for a large load.
     fn drop(&mut self) {
         let _ = self.tx.send(Message::Stop);
-        if let Some(thread) = self.thread.take() {
-            // A scan in progress finishes first; it is bounded by one file load.
-            let _ = thread.join();
-        }
+        self.thread.take();
     }
 }
 

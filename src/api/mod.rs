@@ -10,6 +10,7 @@
 
 mod auth;
 mod error;
+mod http;
 mod query;
 
 use std::sync::Arc;
@@ -30,6 +31,9 @@ use crate::ops::metrics::{Metrics, Route};
 use crate::snapshot::id::parse_id;
 use crate::store::{Dataset, Store};
 
+/// The OpenAPI 3.1 document of exactly what this server does.
+pub const OPENAPI: &[u8] = include_bytes!("openapi.json");
+
 /// The message of every 401, the public service's own text.
 pub const UNAUTHORIZED_MESSAGE: &str = "Invalid or missing API key";
 
@@ -40,6 +44,9 @@ pub struct ApiState {
     pub key_prefix: String,
     /// Set once the first scan of the snapshot directory has finished.
     pub ready: Arc<AtomicBool>,
+    /// Set when shutdown begins: `/readyz` answers 503 so the balancer
+    /// drains this replica, while requests still being sent are answered.
+    pub draining: Arc<AtomicBool>,
     pub metrics: Arc<Metrics>,
 }
 
@@ -73,13 +80,17 @@ pub fn respond(
     headers: &HeaderMap,
 ) -> (Response, Route) {
     let (route, id) = classify(path);
-    (answer(state, method, route, id, query, headers), route)
+    (
+        answer(state, method, route, path, id, query, headers),
+        route,
+    )
 }
 
 fn answer(
     state: &ApiState,
     method: &Method,
     route: Route,
+    path: &str,
     id: &str,
     query: &str,
     headers: &HeaderMap,
@@ -97,6 +108,13 @@ fn answer(
     let ready = state.ready.load(Ordering::Acquire);
     match route {
         Route::Health => return json(StatusCode::OK, Bytes::from_static(b"{\"status\":\"ok\"}")),
+        Route::OpenApi => return json(StatusCode::OK, Bytes::from_static(OPENAPI)),
+        Route::Ready if state.draining.load(Ordering::Acquire) => {
+            return json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Bytes::from_static(b"{\"status\":\"draining\"}"),
+            );
+        }
         Route::Ready if ready => {
             return json(
                 StatusCode::OK,
@@ -131,13 +149,7 @@ fn answer(
         return unauthorized();
     };
     match endpoint(dataset, route, id, &Query::parse(query)) {
-        Ok(body) => {
-            let mut response = json(StatusCode::OK, body);
-            if let Ok(version) = HeaderValue::from_str(&dataset.version) {
-                response.headers_mut().insert("x-snapshot-version", version);
-            }
-            response
-        }
+        Ok(body) => http::ok(dataset, path, query, headers, body),
         Err(err) => json(err.status, err.body().into()),
     }
 }
@@ -169,6 +181,7 @@ fn classify(path: &str) -> (Route, &str) {
         (Some("meetings"), Some(id), None, _) => (Route::Meeting, id),
         (Some("healthz"), None, ..) => (Route::Health, ""),
         (Some("readyz"), None, ..) => (Route::Ready, ""),
+        (Some("openapi.json"), None, ..) => (Route::OpenApi, ""),
         _ => (Route::Other, ""),
     }
 }

@@ -235,7 +235,9 @@ impl Builder {
             meetings: meetings.keys.len(),
             meeting_notes: meeting_notes.keys.len(),
         };
+        let fingerprint = fingerprint(&header.workspace_id, &version);
         let dataset = Dataset {
+            fingerprint,
             workspace_id: header.workspace_id,
             workspace_name: header.workspace_name,
             version,
@@ -271,6 +273,17 @@ impl Builder {
         };
         Ok((dataset, warnings))
     }
+}
+
+/// A stable hash of what identifies a dataset's content (FxHash is fixed:
+/// no per-process seed, so every replica computes the same value).
+fn fingerprint(workspace: &str, version: &str) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = rustc_hash::FxBuildHasher.build_hasher();
+    hasher.write(workspace.as_bytes());
+    hasher.write_u8(0);
+    hasher.write(version.as_bytes());
+    hasher.finish()
 }
 
 /// Id → record index of the collections served by id.

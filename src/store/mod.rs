@@ -72,6 +72,9 @@ pub struct Dataset {
     pub workspace_name: Option<String>,
     /// Sent as `X-Snapshot-Version` with every answer from this dataset.
     pub version: String,
+    /// A hash of workspace id and version: the same on every replica that
+    /// loaded the same snapshot, so ETags made from it agree fleet-wide.
+    pub fingerprint: u64,
     pub key_hashes: Vec<[u8; 32]>,
     pub counts: RecordCounts,
 
