@@ -62,9 +62,18 @@ pub fn routes(state: Arc<ApiState>) -> BoxedFilter<(Response,)> {
                 let started = std::time::Instant::now();
                 state.metrics.start();
                 let (response, route) = respond(&state, &method, path.as_str(), &query, &headers);
-                state
-                    .metrics
-                    .finish(route, response.status().as_u16(), started.elapsed());
+                let elapsed = started.elapsed();
+                let status = response.status().as_u16();
+                state.metrics.finish(route, status, elapsed);
+                // Never the query's values or a header: only what identifies
+                // the endpoint. Keys travel in a header and are never logged.
+                tracing::debug!(
+                    method = %method,
+                    route = route.label(),
+                    status,
+                    elapsed_us = elapsed.as_micros() as u64,
+                    "request"
+                );
                 response
             },
         )

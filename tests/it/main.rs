@@ -11,6 +11,7 @@ mod feed;
 mod isolation;
 mod meetings;
 mod metrics;
+mod openapi;
 mod pagination;
 mod records;
 mod reload;
