@@ -163,8 +163,17 @@ fn answer(
     }
 }
 
-/// The route of a path, and the id segment it carries (or `""`).
+/// The route of a path, and the id segment it carries (or `""`). A path
+/// with an empty segment (`/tasks/`, `/portfolio//tasks`) names no route.
 fn classify(path: &str) -> (Route, &str) {
+    let (route, id) = classify_segments(path);
+    if path.len() > 1 && path[1..].split('/').any(str::is_empty) {
+        return (Route::Other, "");
+    }
+    (route, id)
+}
+
+fn classify_segments(path: &str) -> (Route, &str) {
     let mut segments = path.strip_prefix('/').unwrap_or(path).split('/');
     let parts = (
         segments.next(),

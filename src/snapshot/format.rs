@@ -59,11 +59,18 @@ impl<'de: 'a, 'a> Deserialize<'de> for Number<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw = <&'a RawValue>::deserialize(deserializer)?;
         let text = raw.get();
-        if text.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
-            Ok(Number(raw))
-        } else {
-            Err(de::Error::invalid_type(unexpected_kind(text), &"a number"))
+        if !text.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+            return Err(de::Error::invalid_type(unexpected_kind(text), &"a number"));
         }
+        // Served as written, so it must be a number every client can read:
+        // `1e400` would be Infinity in JavaScript and an error in serde_json.
+        if !text.parse::<f64>().is_ok_and(f64::is_finite) {
+            return Err(de::Error::invalid_value(
+                de::Unexpected::Other(text),
+                &"a number within the range of a double",
+            ));
+        }
+        Ok(Number(raw))
     }
 }
 

@@ -25,79 +25,45 @@ impl Instant {
     /// the ninth are checked but do not take part in comparisons.
     pub fn parse_rfc3339(text: &str) -> Option<Instant> {
         let b = text.as_bytes();
-        if b.len() < 20 {
-            return None;
-        }
         let year = digits(b, 0, 4)? as i64;
-        let month = digits(b, 5, 2)?;
-        let day = digits(b, 8, 2)?;
-        let hour = digits(b, 11, 2)?;
-        let minute = digits(b, 14, 2)?;
-        let second = digits(b, 17, 2)?;
-        if b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') {
-            return None;
-        }
-        if b[13] != b':' || b[16] != b':' {
-            return None;
-        }
-        if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
-            return None;
-        }
-        // Second 60 is a leap second, which RFC 3339 allows.
-        if hour > 23 || minute > 59 || second > 60 {
-            return None;
-        }
-        let mut pos = 19;
-        let mut nanos: u32 = 0;
-        if b[pos] == b'.' {
-            pos += 1;
-            let start = pos;
-            while pos < b.len() && b[pos].is_ascii_digit() {
-                if pos - start < 9 {
-                    nanos = nanos * 10 + u32::from(b[pos] - b'0');
-                }
-                pos += 1;
-            }
-            let count = pos - start;
-            if count == 0 {
-                return None;
-            }
-            for _ in count..9 {
-                nanos *= 10;
-            }
-        }
-        let offset_secs: i64 = match b.get(pos..)? {
-            [b'Z' | b'z'] => 0,
-            [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
-                let oh = two_digits(*h1, *h2)?;
-                let om = two_digits(*m1, *m2)?;
-                if oh > 23 || om > 59 {
-                    return None;
-                }
-                let value = i64::from(oh * 3600 + om * 60);
-                if *sign == b'+' { value } else { -value }
-            }
-            _ => return None,
-        };
-        let days = days_from_civil(year, month, day);
-        let secs = days * 86_400 + i64::from(hour * 3600 + minute * 60 + second) - offset_secs;
-        Some(Instant { secs, nanos })
+        parse_after_year(year, b.get(4..)?)
     }
 
-    /// Writes the instant in UTC as `YYYY-MM-DDTHH:MM:SS.fffZ`, with three
-    /// fraction digits, or six or nine when that many are needed to be exact.
-    pub fn to_rfc3339_utc(self) -> String {
-        self.to_string()
+    /// [`Instant::parse_rfc3339`], and also ISO 8601 expanded years
+    /// (`+10000-01-01T00:00:00Z`, `-0001-...`), which [`Instant`]'s
+    /// `Display` writes for instants outside the years 0000 to 9999 UTC (a
+    /// timestamp of 9999-12-31 with a negative offset is one).
+    pub fn parse_expanded(text: &str) -> Option<Instant> {
+        let b = text.as_bytes();
+        let sign = match b.first()? {
+            b'+' => 1,
+            b'-' => -1,
+            _ => return Instant::parse_rfc3339(text),
+        };
+        let len = b[1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if !(4..=6).contains(&len) {
+            return None;
+        }
+        let year = sign * i64::from(digits(b, 1, len)?);
+        parse_after_year(year, &b[1 + len..])
     }
 }
 
+/// Writes the instant in UTC as `YYYY-MM-DDTHH:MM:SS.fffZ`, with three
+/// fraction digits, or six or nine when that many are needed to be exact.
 impl fmt::Display for Instant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let days = self.secs.div_euclid(86_400);
         let rem = self.secs.rem_euclid(86_400);
         let (year, month, day) = civil_from_days(days);
         let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
-        write!(f, "{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}")?;
+        if (0..=9999).contains(&year) {
+            write!(f, "{year:04}")?;
+        } else {
+            // ISO 8601 expanded year; read back by `parse_expanded`.
+            write!(f, "{year:+05}")?;
+        }
+        write!(f, "-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}")?;
         let n = self.nanos;
         if n % 1_000_000 == 0 {
             write!(f, ".{:03}Z", n / 1_000_000)
@@ -107,6 +73,67 @@ impl fmt::Display for Instant {
             write!(f, ".{n:09}Z")
         }
     }
+}
+
+/// Parses `-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`, what follows the year.
+fn parse_after_year(year: i64, b: &[u8]) -> Option<Instant> {
+    if b.len() < 16 {
+        return None;
+    }
+    let month = digits(b, 1, 2)?;
+    let day = digits(b, 4, 2)?;
+    let hour = digits(b, 7, 2)?;
+    let minute = digits(b, 10, 2)?;
+    let second = digits(b, 13, 2)?;
+    if b[0] != b'-' || b[3] != b'-' || !matches!(b[6], b'T' | b't') || b[9] != b':' || b[12] != b':'
+    {
+        return None;
+    }
+    if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
+        return None;
+    }
+    if hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let mut pos = 15;
+    let mut nanos: u32 = 0;
+    if b[pos] == b'.' {
+        pos += 1;
+        let start = pos;
+        while pos < b.len() && b[pos].is_ascii_digit() {
+            if pos - start < 9 {
+                nanos = nanos * 10 + u32::from(b[pos] - b'0');
+            }
+            pos += 1;
+        }
+        let count = pos - start;
+        if count == 0 {
+            return None;
+        }
+        for _ in count..9 {
+            nanos *= 10;
+        }
+    }
+    let offset_secs: i64 = match b.get(pos..)? {
+        [b'Z' | b'z'] => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let oh = two_digits(*h1, *h2)?;
+            let om = two_digits(*m1, *m2)?;
+            if oh > 23 || om > 59 {
+                return None;
+            }
+            let value = i64::from(oh * 3600 + om * 60);
+            if *sign == b'+' { value } else { -value }
+        }
+        _ => return None,
+    };
+    // A leap second is 23:59:60 UTC, whatever the offset it is written in.
+    if second == 60 && (i64::from(hour * 60 + minute) - offset_secs / 60).rem_euclid(1440) != 1439 {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + i64::from(hour * 3600 + minute * 60 + second) - offset_secs;
+    Some(Instant { secs, nanos })
 }
 
 fn digits(b: &[u8], at: usize, len: usize) -> Option<u32> {
@@ -214,6 +241,25 @@ mod tests {
         ] {
             assert_eq!(parse(bad), None, "{bad:?} must be rejected");
         }
+    }
+
+    #[test]
+    fn leap_seconds_only_at_23_59_60_utc() {
+        assert!(parse("2016-12-31T23:59:60Z").is_some());
+        assert!(parse("2017-01-01T00:59:60+01:00").is_some());
+        assert_eq!(parse("2026-03-01T10:00:60Z"), None);
+    }
+
+    #[test]
+    fn instants_beyond_four_digit_years_round_trip_in_expanded_form() {
+        let late = parse("9999-12-31T23:30:00-01:00").unwrap();
+        assert_eq!(late.to_string(), "+10000-01-01T00:30:00.000Z");
+        assert_eq!(Instant::parse_expanded(&late.to_string()), Some(late));
+        let early = parse("0000-01-01T00:30:00+01:00").unwrap();
+        assert_eq!(early.to_string(), "-0001-12-31T23:30:00.000Z");
+        assert_eq!(Instant::parse_expanded(&early.to_string()), Some(early));
+        assert_eq!(Instant::parse_rfc3339("+10000-01-01T00:30:00.000Z"), None);
+        assert_eq!(Instant::parse_expanded("+100-01-01T00:30:00.000Z"), None);
     }
 
     #[test]

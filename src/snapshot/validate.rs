@@ -532,18 +532,34 @@ fn attr(field: &str) -> String {
     format!("attributes.{field}")
 }
 
-/// The loosest check that still catches a name or a blank where an address
-/// belongs: something, one `@`, something with no spaces.
+/// An email address as JSON Schema's `format: email` means it (RFC 5321's
+/// mailbox, without quoted local parts): a dot-atom local part, `@`, and a
+/// domain of letter-digit-hyphen labels (or an address literal in brackets).
 fn looks_like_email(text: &str) -> bool {
-    match text.split_once('@') {
-        Some((local, domain)) => {
-            !local.is_empty()
-                && !domain.is_empty()
-                && !domain.contains('@')
-                && !text.contains(char::is_whitespace)
-        }
-        None => false,
-    }
+    let Some((local, domain)) = text.rsplit_once('@') else {
+        return false;
+    };
+    let atext =
+        |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+/=?^_`{|}~-".contains(c) || !c.is_ascii();
+    let dot_atom = |s: &str| {
+        !s.is_empty()
+            && s.split('.')
+                .all(|part| !part.is_empty() && part.chars().all(atext))
+    };
+    let label = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || !c.is_ascii())
+    };
+    let domain_ok = if domain.starts_with('[') && domain.ends_with(']') {
+        domain.len() > 2
+    } else {
+        domain.len() <= 253 && domain.split('.').all(label)
+    };
+    local.len() <= 64 && dot_atom(local) && domain_ok
 }
 
 /// Checks inside one record; knows where it is, so every failure names the
@@ -885,4 +901,39 @@ fn record_id(bytes: &[u8], collection: &str, index: usize) -> Option<String> {
     let record: IdOnly<'_> = serde_json::from_str(records.get(index)?.get()).ok()?;
     let raw = record.id?.get();
     Some(serde_json::from_str::<String>(raw).unwrap_or_else(|_| raw.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::looks_like_email;
+
+    #[test]
+    fn emails_follow_the_json_schema_format() {
+        for ok in [
+            "ann@example.com",
+            "a.b+tag@sub.example.co",
+            "x@localhost",
+            "o'brien@example.ie",
+            "ann@[192.0.2.1]",
+        ] {
+            assert!(looks_like_email(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "ann",
+            "@example.com",
+            "ann@",
+            "x,y@example.com",
+            "ann..x@example.com",
+            ".ann@example.com",
+            "ann.@example.com",
+            "ann@exa_mple.com",
+            "ann@-example.com",
+            "ann@example..com",
+            "ann smith@example.com",
+            "ann@exam ple.com",
+        ] {
+            assert!(!looks_like_email(bad), "{bad}");
+        }
+    }
 }

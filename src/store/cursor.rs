@@ -63,9 +63,9 @@ impl Cursor {
 /// Accepts an RFC 3339 timestamp; a `+` of an offset that arrived as a space
 /// (an unencoded `+` in a query string) is read as the `+` it was.
 fn parse_instant(text: &str) -> Option<Instant> {
-    Instant::parse_rfc3339(text).or_else(|| {
+    Instant::parse_expanded(text).or_else(|| {
         if text.contains(' ') {
-            Instant::parse_rfc3339(&text.replace(' ', "+"))
+            Instant::parse_expanded(&text.replace(' ', "+"))
         } else {
             None
         }
