@@ -313,81 +313,34 @@ fn check_company<S: RecordSink>(
     Ok(*key)
 }
 
-fn check_task<S: RecordSink>(
-    c: &RecordCheck<'_>,
-    r: &Record<'_, TaskAttrs<'_>>,
-    sink: &mut S,
-    key: &Key,
-) -> Result<Key, SnapshotError> {
-    let a = attrs_or_default(&r.attributes);
-    let key = keyed(
-        c,
-        key,
-        a.company_id.as_ref(),
-        "company_id",
-        a.created_at.as_ref(),
-        "created_at",
-    )?;
-    sink.task(&key, &a, id_of(&r.id));
-    Ok(key)
+/// Tasks, roles, feed entries and notes share one shape: a required
+/// `company_id` and a required ordering timestamp.
+macro_rules! check_keyed {
+    ($name:ident, $attrs:ident, $at:ident, $sink:ident) => {
+        fn $name<S: RecordSink>(
+            c: &RecordCheck<'_>,
+            r: &Record<'_, $attrs<'_>>,
+            sink: &mut S,
+            key: &Key,
+        ) -> Result<Key, SnapshotError> {
+            let a = attrs_or_default(&r.attributes);
+            let key = keyed(
+                c,
+                key,
+                a.company_id.as_ref(),
+                a.$at.as_ref(),
+                stringify!($at),
+            )?;
+            sink.$sink(&key, &a, id_of(&r.id));
+            Ok(key)
+        }
+    };
 }
 
-fn check_role<S: RecordSink>(
-    c: &RecordCheck<'_>,
-    r: &Record<'_, RoleAttrs<'_>>,
-    sink: &mut S,
-    key: &Key,
-) -> Result<Key, SnapshotError> {
-    let a = attrs_or_default(&r.attributes);
-    let key = keyed(
-        c,
-        key,
-        a.company_id.as_ref(),
-        "company_id",
-        a.opened_at.as_ref(),
-        "opened_at",
-    )?;
-    sink.role(&key, &a, id_of(&r.id));
-    Ok(key)
-}
-
-fn check_feed<S: RecordSink>(
-    c: &RecordCheck<'_>,
-    r: &Record<'_, FeedAttrs<'_>>,
-    sink: &mut S,
-    key: &Key,
-) -> Result<Key, SnapshotError> {
-    let a = attrs_or_default(&r.attributes);
-    let key = keyed(
-        c,
-        key,
-        a.company_id.as_ref(),
-        "company_id",
-        a.published_at.as_ref(),
-        "published_at",
-    )?;
-    sink.feed(&key, &a, id_of(&r.id));
-    Ok(key)
-}
-
-fn check_note<S: RecordSink>(
-    c: &RecordCheck<'_>,
-    r: &Record<'_, NoteAttrs<'_>>,
-    sink: &mut S,
-    key: &Key,
-) -> Result<Key, SnapshotError> {
-    let a = attrs_or_default(&r.attributes);
-    let key = keyed(
-        c,
-        key,
-        a.company_id.as_ref(),
-        "company_id",
-        a.created_at.as_ref(),
-        "created_at",
-    )?;
-    sink.note(&key, &a, id_of(&r.id));
-    Ok(key)
-}
+check_keyed!(check_task, TaskAttrs, created_at, task);
+check_keyed!(check_role, RoleAttrs, opened_at, role);
+check_keyed!(check_feed, FeedAttrs, published_at, feed);
+check_keyed!(check_note, NoteAttrs, created_at, note);
 
 fn check_metric<S: RecordSink>(
     c: &RecordCheck<'_>,
@@ -492,21 +445,17 @@ fn check_meeting_note<S: RecordSink>(
     Ok(key)
 }
 
-/// The common shape of tasks, roles, feed entries and notes: a required
-/// `company_id` and a required ordering timestamp.
+/// The key of a record with a required `company_id` and a required
+/// ordering timestamp `at_field`.
 fn keyed(
     c: &RecordCheck<'_>,
     key: &Key,
     company: Option<&Text<'_>>,
-    company_field: &str,
     at: Option<&Text<'_>>,
     at_field: &str,
 ) -> Result<Key, SnapshotError> {
     let Some(company) = company else {
-        return Err(c.fail(
-            &attr(company_field),
-            "required attribute is missing or null",
-        ));
+        return Err(c.fail(&attr("company_id"), "required attribute is missing or null"));
     };
     let at = match at {
         None => return Err(c.fail(&attr(at_field), "required timestamp is missing or null")),
