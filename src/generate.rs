@@ -35,6 +35,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use crate::snapshot::time::{civil_from_days, days_from_civil};
+
 /// How much data `generate` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scale {
@@ -490,31 +492,6 @@ const RANGE_END: i64 = days_from_civil(2026, 11, 20) * DAY;
 const LAST_DAY: i64 = days_from_civil(2026, 12, 31) * DAY;
 /// The instant shared by the first records of tasks, feed and notes (2026-03-01T10:00:00Z).
 const SHARED_INSTANT: i64 = days_from_civil(2026, 3, 1) * DAY + 10 * HOUR;
-
-/// Returns days since 1970-01-01 of a proleptic Gregorian date.
-const fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Returns the (year, month, day) of a day count since 1970-01-01.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
 
 /// How a timestamp is written: its UTC offset and its number of fraction digits.
 #[derive(Clone, Copy, Debug)]
