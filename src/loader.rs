@@ -34,8 +34,18 @@ pub fn load_snapshot(file: &str, bytes: &[u8]) -> Result<Loaded, SnapshotError> 
         .version
         .clone()
         .unwrap_or_else(|| derive_version(bytes));
-    let (dataset, warnings) = builder.finish(file, header, version)?;
+    let (dataset, warnings) = builder.finish(file, header, version, content_hash(bytes))?;
     Ok(Loaded { dataset, warnings })
+}
+
+/// A fast hash of the snapshot's bytes, for ETags: a strong ETag must change
+/// whenever a body does, even if an exporter reuses a `version` label.
+/// FxHash has no per-process seed, so replicas agree.
+fn content_hash(bytes: &[u8]) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = rustc_hash::FxBuildHasher.build_hasher();
+    hasher.write(bytes);
+    hasher.finish()
 }
 
 /// The version of a snapshot that names none: its content's SHA-256.
@@ -151,8 +161,9 @@ impl Snapshots {
         let present = list_snapshot_files(&self.dir)?;
 
         // 1. Under the lock: forget deleted files, decide what to read.
-        let to_read: Vec<(String, Fingerprint)> = {
+        let (serving_before, to_read) = {
             let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+            let serving_before = serving_workspaces(&files);
             let gone: Vec<String> = files
                 .keys()
                 .filter(|name| !present.contains_key(*name))
@@ -197,7 +208,7 @@ impl Snapshots {
                     }
                 }
             }
-            to_read
+            (serving_before, to_read)
         };
 
         // 2. Without the lock: read and build.
@@ -224,7 +235,6 @@ impl Snapshots {
 
         // 3. Under the lock: apply, resolve conflicts, publish.
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
-        let serving_before = serving_workspaces(&files);
         for (name, fingerprint, result, elapsed) in results {
             let elapsed_ms = elapsed.as_millis() as u64;
             let entry = files

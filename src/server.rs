@@ -146,14 +146,19 @@ async fn connection<S>(
         .max_header_size(limits.max_header_bytes)
         .serve_connection(TokioIo::new(io), dispatched);
     tokio::pin!(conn);
-    let mut closing = false;
+    // When the connection was asked to close (idle, or shutdown): a response
+    // in progress may still finish, for one more idle period at most, so a
+    // client that stopped reading cannot hold the connection forever.
+    let mut closing_since: Option<u64> = None;
     loop {
         let now = clock.now();
-        let idle_deadline =
-            clock.activity.load(Ordering::Relaxed) + millis(limits.keep_alive_timeout);
         let head_since = clock.head_since.load(Ordering::Relaxed);
         let head_deadline =
             (head_since != 0).then(|| head_since + millis(limits.header_read_timeout));
+        let idle_deadline = match closing_since {
+            None => clock.activity.load(Ordering::Relaxed) + millis(limits.keep_alive_timeout),
+            Some(since) => since + millis(limits.keep_alive_timeout),
+        };
         let wake = head_deadline.map_or(idle_deadline, |h| h.min(idle_deadline));
         tokio::select! {
             result = conn.as_mut() => {
@@ -169,17 +174,25 @@ async fn connection<S>(
                     tracing::debug!("request head too slow; closing the connection");
                     return;
                 }
-                if !closing && now >= clock.activity.load(Ordering::Relaxed) + millis(limits.keep_alive_timeout) {
-                    // Finishes a response in progress, then closes.
-                    conn.as_mut().graceful_shutdown();
-                    closing = true;
+                match closing_since {
+                    Some(since) if now >= since + millis(limits.keep_alive_timeout) => {
+                        tracing::debug!("client stopped reading; closing the connection");
+                        return;
+                    }
+                    Some(_) => {}
+                    None if now >= clock.activity.load(Ordering::Relaxed) + millis(limits.keep_alive_timeout) => {
+                        // Finishes a response in progress, then closes.
+                        conn.as_mut().graceful_shutdown();
+                        closing_since = Some(now);
+                    }
+                    None => {}
                 }
             }
             // Re-arm the timer: a head has begun.
             _ = clock.head_started.notified() => {}
-            _ = stopped(&mut shutdown), if !closing => {
+            _ = stopped(&mut shutdown), if closing_since.is_none() => {
                 conn.as_mut().graceful_shutdown();
-                closing = true;
+                closing_since = Some(clock.now());
             }
         }
     }

@@ -807,8 +807,16 @@ fn diagnose(file: &str, bytes: &[u8]) -> SnapshotError {
             Segment::Unknown => Seg::Key("?".to_owned()),
         });
     }
-    let message = err.into_inner().to_string();
+    let mut message = err.into_inner().to_string();
     let mut parts = segments.into_iter();
+    // A plain key pasted where its hash belongs must not be quoted back
+    // into logs and /snapshots: serde's message cites the offending value.
+    if matches!(segments_first(&parts), Some("api_keys")) {
+        message =
+            "must be an array of objects {\"sha256\": \"<64 hex digits>\", \"label\": \"...\"} \
+                   (see `portfolio-replica hash-key`)"
+                .to_owned();
+    }
     let Some(Seg::Key(collection)) = parts.next() else {
         return SnapshotError::new(file, format!("a snapshot must be a JSON object: {message}"));
     };
@@ -836,6 +844,14 @@ fn diagnose(file: &str, bytes: &[u8]) -> SnapshotError {
 enum Seg {
     Index(usize),
     Key(String),
+}
+
+/// The top-level key a path starts with.
+fn segments_first(parts: &std::vec::IntoIter<Seg>) -> Option<&str> {
+    match parts.as_slice().first() {
+        Some(Seg::Key(key)) => Some(key),
+        _ => None,
+    }
 }
 
 /// Finds the id of `collection[index]` in a document known to be valid JSON.

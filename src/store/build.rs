@@ -131,6 +131,7 @@ impl Builder {
         file: &str,
         header: Header,
         version: String,
+        content_hash: u64,
     ) -> Result<(Dataset, Vec<String>), SnapshotError> {
         let Builder {
             interner,
@@ -235,7 +236,7 @@ impl Builder {
             meetings: meetings.keys.len(),
             meeting_notes: meeting_notes.keys.len(),
         };
-        let fingerprint = fingerprint(&header.workspace_id, &version);
+        let fingerprint = fingerprint(&header.workspace_id, &version, content_hash);
         let dataset = Dataset {
             fingerprint,
             workspace_id: header.workspace_id,
@@ -275,14 +276,16 @@ impl Builder {
     }
 }
 
-/// A stable hash of what identifies a dataset's content (FxHash is fixed:
-/// no per-process seed, so every replica computes the same value).
-fn fingerprint(workspace: &str, version: &str) -> u64 {
+/// A stable hash of what identifies a dataset's content: workspace, version
+/// and the snapshot's bytes (FxHash is fixed: no per-process seed, so every
+/// replica computes the same value).
+fn fingerprint(workspace: &str, version: &str, content_hash: u64) -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = rustc_hash::FxBuildHasher.build_hasher();
     hasher.write(workspace.as_bytes());
     hasher.write_u8(0);
     hasher.write(version.as_bytes());
+    hasher.write_u64(content_hash);
     hasher.finish()
 }
 

@@ -7,12 +7,14 @@
 
 mod auth;
 mod cli;
+mod edges;
 mod feed;
 mod isolation;
 mod meetings;
 mod metrics;
 mod openapi;
 mod pagination;
+mod production;
 mod records;
 mod reload;
 mod routing;
