@@ -1,6 +1,7 @@
 //! Criterion benches of the hot paths: page assembly per list endpoint at the
 //! start, middle and end of a big dataset (with and without filters), the feed
-//! cursor seek, the auth lookup, and snapshot loading per MB.
+//! cursor seek, the auth lookup, a whole answer (with and without metrics,
+//! with gzip), and snapshot loading per MB.
 //!
 //! The dataset comes from the generator: `BENCH_SCALE=small|medium|large`
 //! (default `medium`, about 100 MB of JSON), written once into a temp dir.
@@ -10,11 +11,14 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use portfolio_replica::api::{bearer_key_hash, hash_key};
+use std::sync::atomic::AtomicBool;
+
+use portfolio_replica::api::{ApiState, bearer_key_hash, hash_key, respond as respond_fn};
 use portfolio_replica::generate::{Scale, generate};
 use portfolio_replica::loader::load_snapshot;
-use portfolio_replica::store::{Catalog, Cursor, Dataset, FeedQuery, OffsetPage};
-use warp::http::{HeaderMap, HeaderValue};
+use portfolio_replica::ops::metrics::Metrics;
+use portfolio_replica::store::{Catalog, Cursor, Dataset, FeedQuery, OffsetPage, Store};
+use warp::http::{HeaderMap, HeaderValue, Method};
 
 struct Fixture {
     json: Vec<u8>,
@@ -187,6 +191,56 @@ fn auth(c: &mut Criterion, f: &Fixture) {
     });
 }
 
+/// The whole answer to a request without HTTP framing: auth, routing,
+/// query parsing, body, headers; with and without the metrics layer, and
+/// with gzip, side by side in one run (the ratios are the point).
+fn respond(c: &mut Criterion, f: &Fixture) {
+    let dataset = Arc::new(
+        load_snapshot("bench.json", &f.json[..])
+            .expect("load")
+            .dataset,
+    );
+    let store = Arc::new(Store::default());
+    store.publish(Catalog::new([dataset]));
+    let metrics = Arc::new(Metrics::new());
+    let state = ApiState {
+        store,
+        key_prefix: "cura".to_owned(),
+        ready: Arc::new(AtomicBool::new(true)),
+        draining: Arc::new(AtomicBool::new(false)),
+        metrics: Arc::clone(&metrics),
+    };
+    let mut headers = HeaderMap::new();
+    let value = format!("Bearer {}", f.key);
+    headers.insert(
+        "authorization",
+        HeaderValue::from_str(&value).expect("header"),
+    );
+    let mut gzip_headers = headers.clone();
+    gzip_headers.insert("accept-encoding", HeaderValue::from_static("gzip"));
+    let get = Method::GET;
+    let mut group = c.benchmark_group("respond");
+    for (label, query) in [("tasks_limit_50", "limit=50"), ("tasks_limit_5", "limit=5")] {
+        group.bench_function(BenchmarkId::new("plain", label), |b| {
+            b.iter(|| respond_fn(&state, &get, "/tasks", black_box(query), &headers).0)
+        });
+        group.bench_function(BenchmarkId::new("with_metrics", label), |b| {
+            b.iter(|| {
+                let started = std::time::Instant::now();
+                metrics.start();
+                let (response, route) =
+                    respond_fn(&state, &get, "/tasks", black_box(query), &headers);
+                metrics.finish(route, response.status().as_u16(), started.elapsed());
+                response
+            })
+        });
+        group.bench_function(BenchmarkId::new("gzip", label), |b| {
+            b.iter(|| respond_fn(&state, &get, "/tasks", black_box(query), &gzip_headers).0)
+        });
+    }
+    group.finish();
+}
+
 fn load(c: &mut Criterion, f: &Fixture) {
     let mut group = c.benchmark_group("load");
     group.sample_size(10);
@@ -202,6 +256,7 @@ fn benches(c: &mut Criterion) {
     pages(c, &f);
     feed(c, &f);
     auth(c, &f);
+    respond(c, &f);
     load(c, &f);
 }
 

@@ -30,6 +30,7 @@ pub mod commands;
 pub mod config;
 pub mod generate;
 pub mod loader;
+pub mod mem;
 pub mod ops;
 pub mod reload;
 pub mod server;

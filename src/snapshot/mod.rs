@@ -30,9 +30,19 @@ pub fn read_file(path: &Path) -> Result<Vec<u8>, SnapshotError> {
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let raw = std::fs::read(path)
+    let raw = read_all(path)
         .map_err(|err| SnapshotError::new(&name, format!("cannot read the file: {err}")))?;
     decode(&name, raw)
+}
+
+/// `std::fs::read`, into a buffer that asks for huge pages.
+fn read_all(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut file = std::fs::File::open(path)?;
+    let len = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
+    let mut buf = Vec::with_capacity(len + 1);
+    crate::mem::prefer_huge_pages(&mut buf);
+    file.read_to_end(&mut buf)?;
+    Ok(buf)
 }
 
 /// Decompresses `raw` when `name` ends in `.gz`; passes it through otherwise.
