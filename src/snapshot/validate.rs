@@ -389,7 +389,10 @@ fn check_meeting<S: RecordSink>(
         let field = format!("attendees[{i}].email");
         let email = c.required_text(&attendee.email, &field)?;
         if !looks_like_email(email) {
-            return Err(c.fail(&attr(&field), format!("{email:?} is not an email address")));
+            return Err(c.fail(
+                &attr(&field),
+                format!("{} is not an email address", quote(email)),
+            ));
         }
         c.required(
             &attendee.organizer,
@@ -418,7 +421,7 @@ fn check_meeting_note<S: RecordSink>(
     if kind != "notetool" {
         return Err(c.fail(
             &attr("type"),
-            format!("{kind:?} is not an allowed type (only \"notetool\")"),
+            format!("{} is not an allowed type (only \"notetool\")", quote(kind)),
         ));
     }
     c.nullable(&a.notes, "notes")?;
@@ -472,7 +475,10 @@ fn parse_timestamp(c: &RecordCheck<'_>, text: &str, field: &str) -> Result<Insta
     Instant::parse_rfc3339(text).ok_or_else(|| {
         c.fail(
             &attr(field),
-            format!("{text:?} is not an RFC 3339 timestamp (like 2026-03-01T10:00:00.123Z)"),
+            format!(
+                "{} is not an RFC 3339 timestamp (like 2026-03-01T10:00:00.123Z)",
+                quote(text)
+            ),
         )
     })
 }
@@ -527,7 +533,7 @@ impl RecordCheck<'_> {
             Location {
                 collection: self.collection.to_owned(),
                 index: Some(self.index),
-                id: self.id.map(str::to_owned),
+                id: self.id.map(|id| shorten(id, 64)),
                 field: Some(field.to_owned()),
             },
             message,
@@ -581,7 +587,8 @@ fn check_id(c: &RecordCheck<'_>, id_text: Option<&str>) -> Result<u128, Snapshot
         c.fail(
             "id",
             format!(
-                "{text:?} is not a UUID (8-4-4-4-12 hex digits, version 1-8, variant 8, 9, a or b)"
+                "{} is not a UUID (8-4-4-4-12 hex digits, version 1-8, variant 8, 9, a or b)",
+                quote(text)
             ),
         )
     })
@@ -637,7 +644,10 @@ fn check_format_version(file: &str, raw: Option<&str>) -> Result<(), SnapshotErr
             file,
             "format_version",
             None,
-            format!("{raw} is not a known format version (this server reads {FORMAT_VERSION})"),
+            format!(
+                "{} is not a known format version (this server reads {FORMAT_VERSION})",
+                shorten(raw, 64)
+            ),
         )),
     }
 }
@@ -756,6 +766,11 @@ fn decode_sha256(text: &str) -> Option<[u8; 32]> {
 /// The format version problem of a document, if it has one. Runs only on
 /// the error path: a scan of the whole file that skips everything else.
 fn format_version_problem(file: &str, bytes: &[u8]) -> Option<SnapshotError> {
+    // serde reads a struct from an array too, by position: only an object
+    // has a format_version.
+    if !is_object(bytes) {
+        return None;
+    }
     #[derive(Deserialize)]
     struct HeaderOnly<'a> {
         #[serde(borrow)]
@@ -763,6 +778,30 @@ fn format_version_problem(file: &str, bytes: &[u8]) -> Option<SnapshotError> {
     }
     let header: HeaderOnly<'_> = serde_json::from_slice(bytes).ok()?;
     check_format_version(file, header.format_version.map(RawValue::get)).err()
+}
+
+/// Whether a JSON text is an object (its first non-blank byte is `{`).
+fn is_object(bytes: &[u8]) -> bool {
+    bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
+/// A value quoted for an error message, cut to a readable length: messages
+/// go to logs and `/snapshots`, and a snapshot's values can be megabytes.
+fn quote(text: &str) -> String {
+    format!("{:?}", shorten(text, 64))
+}
+
+/// `text` cut to about `max` bytes (on a character boundary), saying how
+/// long it really was.
+fn shorten(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &text[..end], text.len())
 }
 
 /// Explains why the parse failed on a JSON error. Runs only on the error path.
@@ -807,7 +846,7 @@ fn diagnose(file: &str, bytes: &[u8]) -> SnapshotError {
             Segment::Unknown => Seg::Key("?".to_owned()),
         });
     }
-    let mut message = err.into_inner().to_string();
+    let mut message = shorten_message(&err.into_inner().to_string());
     let mut parts = segments.into_iter();
     // A plain key pasted where its hash belongs must not be quoted back
     // into logs and /snapshots: serde's message cites the offending value.
@@ -846,6 +885,24 @@ enum Seg {
     Key(String),
 }
 
+/// serde's messages quote the offending value whole; keep their start (what
+/// was wrong) and end (where: line and column).
+fn shorten_message(message: &str) -> String {
+    const KEEP: usize = 200;
+    if message.len() <= 2 * KEEP {
+        return message.to_owned();
+    }
+    let mut head = KEEP;
+    while !message.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = message.len() - KEEP;
+    while !message.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("{} … {}", &message[..head], &message[tail..])
+}
+
 /// The top-level key a path starts with.
 fn segments_first(parts: &std::vec::IntoIter<Seg>) -> Option<&str> {
     match parts.as_slice().first() {
@@ -856,6 +913,9 @@ fn segments_first(parts: &std::vec::IntoIter<Seg>) -> Option<&str> {
 
 /// Finds the id of `collection[index]` in a document known to be valid JSON.
 fn record_id(bytes: &[u8], collection: &str, index: usize) -> Option<String> {
+    if !is_object(bytes) {
+        return None;
+    }
     let top: BTreeMap<String, &RawValue> = serde_json::from_slice(bytes).ok()?;
     let records: Vec<&RawValue> = serde_json::from_str(top.get(collection)?.get()).ok()?;
     #[derive(Deserialize)]
@@ -863,9 +923,14 @@ fn record_id(bytes: &[u8], collection: &str, index: usize) -> Option<String> {
         #[serde(borrow)]
         id: Option<&'a RawValue>,
     }
-    let record: IdOnly<'_> = serde_json::from_str(records.get(index)?.get()).ok()?;
+    let record = records.get(index)?.get();
+    if !is_object(record.as_bytes()) {
+        return None;
+    }
+    let record: IdOnly<'_> = serde_json::from_str(record).ok()?;
     let raw = record.id?.get();
-    Some(serde_json::from_str::<String>(raw).unwrap_or_else(|_| raw.to_owned()))
+    let id = serde_json::from_str::<String>(raw).unwrap_or_else(|_| raw.to_owned());
+    Some(shorten(&id, 64))
 }
 
 #[cfg(test)]

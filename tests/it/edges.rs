@@ -29,7 +29,13 @@ async fn a_cursor_past_the_year_9999_pages_on() {
             Some(c) => format!("/feed?limit=1&cursor={}", enc(c)),
         };
         let body = server.get_ok(&path, KEY).await;
-        seen.extend(body["data"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_owned()));
+        seen.extend(
+            body["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["id"].as_str().unwrap().to_owned()),
+        );
         match body["pagination"]["nextCursor"].as_str() {
             Some(next) => cursor = Some(next.to_owned()),
             None => break,
@@ -47,18 +53,25 @@ async fn out_of_range_numbers_and_bad_emails_and_misplaced_leap_seconds_are_reje
     let mut m = metric(20, 1, "ARR", "2026-01-01T00:00:00Z");
     m["attributes"]["value_numeric"] = json!(123456.5);
     add(&mut huge, "metrics", [m]);
-    let text = serde_json::to_string(&huge).unwrap().replace("123456.5", "1e400");
+    let text = serde_json::to_string(&huge)
+        .unwrap()
+        .replace("123456.5", "1e400");
     assert!(text.contains("1e400"));
 
     let mut email = snapshot("ws-b", &[OTHER_KEY]);
     let mut meeting_rec = meeting(30, 1, "2026-03-01T10:00:00Z");
-    meeting_rec["attributes"]["attendees"] = json!([{ "email": "x,y@example.com", "organizer": true }]);
+    meeting_rec["attributes"]["attendees"] =
+        json!([{ "email": "x,y@example.com", "organizer": true }]);
     add(&mut email, "meetings", [meeting_rec]);
 
     let mut leap = snapshot("ws-c", &["cura_leap_key"]);
     add(&mut leap, "tasks", [task(40, 1, "2026-03-01T10:00:60Z")]);
     let mut good_leap = snapshot("ws-d", &["cura_good_leap_key"]);
-    add(&mut good_leap, "tasks", [task(41, 1, "2016-12-31T23:59:60Z")]);
+    add(
+        &mut good_leap,
+        "tasks",
+        [task(41, 1, "2016-12-31T23:59:60Z")],
+    );
 
     let dir = tempdir();
     write_bytes(dir.path(), "huge.json", text.as_bytes());
@@ -72,12 +85,24 @@ async fn out_of_range_numbers_and_bad_emails_and_misplaced_leap_seconds_are_reje
         ("email.json", OTHER_KEY, &["meetings", "email"][..]),
         ("leap.json", "cura_leap_key", &["tasks", "created_at"][..]),
     ] {
-        let status = server.snapshot_status(file).await.expect("the file is listed");
-        let error = status["error"].as_str().unwrap_or_else(|| panic!("{file} must be rejected: {status}"));
+        let status = server
+            .snapshot_status(file)
+            .await
+            .expect("the file is listed");
+        let error = status["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{file} must be rejected: {status}"));
         for word in must_name {
-            assert!(error.contains(word), "{file}: error {error:?} must name {word}");
+            assert!(
+                error.contains(word),
+                "{file}: error {error:?} must name {word}"
+            );
         }
-        assert_eq!(server.get("/tasks", Some(key)).await.status, 401, "{file} must not serve");
+        assert_eq!(
+            server.get("/tasks", Some(key)).await.status,
+            401,
+            "{file} must not serve"
+        );
     }
     server.get_ok("/tasks", "cura_good_leap_key").await;
 }
