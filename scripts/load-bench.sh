@@ -1,0 +1,328 @@
+#!/usr/bin/env bash
+# HTTP load benchmark: our release server against the limit.
+#
+#   scripts/load-bench.sh [DATA_DIR]     (default: bench-data/ in the repository, git-ignored)
+#
+# Serves the `large` snapshot (generated into DATA_DIR/snap if missing: ~1 GB,
+# ~1.12 M tasks) from the release server, captures one response per endpoint,
+# serves those exact bytes from examples/hyper_baseline.rs (a bare hyper 1
+# server: the ceiling for any Rust server here), and drives both with wrk,
+# one URL at a time. Each server is pinned to CPU 0 (one tokio worker), wrk
+# to CPU 1. For context, json-server 0.17 serves the first 10,000 tasks and is
+# driven the same way on its first page. Prints a Markdown table: req/s,
+# latency percentiles, server CPU per request (utime+stime from /proc), peak
+# RSS (VmHWM), how busy each core was, and how much of each went to anything
+# else (the noise indicator: other processes, steal, the kernel's own work).
+#
+# Environment: DURATION (s per wrk run, default 10), CONNECTIONS (default 64),
+# WARMUP (s of unmeasured wrk per server and URL first, default 2), PORT,
+# ADMIN, BASE_PORT, JSON_PORT (loopback ports), SKIP_JSON_SERVER=1,
+# NOISE_LIMIT (% of either core used by others above which a run is repeated,
+# default 10), RETRIES (how many times at most, default 2; the cleanest
+# attempt is kept, and any still above the limit is named at the end).
+# Needs wrk (apt-get install wrk), curl, jq, taskset, and node/npm for
+# json-server. Loopback only; about five minutes with the defaults on a quiet
+# machine, at most three times that on a busy one. Every process it starts is
+# killed on exit. Raw wrk output, per-run figures (runs.tsv, every attempt)
+# and server logs are kept in DATA_DIR/load-bench/.
+set -euo pipefail
+DATA=bench-data
+[ $# -eq 0 ] || DATA=$(realpath -m -- "$1") # relative to where we were called
+cd "$(dirname "$0")/.."
+
+DURATION=${DURATION:-10}
+CONNECTIONS=${CONNECTIONS:-64}
+WARMUP=${WARMUP:-2}
+NOISE_LIMIT=${NOISE_LIMIT:-10}
+RETRIES=${RETRIES:-2}
+PORT=${PORT:-18580}
+ADMIN=${ADMIN:-18590}
+BASE_PORT=${BASE_PORT:-18581}
+JSON_PORT=${JSON_PORT:-18582}
+KEY=cura_da8233ecb283aa0d65f4ec42e00d70b2 # `generate --scale large --seed 42`
+AUTH="Authorization: Bearer $KEY"
+SERVER_CPU=0
+WRK_CPU=1
+
+echo "# load-bench $(date -u '+%Y-%m-%dT%H:%M:%SZ')"
+echo "# command: DURATION=$DURATION CONNECTIONS=$CONNECTIONS WARMUP=$WARMUP NOISE_LIMIT=$NOISE_LIMIT RETRIES=$RETRIES $0 $*"
+echo "# commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (dirty tree)')"
+echo "# machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(uname -sr)"
+
+missing=()
+for tool in wrk curl jq taskset; do
+  command -v "$tool" >/dev/null || missing+=("$tool")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "missing: ${missing[*]} (Debian: apt-get install wrk curl jq util-linux)" >&2
+  exit 1
+fi
+echo "# wrk: $(wrk -v 2>&1 | head -1)"
+
+# Every process we start goes in PIDS; all are killed on exit, by PID.
+PIDS=()
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${PIDS[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+cargo build --release --bins --examples --quiet
+BIN=target/release/portfolio-replica
+BASELINE=target/release/examples/hyper_baseline
+
+SNAP="$DATA/snap"
+OUT="$DATA/load-bench"
+CAP="$OUT/captured"
+mkdir -p "$SNAP" "$OUT"
+rm -rf "$CAP"
+mkdir -p "$CAP"
+if [ ! -f "$SNAP/large.json" ]; then
+  echo "generating the large dataset into $SNAP (a few minutes)..."
+  $BIN generate --out "$SNAP" --scale large --seed 42
+fi
+
+# Waits until URL answers 200, up to $2 seconds, or fails.
+wait_ok() {
+  local url=$1 limit=$2 i
+  for ((i = 0; i < limit * 10; i++)); do
+    curl -sf -o /dev/null "$url" && return 0
+    sleep 0.1
+  done
+  echo "no 200 from $url after ${limit}s" >&2
+  return 1
+}
+
+# Worker threads of a tokio runtime (default thread name).
+workers_of() { grep -lE '^tokio-(rt-worker|runtime-w)$' /proc/"$1"/task/*/comm 2>/dev/null | wc -l; }
+# utime+stime of a process, in clock ticks.
+cpu_ticks() { sed 's/.*) //' /proc/"$1"/stat | awk '{print $12 + $13}'; }
+# Busy ticks of one CPU (all but idle and iowait), from /proc/stat. Softirq
+# time counts too: part of it is charged to the server's stime as well. The
+# kernel's loopback work that runs outside the server (ksoftirqd) then reads
+# as "others": negligible for small responses, ~25% for /roles' 2.6 GB/s.
+cpu_busy() { awk -v c="cpu$1" '$1 == c {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
+hwm_mib() { awk '/^VmHWM/ {printf "%d", $2 / 1024}' /proc/"$1"/status; }
+rss_mib() { awk '/^VmRSS/ {printf "%d", $2 / 1024}' /proc/"$1"/status; }
+TICKS=$(getconf CLK_TCK)
+
+echo
+echo "== starting our server on CPU $SERVER_CPU ($SNAP)"
+loading=$(date +%s.%N)
+taskset -c $SERVER_CPU $BIN --snapshots "$SNAP" --listen "127.0.0.1:$PORT" \
+  --admin-listen "127.0.0.1:$ADMIN" 2>"$OUT/server.log" &
+OURS=$!
+PIDS+=("$OURS")
+wait_ok "http://127.0.0.1:$PORT/readyz" 600
+echo "ready after $(awk -v a="$loading" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s;" \
+  "RSS $(rss_mib $OURS) MiB, VmHWM $(hwm_mib $OURS) MiB, $(workers_of $OURS) tokio worker(s)"
+
+API=http://127.0.0.1:$PORT
+get() { curl -sf -H "$AUTH" "$API$1"; }
+
+# The URLs. Paths are sent by wrk exactly as written here.
+COMPANY=$(get '/portfolio?limit=1' | jq -r '.data[0].id')
+MEETING=$(grep -m1 -A1 '^"meetings":\[' "$SNAP/large.json" | sed -n '2s/^{"id":"\([^"]*\)".*/\1/p')
+FEED_CURSOR=2025-01-01T00:00:00.000Z # the middle of the feed (2023..2026)
+if [ "$(get "/feed?limit=50&cursor=$FEED_CURSOR" | jq '.data | length')" != 50 ]; then
+  # Not the generator we know: follow nextCursor five pages instead.
+  FEED_CURSOR=
+  for _ in 1 2 3 4 5; do
+    FEED_CURSOR=$(get "/feed?limit=50${FEED_CURSOR:+&cursor=$FEED_CURSOR}" | jq -r '.pagination.nextCursor')
+  done
+fi
+if [ -z "$COMPANY" ] || [ -z "$MEETING" ]; then
+  echo "cannot find a company or a meeting id" >&2
+  exit 1
+fi
+NAMES=(tasks-first tasks-deep tasks-todo feed-middle portfolio company-tasks meeting-notes roles)
+PATHS=(
+  "/tasks?limit=50"
+  "/tasks?limit=50&offset=1000000"
+  "/tasks?limit=50&filter%5Bstatus%5D=todo"
+  "/feed?limit=50&cursor=$FEED_CURSOR"
+  "/portfolio"
+  "/portfolio/$COMPANY/tasks"
+  "/meetings/$MEETING?include=notes"
+  "/roles"
+)
+
+echo
+echo "== capturing responses into $CAP"
+: >"$CAP/index.tsv"
+for i in "${!NAMES[@]}"; do
+  name=${NAMES[$i]} path=${PATHS[$i]}
+  status=$(curl -s -H "$AUTH" -D "$CAP/$name.headers" -o "$CAP/$name.body" -w '%{http_code}' "$API$path")
+  [ "$status" = 200 ] || { echo "$path: HTTP $status" >&2; exit 1; }
+  # Every response header but those hyper writes itself (length, date).
+  headers=$(awk 'NR > 1 {
+      sub(/\r$/, "")
+      name = tolower(substr($0, 1, index($0, ":") - 1))
+      if (name != "" && name !~ /^(content-length|date|connection|keep-alive|transfer-encoding)$/) printf "\t%s", $0
+    }' "$CAP/$name.headers")
+  grep -qi '^x-snapshot-version:' "$CAP/$name.headers" || { echo "$path: no X-Snapshot-Version" >&2; exit 1; }
+  printf '%s\t%s%s\n' "$path" "$name.body" "$headers" >>"$CAP/index.tsv"
+  printf '  %-14s %8d bytes  %s\n' "$name" "$(stat -c %s "$CAP/$name.body")" "$path"
+done
+
+echo
+echo "== starting hyper_baseline on CPU $SERVER_CPU"
+taskset -c $SERVER_CPU $BASELINE "$CAP" --listen "127.0.0.1:$BASE_PORT" --workers 1 2>"$OUT/baseline.log" &
+BASE=$!
+PIDS+=("$BASE")
+BASE_API=http://127.0.0.1:$BASE_PORT
+wait_ok "$BASE_API${PATHS[0]}" 30
+# The response heads, less the date, sorted: must be the same for both.
+head_of() { curl -s -H "$AUTH" -o /dev/null -D - "$1" | tr -d '\r' | grep -vi '^date:' | sort; }
+for i in "${!NAMES[@]}"; do
+  curl -s "$BASE_API${PATHS[$i]}" | cmp -s - "$CAP/${NAMES[$i]}.body" ||
+    { echo "baseline body differs for ${PATHS[$i]}" >&2; exit 1; }
+  [ "$(head_of "$BASE_API${PATHS[$i]}")" = "$(head_of "$API${PATHS[$i]}")" ] ||
+    { echo "baseline headers differ for ${PATHS[$i]}:" >&2; diff <(head_of "$API${PATHS[$i]}") <(head_of "$BASE_API${PATHS[$i]}") >&2; exit 1; }
+done
+echo "same status, headers (but Date) and body for all ${#NAMES[@]} URLs; $(workers_of $BASE) tokio worker(s)"
+
+# wrk's summary as one line: requests duration_us p50 p99 p99.9 (µs) and errors.
+LUA="$OUT/summary.lua"
+cat >"$LUA" <<'EOF'
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("SUMMARY %d %d %d %d %d %d %d\n", summary.requests, summary.duration,
+    latency:percentile(50), latency:percentile(99), latency:percentile(99.9),
+    e.connect + e.read + e.write + e.timeout, e.status))
+end
+EOF
+
+# run_wrk NAME PID URL: one measured wrk run (after a warm-up run). Sets REQS
+# RPS P50 P99 P999 (µs) ERRS (socket errors) NON2XX, CPU_US (server CPU per
+# request), SRV_PCT and WRK_PCT (how busy the server's and wrk's cores were
+# with them, % of one core), OTHER0 and OTHER1 (how busy CPU 0 and CPU 1 were
+# with anything else: other processes, steal, kernel threads) and OTHER_PCT,
+# the larger of the two: the noise indicator.
+run_wrk() {
+  local name=$1 pid=$2 url=$3 before after s0 s1 w0 w1 t0 t1 wrk_time line dur
+  if [ "$WARMUP" -gt 0 ]; then
+    taskset -c $WRK_CPU wrk -t1 -c"$CONNECTIONS" -d"${WARMUP}s" -H "$AUTH" "$url" >/dev/null
+  fi
+  local TIMEFORMAT='%U %S'
+  before=$(cpu_ticks "$pid") s0=$(cpu_busy $SERVER_CPU) w0=$(cpu_busy $WRK_CPU) t0=$(date +%s%N)
+  wrk_time=$({ time taskset -c $WRK_CPU wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency \
+    -s "$LUA" -H "$AUTH" "$url" >"$OUT/$name.wrk" 2>&1; } 2>&1)
+  t1=$(date +%s%N) after=$(cpu_ticks "$pid") s1=$(cpu_busy $SERVER_CPU) w1=$(cpu_busy $WRK_CPU)
+  line=$(grep '^SUMMARY ' "$OUT/$name.wrk")
+  read -r _ REQS dur P50 P99 P999 ERRS NON2XX <<<"$line"
+  read -r RPS CPU_US SRV_PCT WRK_PCT OTHER0 OTHER1 OTHER_PCT < <(awk -v r="$REQS" -v d="$dur" \
+    -v t=$((after - before)) -v b0=$((s1 - s0)) -v b1=$((w1 - w0)) -v hz="$TICKS" -v w=$((t1 - t0)) \
+    -v wt="$wrk_time" \
+    'BEGIN {
+      split(wt, u, " "); wall = w / 1e9
+      o0 = (b0 - t) / hz / wall * 100; o1 = (b1 / hz - u[1] - u[2]) / wall * 100
+      printf "%.0f %.1f %.0f %.0f %.0f %.0f %.0f\n", r / (d / 1e6), t / hz * 1e6 / r, t / hz / wall * 100,
+        (u[1] + u[2]) / wall * 100, o0, o1, (o0 > o1 ? o0 : o1)
+    }')
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$REQS" "$RPS" "$P50" "$P99" "$P999" \
+    "$ERRS" "$NON2XX" "$CPU_US" "$SRV_PCT" "$WRK_PCT" "$OTHER0" "$OTHER1" >>"$OUT/runs.tsv"
+}
+# measure NAME PID URL: run_wrk, run again (up to RETRIES more times) while
+# either core was busy with others for more than NOISE_LIMIT % of the run, and keep
+# the cleanest attempt; a run still noisy after that is listed in NOISY.
+NOISY=
+measure() {
+  local name=$1 attempt run best='' best_other=
+  for ((attempt = 0; attempt <= RETRIES; attempt++)); do
+    run=$name
+    [ "$attempt" -eq 0 ] || run="$name.retry$attempt"
+    run_wrk "$run" "$2" "$3"
+    if [ -z "$best_other" ] || [ "$OTHER_PCT" -lt "$best_other" ]; then
+      best_other=$OTHER_PCT
+      best="$REQS $RPS $P50 $P99 $P999 $ERRS $NON2XX $CPU_US $SRV_PCT $WRK_PCT $OTHER0 $OTHER1 $OTHER_PCT"
+    fi
+    [ "$OTHER_PCT" -gt "$NOISE_LIMIT" ] || break
+    echo "  ($run: CPU $SERVER_CPU / CPU $WRK_CPU were $OTHER0% / $OTHER1% busy with others)"
+  done
+  read -r REQS RPS P50 P99 P999 ERRS NON2XX CPU_US SRV_PCT WRK_PCT OTHER0 OTHER1 OTHER_PCT <<<"$best"
+  [ "$OTHER_PCT" -le "$NOISE_LIMIT" ] || NOISY="$NOISY $name (${OTHER_PCT}%)"
+}
+ms() { awk -v u="$1" 'BEGIN {printf "%.2f", u / 1000}'; }
+
+echo
+echo "== wrk -t1 -c$CONNECTIONS -d${DURATION}s on CPU $WRK_CPU, one URL at a time (ours, then baseline)"
+printf 'run\trequests\treq/s\tp50_us\tp99_us\tp99.9_us\tsocket_errors\tnon2xx\tserver_cpu_us_per_req\tserver_core_pct\twrk_core_pct\tcpu%s_other_pct\tcpu%s_other_pct\n' \
+  "$SERVER_CPU" "$WRK_CPU" >"$OUT/runs.tsv"
+ROWS=()
+declare -A OUR_RPS
+for i in "${!NAMES[@]}"; do
+  name=${NAMES[$i]} path=${PATHS[$i]}
+  measure "ours-$name" "$OURS" "$API$path"
+  o_rps=$RPS o_lat="$(ms "$P50") / $(ms "$P99") / $(ms "$P999")" o_cpu=$CPU_US o_err="$ERRS / $NON2XX"
+  o_srv=$SRV_PCT o_wrk=$WRK_PCT o_other="$OTHER0 / $OTHER1"
+  OUR_RPS[$name]=$RPS
+  measure "baseline-$name" "$BASE" "$BASE_API$path"
+  ratio=$(awk -v a="$o_rps" -v b="$RPS" 'BEGIN {printf "%.2f", a / b}')
+  ROWS+=("$(printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s | %s; %s | %s | %s |' \
+    "$name" "$o_rps" "$RPS" "$ratio" "$o_lat" "$(ms "$P50") / $(ms "$P99") / $(ms "$P999")" \
+    "$o_cpu" "$CPU_US" "$(hwm_mib "$OURS")" "$o_srv" "$SRV_PCT" "$o_wrk" "$WRK_PCT" "$o_other" "$OTHER0 / $OTHER1" \
+    "$o_err" "$ERRS / $NON2XX")")
+  printf '  %-14s ours %7s req/s  baseline %7s req/s  (%s)  CPUs busy with others (%%): ours %s, baseline %s\n' \
+    "$name" "$o_rps" "$RPS" "$ratio" "$o_other" "$OTHER0 / $OTHER1"
+done
+
+JSON_LINE=
+if [ "${SKIP_JSON_SERVER:-0}" != 1 ]; then
+  echo
+  echo "== json-server 0.17 (first 10,000 tasks) on CPU $SERVER_CPU"
+  JS="$DATA/json-server"
+  if [ ! -x "$JS/node_modules/.bin/json-server" ]; then
+    command -v npm >/dev/null || { echo "npm is needed for json-server (or SKIP_JSON_SERVER=1)" >&2; exit 1; }
+    mkdir -p "$JS"
+    (cd "$JS" && npm install --no-audit --no-fund --loglevel=error json-server@0.17 >/dev/null)
+  fi
+  for ((offset = 0; offset < 10000; offset += 100)); do
+    get "/tasks?limit=100&offset=$offset"
+  done | jq -s '{tasks: [.[].data[]]}' >"$JS/db.json"
+  taskset -c $SERVER_CPU "$JS/node_modules/.bin/json-server" --quiet --host 127.0.0.1 \
+    --port "$JSON_PORT" "$JS/db.json" >"$OUT/json-server.log" 2>&1 &
+  JSON_PID=$!
+  PIDS+=("$JSON_PID")
+  wait_ok "http://127.0.0.1:$JSON_PORT/tasks?_page=1&_limit=50" 60
+  echo "$(jq '.tasks | length' "$JS/db.json") tasks in db.json;" \
+    "json-server $("$JS/node_modules/.bin/json-server" --version), node $(node --version)"
+  measure json-server "$JSON_PID" "http://127.0.0.1:$JSON_PORT/tasks?_page=1&_limit=50"
+  # shellcheck disable=SC2016 # backquotes are Markdown
+  JSON_LINE=$(printf '| json-server 0.17.4, `/tasks?_page=1&_limit=50` on 10,000 tasks | %s | %s | %s | %s | %s | %s | %s | %s |' \
+    "$RPS" "$(awk -v a="${OUR_RPS[tasks-first]}" -v b="$RPS" 'BEGIN {printf "%.0fx", a / b}')" \
+    "$(ms "$P50") / $(ms "$P99") / $(ms "$P999")" "$CPU_US" "$SRV_PCT" "$WRK_PCT" "$OTHER0 / $OTHER1" "$ERRS / $NON2XX")
+fi
+
+echo
+echo "== results ($(date -u '+%Y-%m-%dT%H:%M:%SZ'); wrk -t1 -c$CONNECTIONS -d${DURATION}s --latency, servers on CPU $SERVER_CPU, wrk on CPU $WRK_CPU)"
+echo
+echo "| endpoint | ours req/s | baseline req/s | ours / baseline | ours p50 / p99 / p99.9 ms | baseline p50 / p99 / p99.9 ms | ours CPU µs/req | baseline CPU µs/req | ours VmHWM MiB | server core busy % (ours / baseline) | wrk core busy % (ours / baseline) | CPU $SERVER_CPU / CPU $WRK_CPU busy with others %, ours; baseline | ours socket errors / non-2xx | baseline socket errors / non-2xx |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+printf '%s\n' "${ROWS[@]}"
+echo
+for i in "${!NAMES[@]}"; do
+  # shellcheck disable=SC2016 # backquotes are Markdown
+  printf -- '- %s: `%s`, %d bytes\n' "${NAMES[$i]}" "${PATHS[$i]}" "$(stat -c %s "$CAP/${NAMES[$i]}.body")"
+done
+if [ -n "$JSON_LINE" ]; then
+  echo
+  echo "| context | req/s | ours tasks-first / it | p50 / p99 / p99.9 ms | CPU µs/req | server core busy % | wrk core busy % | CPU $SERVER_CPU / CPU $WRK_CPU busy with others % | socket errors / non-2xx |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+  echo "$JSON_LINE"
+fi
+echo
+echo "our server: VmHWM $(hwm_mib "$OURS") MiB (the peak, reached while loading), VmRSS $(rss_mib "$OURS") MiB now;" \
+  "baseline: VmHWM $(hwm_mib "$BASE") MiB"
+echo "our server's log: $(grep -c ' ERROR ' "$OUT/server.log" || true) ERROR and $(grep -c ' WARN ' "$OUT/server.log" || true) WARN lines ($OUT/server.log)"
+echo "raw wrk output: $OUT/*.wrk; every run: $OUT/runs.tsv"
+if [ -n "$NOISY" ]; then
+  echo "WARNING: even after $RETRIES retries, a core was busy with other work for more than" \
+    "$NOISE_LIMIT% of these runs:$NOISY; their figures are not clean: rerun on a quiet machine"
+fi
