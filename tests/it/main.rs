@@ -20,5 +20,6 @@ mod props;
 mod records;
 mod reload;
 mod routing;
+mod security;
 mod snapshots;
 mod util;
