@@ -209,6 +209,7 @@ fn respond(c: &mut Criterion, f: &Fixture) {
         ready: Arc::new(AtomicBool::new(true)),
         draining: Arc::new(AtomicBool::new(false)),
         metrics: Arc::clone(&metrics),
+        compression: true,
     };
     let mut headers = HeaderMap::new();
     let value = format!("Bearer {}", f.key);

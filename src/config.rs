@@ -108,9 +108,19 @@ pub struct ServeArgs {
     #[arg(long, env = "PORTFOLIO_SHUTDOWN_GRACE", value_name = "SECS", default_value_t = 10,
           value_parser = clap::value_parser!(u64).range(0..=3600))]
     pub shutdown_grace: u64,
+    /// gzip bodies of 1 KiB or more for clients that accept it (`off` where a
+    /// proxy compresses, or CPU matters more than bytes on the wire).
+    #[arg(long, env = "PORTFOLIO_COMPRESSION", value_enum, default_value = "on")]
+    pub compression: Switch,
     /// Log format: `text` for people, `json` for log pipelines.
     #[arg(long, env = "PORTFOLIO_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Switch {
+    On,
+    Off,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -144,6 +154,8 @@ pub struct ServeConfig {
     /// running several servers in one process may not want that.
     pub rescan_on_sighup: bool,
     pub limits: HttpLimits,
+    /// gzip for clients that accept it.
+    pub compression: bool,
 }
 
 impl ServeConfig {
@@ -155,6 +167,7 @@ impl ServeConfig {
             poll_interval: None,
             rescan_on_sighup: false,
             limits: HttpLimits::default(),
+            compression: true,
         }
     }
 }
@@ -173,6 +186,7 @@ impl From<&ServeArgs> for ServeConfig {
                 keep_alive_timeout: Duration::from_secs(args.keep_alive_timeout),
                 shutdown_grace: Duration::from_secs(args.shutdown_grace),
             },
+            compression: args.compression == Switch::On,
         }
     }
 }

@@ -97,6 +97,7 @@ pub async fn serve(
         ready,
         draining: Arc::clone(&draining),
         metrics: Arc::clone(&metrics),
+        compression: config.compression,
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let limits = config.limits;

@@ -33,8 +33,9 @@ pub fn ok(
     query: &str,
     headers: &HeaderMap,
     body: Bytes,
+    compression: bool,
 ) -> Response {
-    let gzip = body.len() >= COMPRESS_MIN_BYTES && accepts_gzip(headers);
+    let gzip = compression && body.len() >= COMPRESS_MIN_BYTES && accepts_gzip(headers);
     let tag = etag(dataset, path, query, gzip);
     let not_modified = headers
         .get(IF_NONE_MATCH)

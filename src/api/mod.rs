@@ -48,6 +48,8 @@ pub struct ApiState {
     /// drains this replica, while requests still being sent are answered.
     pub draining: Arc<AtomicBool>,
     pub metrics: Arc<Metrics>,
+    /// Whether bodies may be gzipped for clients that ask.
+    pub compression: bool,
 }
 
 /// The filter serving the Portfolio API, `/healthz` and `/readyz`.
@@ -158,7 +160,7 @@ fn answer(
         return unauthorized();
     };
     match endpoint(dataset, route, id, &Query::parse(query)) {
-        Ok(body) => http::ok(dataset, path, query, headers, body),
+        Ok(body) => http::ok(dataset, path, query, headers, body, state.compression),
         Err(err) => json(err.status, err.body().into()),
     }
 }
