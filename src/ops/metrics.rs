@@ -264,16 +264,7 @@ impl Metrics {
                 workspace: workspace.to_owned(),
             })
             .set(now);
-        for (collection, n) in [
-            ("companies", counts.companies),
-            ("tasks", counts.tasks),
-            ("roles", counts.roles),
-            ("feed", counts.feed),
-            ("notes", counts.notes),
-            ("metrics", counts.metrics),
-            ("meetings", counts.meetings),
-            ("meeting_notes", counts.meeting_notes),
-        ] {
+        for (collection, n) in counts.by_collection() {
             let labels = RecordLabels {
                 workspace: workspace.to_owned(),
                 collection,
@@ -296,16 +287,7 @@ impl Metrics {
         self.last_load.remove(&WorkspaceLabels {
             workspace: workspace.to_owned(),
         });
-        for collection in [
-            "companies",
-            "tasks",
-            "roles",
-            "feed",
-            "notes",
-            "metrics",
-            "meetings",
-            "meeting_notes",
-        ] {
+        for collection in RecordCounts::COLLECTIONS {
             self.records.remove(&RecordLabels {
                 workspace: workspace.to_owned(),
                 collection,

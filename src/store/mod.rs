@@ -43,15 +43,35 @@ pub struct RecordCounts {
 }
 
 impl RecordCounts {
+    /// The snapshot's collection names, in file order.
+    pub const COLLECTIONS: [&'static str; 8] = [
+        "companies",
+        "tasks",
+        "roles",
+        "feed",
+        "notes",
+        "metrics",
+        "meetings",
+        "meeting_notes",
+    ];
+
+    /// Each collection's name with its count, in [`RecordCounts::COLLECTIONS`] order.
+    pub fn by_collection(&self) -> [(&'static str, usize); 8] {
+        let counts = [
+            self.companies,
+            self.tasks,
+            self.roles,
+            self.feed,
+            self.notes,
+            self.metrics,
+            self.meetings,
+            self.meeting_notes,
+        ];
+        std::array::from_fn(|i| (Self::COLLECTIONS[i], counts[i]))
+    }
+
     pub fn total(&self) -> usize {
-        self.companies
-            + self.tasks
-            + self.roles
-            + self.feed
-            + self.notes
-            + self.metrics
-            + self.meetings
-            + self.meeting_notes
+        self.by_collection().iter().map(|(_, n)| n).sum()
     }
 }
 
