@@ -48,7 +48,7 @@ fn fixture() -> Fixture {
 fn first_id(body: &[u8]) -> u128 {
     let text = std::str::from_utf8(body).expect("utf-8");
     let start = text.find("\"id\":\"").expect("an id") + 6;
-    portfolio_replica::snapshot::id::parse_id(&text[start..start + 36]).expect("a uuid")
+    portfolio_replica::store::id::parse_id(&text[start..start + 36]).expect("a uuid")
 }
 
 fn pages(c: &mut Criterion, f: &Fixture) {

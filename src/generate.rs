@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::snapshot::time::{civil_from_days, days_from_civil};
+use crate::store::time::{civil_from_days, days_from_civil};
 
 /// How much data `generate` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -32,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
     for company in portfolio["data"].as_array().into_iter().flatten() {
         let id = company["id"]
             .as_str()
-            .and_then(portfolio_replica::snapshot::id::parse_id);
+            .and_then(portfolio_replica::store::id::parse_id);
         let id = id.expect("a served company id is an id");
         json(&ds.company_tasks(id, page).expect("a served company"));
         json(&ds.company_notes(id, page).expect("a served company"));

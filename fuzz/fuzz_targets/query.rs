@@ -37,5 +37,5 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = query.include_notes();
     let _ = Cursor::parse(raw);
-    let _ = portfolio_replica::snapshot::id::parse_id(raw);
+    let _ = portfolio_replica::store::id::parse_id(raw);
 });

@@ -28,7 +28,7 @@ pub use error::ApiError;
 pub use query::Query;
 
 use crate::ops::metrics::{Metrics, Route};
-use crate::snapshot::id::parse_id;
+use crate::store::id::parse_id;
 use crate::store::{Dataset, Store};
 
 /// The OpenAPI 3.1 document of exactly what this server does.

@@ -6,9 +6,7 @@
 
 pub mod error;
 pub mod format;
-pub mod id;
 pub mod render;
-pub mod time;
 pub mod validate;
 
 use std::io::Read;

@@ -24,8 +24,8 @@ use super::format::{
     ApiKeyDoc, CompanyAttrs, FeedAttrs, Field, MeetingAttrs, MeetingNoteAttrs, MetricRecord,
     NoteAttrs, Record, RoleAttrs, SnapshotDoc, TaskAttrs, Text, WorkspaceDoc,
 };
-use super::id::parse_id;
-use super::time::Instant;
+use crate::store::id::{format_id, parse_id};
+use crate::store::time::Instant;
 
 /// The only `format_version` this build reads.
 pub const FORMAT_VERSION: u64 = 1;
@@ -734,19 +734,6 @@ fn check_api_keys(file: &str, keys: &[Option<String>]) -> Result<Vec<[u8; 32]>, 
         }
     }
     Ok(hashes)
-}
-
-/// Formats an id in the canonical lower-case text form.
-pub fn format_id(id: u128) -> String {
-    let hex = format!("{id:032x}");
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
 }
 
 fn decode_sha256(text: &str) -> Option<[u8; 32]> {

@@ -15,8 +15,9 @@ use crate::snapshot::format::{
     CompanyAttrs, FeedAttrs, MeetingAttrs, MeetingNoteAttrs, MetricAttrs, NoteAttrs, RoleAttrs,
     TaskAttrs, Text,
 };
-use crate::snapshot::id::IdMap;
-use crate::snapshot::validate::{format_id, repeated_id};
+use super::id::IdMap;
+use crate::snapshot::validate::repeated_id;
+use super::id::format_id;
 use crate::snapshot::{Header, Key, RecordSink};
 
 /// Short texts (filter values, metric names) as small numbers while loading.

@@ -17,9 +17,9 @@
 
 use std::fmt;
 
-use crate::snapshot::id::parse_id;
-use crate::snapshot::time::Instant;
-use crate::snapshot::validate::format_id;
+use super::id::parse_id;
+use super::time::Instant;
+use super::id::format_id;
 
 /// A position in the feed: entries *after* it are returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,6 +10,8 @@
 //! answers queries with bytes.
 
 mod build;
+pub mod id;
+pub mod time;
 mod cursor;
 mod query;
 mod rendered;
@@ -21,8 +23,8 @@ use arc_swap::ArcSwap;
 use bytes::Bytes;
 use rustc_hash::FxHashMap;
 
-use crate::snapshot::id::IdMap;
-use crate::snapshot::time::Instant;
+use id::IdMap;
+use time::Instant;
 
 pub use build::Builder;
 pub use cursor::{Cursor, CursorError};

@@ -35,8 +35,8 @@ use std::time::{Duration, Instant as Clock, SystemTime};
 
 use portfolio_replica::generate::{Scale, generate};
 use portfolio_replica::loader::load_snapshot;
-use portfolio_replica::snapshot::id::parse_id;
-use portfolio_replica::snapshot::time::Instant;
+use portfolio_replica::store::id::parse_id;
+use portfolio_replica::store::time::Instant;
 use portfolio_replica::store::{Cursor, Dataset, FeedQuery, OffsetPage};
 use serde_json::{Value, json};
 

@@ -1,4 +1,4 @@
-//! Record ids: the UUID pattern of the API spec, as a 128-bit number.
+//! Record ids: the UUID pattern of the API (docs/api.md#ids), as a 128-bit number.
 //!
 //! The pattern is the public service's, character for character:
 //! `^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}|00000000-0000-0000-0000-000000000000|ffffffff-ffff-ffff-ffff-ffffffffffff)$`.
@@ -43,6 +43,19 @@ pub fn parse_id(text: &str) -> Option<u128> {
         value = (value << 4) | u128::from(nibble);
     }
     Some(value)
+}
+
+/// Formats an id in the canonical lower-case text form.
+pub fn format_id(id: u128) -> String {
+    let hex = format!("{id:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
 }
 
 #[cfg(test)]
