@@ -13,10 +13,11 @@ use std::sync::Arc;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::sync::atomic::AtomicBool;
 
-use portfolio_replica::api::{ApiState, bearer_key_hash, hash_key, respond as respond_fn};
+use portfolio_replica::api::{ApiState, bearer_key_hash, respond as respond_fn};
 use portfolio_replica::generate::{Scale, generate};
 use portfolio_replica::loader::load_snapshot;
 use portfolio_replica::ops::metrics::Metrics;
+use portfolio_replica::store::key::hash_key;
 use portfolio_replica::store::{Catalog, Cursor, Dataset, FeedQuery, OffsetPage, Store};
 use warp::http::{HeaderMap, HeaderValue, Method};
 

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use portfolio_replica::config::{Cli, Command, LogFormat, ServeArgs};
-use portfolio_replica::{ServeConfig, api, commands, generate};
+use portfolio_replica::store::key;
+use portfolio_replica::{ServeConfig, commands, generate};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -27,7 +28,7 @@ fn main() -> ExitCode {
             }
         }
         Command::HashKey { key } => {
-            println!("{}", api::to_hex(&api::hash_key(&key)));
+            println!("{}", key::to_hex(&key::hash_key(&key)));
             ExitCode::SUCCESS
         }
         Command::Generate { out, scale, seed } => match generate::generate(&out, scale, seed) {

@@ -5,38 +5,22 @@
 //! wrong prefix, an unknown secret) gets the same 401, so a client learns
 //! nothing about which part was wrong.
 
-use sha2::{Digest, Sha256};
 use warp::http::HeaderMap;
 use warp::http::header::AUTHORIZATION;
 
+use crate::store::key::{KeyHash, hash_key, secret};
+
 /// The SHA-256 of the bearer key in `headers`, if there is one of the form
 /// `<prefix>_<secret>`. The scheme is case-insensitive.
-pub fn bearer_key_hash(headers: &HeaderMap, prefix: &str) -> Option<[u8; 32]> {
+pub fn bearer_key_hash(headers: &HeaderMap, prefix: &str) -> Option<KeyHash> {
     let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
     let (scheme, key) = value.trim().split_once([' ', '\t'])?;
     if !scheme.eq_ignore_ascii_case("bearer") {
         return None;
     }
     let key = key.trim();
-    let secret = key.strip_prefix(prefix)?.strip_prefix('_')?;
-    if secret.is_empty() {
-        return None;
-    }
+    secret(key, prefix)?;
     Some(hash_key(key))
-}
-
-/// The SHA-256 of a whole key, as snapshots store it.
-pub fn hash_key(key: &str) -> [u8; 32] {
-    Sha256::digest(key.as_bytes()).into()
-}
-
-/// Lower-case hex, as `api_keys[].sha256` is written.
-pub fn to_hex(hash: &[u8; 32]) -> String {
-    use std::fmt::Write;
-    hash.iter().fold(String::with_capacity(64), |mut out, b| {
-        let _ = write!(out, "{b:02x}");
-        out
-    })
 }
 
 #[cfg(test)]
@@ -81,13 +65,5 @@ mod tests {
         ] {
             check(header, None);
         }
-    }
-
-    #[test]
-    fn hex_is_lower_case_sha256() {
-        assert_eq!(
-            to_hex(&hash_key("")),
-            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-        );
     }
 }

@@ -23,7 +23,7 @@ use warp::http::header::{ALLOW, CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTH
 use warp::http::{HeaderMap, Method, StatusCode};
 use warp::reply::Response;
 
-pub use auth::{bearer_key_hash, hash_key, to_hex};
+pub use auth::bearer_key_hash;
 pub use error::ApiError;
 pub use query::Query;
 

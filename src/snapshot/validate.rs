@@ -25,6 +25,7 @@ use super::format::{
     NoteAttrs, Record, RoleAttrs, SnapshotDoc, TaskAttrs, Text, WorkspaceDoc,
 };
 use crate::store::id::{format_id, parse_id};
+use crate::store::key::from_hex;
 use crate::store::time::Instant;
 
 /// The only `format_version` this build reads.
@@ -726,7 +727,7 @@ fn check_api_keys(file: &str, keys: &[Option<String>]) -> Result<Vec<[u8; 32]>, 
         let Some(text) = key else {
             return Err(fail("is missing or null"));
         };
-        let hash = decode_sha256(text).ok_or_else(|| {
+        let hash = from_hex(text).ok_or_else(|| {
             fail("must be 64 hex digits: the SHA-256 of the whole key (see `portfolio-replica hash-key`)")
         })?;
         if !hashes.contains(&hash) {
@@ -734,20 +735,6 @@ fn check_api_keys(file: &str, keys: &[Option<String>]) -> Result<Vec<[u8; 32]>, 
         }
     }
     Ok(hashes)
-}
-
-fn decode_sha256(text: &str) -> Option<[u8; 32]> {
-    let bytes = text.as_bytes();
-    if bytes.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, pair) in bytes.chunks_exact(2).enumerate() {
-        let hi = (pair[0] as char).to_digit(16)?;
-        let lo = (pair[1] as char).to_digit(16)?;
-        out[i] = (hi * 16 + lo) as u8;
-    }
-    Some(out)
 }
 
 /// The format version problem of a document, if it has one. Runs only on

@@ -8,6 +8,8 @@
 use bytes::Bytes;
 use rustc_hash::FxHashMap;
 
+use super::id::IdMap;
+use super::id::format_id;
 use super::rendered::{Rendered, Renderer};
 use super::{Dataset, Positions, RecordCounts, TextIndex};
 use crate::snapshot::SnapshotError;
@@ -15,9 +17,7 @@ use crate::snapshot::format::{
     CompanyAttrs, FeedAttrs, MeetingAttrs, MeetingNoteAttrs, MetricAttrs, NoteAttrs, RoleAttrs,
     TaskAttrs, Text,
 };
-use super::id::IdMap;
 use crate::snapshot::validate::repeated_id;
-use super::id::format_id;
 use crate::snapshot::{Header, Key, RecordSink};
 
 /// Short texts (filter values, metric names) as small numbers while loading.

@@ -17,9 +17,9 @@
 
 use std::fmt;
 
+use super::id::format_id;
 use super::id::parse_id;
 use super::time::Instant;
-use super::id::format_id;
 
 /// A position in the feed: entries *after* it are returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,11 +10,12 @@
 //! answers queries with bytes.
 
 mod build;
-pub mod id;
-pub mod time;
 mod cursor;
+pub mod id;
+pub mod key;
 mod query;
 mod rendered;
+pub mod time;
 
 use std::collections::HashMap;
 use std::sync::Arc;
