@@ -15,8 +15,8 @@ use std::sync::atomic::AtomicBool;
 
 use portfolio_replica::api::{ApiState, bearer_key_hash, respond as respond_fn};
 use portfolio_replica::generate::{Scale, generate};
-use portfolio_replica::loader::load_snapshot;
-use portfolio_replica::ops::metrics::Metrics;
+use portfolio_replica::metrics::Metrics;
+use portfolio_replica::snapshot::load as load_snapshot;
 use portfolio_replica::store::key::hash_key;
 use portfolio_replica::store::{Catalog, Cursor, Dataset, FeedQuery, OffsetPage, Store};
 use warp::http::{HeaderMap, HeaderValue, Method};
@@ -203,7 +203,7 @@ fn respond(c: &mut Criterion, f: &Fixture) {
     );
     let store = Arc::new(Store::default());
     store.publish(Catalog::new([dataset]));
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(Metrics::new(&portfolio_replica::api::Route::LABELS));
     let state = ApiState {
         store,
         key_prefix: "cura".to_owned(),
@@ -232,7 +232,7 @@ fn respond(c: &mut Criterion, f: &Fixture) {
                 metrics.start();
                 let (response, route) =
                     respond_fn(&state, &get, "/tasks", black_box(query), &headers);
-                metrics.finish(route, response.status().as_u16(), started.elapsed());
+                metrics.finish(route.index(), response.status().as_u16(), started.elapsed());
                 response
             })
         });

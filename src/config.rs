@@ -1,4 +1,4 @@
-//! The command line (CONTRACT.md §4), parsed once into typed values.
+//! The command line (docs/operations.md#command-line), parsed once into typed values.
 //!
 //! Every `serve` flag can also come from a `PORTFOLIO_*` environment variable;
 //! a flag on the command line wins over the variable.

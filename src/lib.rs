@@ -31,8 +31,10 @@ pub mod config;
 pub mod generate;
 pub mod loader;
 pub mod mem;
+pub mod metrics;
 pub mod ops;
 pub mod reload;
+pub mod reply;
 pub mod server;
 pub mod snapshot;
 pub mod store;
@@ -71,7 +73,7 @@ pub async fn serve(
     );
 
     let store = Arc::new(store::Store::default());
-    let metrics = Arc::new(ops::metrics::Metrics::new());
+    let metrics = Arc::new(metrics::Metrics::new(&api::Route::LABELS));
     let snapshots = Arc::new(loader::Snapshots::new(
         config.snapshots.clone(),
         Arc::clone(&store),

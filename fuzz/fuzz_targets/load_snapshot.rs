@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use portfolio_replica::loader::load_snapshot;
+use portfolio_replica::snapshot::load as load_snapshot;
 use portfolio_replica::store::{Cursor, FeedQuery, OffsetPage};
 use serde_json::Value;
 

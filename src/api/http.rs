@@ -19,7 +19,7 @@ use warp::http::header::{
 use warp::http::{HeaderMap, StatusCode};
 use warp::reply::Response;
 
-use super::json;
+use crate::reply::json;
 use crate::store::Dataset;
 
 /// Bodies smaller than this are sent as they are: compressing them costs

@@ -12,6 +12,7 @@ mod auth;
 mod error;
 mod http;
 mod query;
+mod routes;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use bytes::Bytes;
 use warp::Filter;
 use warp::filters::BoxedFilter;
-use warp::http::header::{ALLOW, CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
+use warp::http::header::{ALLOW, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use warp::http::{HeaderMap, Method, StatusCode};
 use warp::reply::Response;
 
@@ -27,9 +28,11 @@ pub use auth::bearer_key_hash;
 pub use error::ApiError;
 pub use query::Query;
 
-use crate::ops::metrics::{Metrics, Route};
+use crate::metrics::Metrics;
+use crate::reply::json;
 use crate::store::id::parse_id;
 use crate::store::{Dataset, Store};
+pub use routes::Route;
 
 /// The OpenAPI 3.1 document of exactly what this server does.
 pub const OPENAPI: &[u8] = include_bytes!("openapi.json");
@@ -66,7 +69,7 @@ pub fn routes(state: Arc<ApiState>) -> BoxedFilter<(Response,)> {
                 let (response, route) = respond(&state, &method, path.as_str(), &query, &headers);
                 let elapsed = started.elapsed();
                 let status = response.status().as_u16();
-                state.metrics.finish(route, status, elapsed);
+                state.metrics.finish(route.index(), status, elapsed);
                 // Never the query's values or a header: only what identifies
                 // the endpoint. Keys travel in a header and are never logged.
                 tracing::debug!(
@@ -90,7 +93,7 @@ pub fn respond(
     query: &str,
     headers: &HeaderMap,
 ) -> (Response, Route) {
-    let (route, id) = classify(path);
+    let (route, id) = Route::classify(path);
     (
         answer(state, method, route, path, id, query, headers),
         route,
@@ -165,47 +168,6 @@ fn answer(
     }
 }
 
-/// The route of a path, and the id segment it carries (or `""`). A path
-/// with an empty segment (`/tasks/`, `/portfolio//tasks`) names no route.
-fn classify(path: &str) -> (Route, &str) {
-    let (route, id) = classify_segments(path);
-    if path.len() > 1 && path[1..].split('/').any(str::is_empty) {
-        return (Route::Other, "");
-    }
-    (route, id)
-}
-
-fn classify_segments(path: &str) -> (Route, &str) {
-    let mut segments = path.strip_prefix('/').unwrap_or(path).split('/');
-    let parts = (
-        segments.next(),
-        segments.next(),
-        segments.next(),
-        segments.next(),
-    );
-    match parts {
-        (Some("portfolio"), None, ..) => (Route::Portfolio, ""),
-        (Some("portfolio"), Some(id), None, _) => (Route::Company, id),
-        (Some("portfolio"), Some(id), Some(sub), None) => match sub {
-            "tasks" => (Route::CompanyTasks, id),
-            "roles" => (Route::CompanyRoles, id),
-            "notes" => (Route::CompanyNotes, id),
-            "metrics" => (Route::CompanyMetrics, id),
-            _ => (Route::Other, ""),
-        },
-        (Some("tasks"), None, ..) => (Route::Tasks, ""),
-        (Some("tasks"), Some(id), None, _) => (Route::Task, id),
-        (Some("roles"), None, ..) => (Route::Roles, ""),
-        (Some("notes"), Some(id), None, _) => (Route::Note, id),
-        (Some("feed"), None, ..) => (Route::Feed, ""),
-        (Some("meetings"), Some(id), None, _) => (Route::Meeting, id),
-        (Some("healthz"), None, ..) => (Route::Health, ""),
-        (Some("readyz"), None, ..) => (Route::Ready, ""),
-        (Some("openapi.json"), None, ..) => (Route::OpenApi, ""),
-        _ => (Route::Other, ""),
-    }
-}
-
 /// Answers an authenticated request from one dataset.
 fn endpoint(ds: &Dataset, route: Route, id: &str, q: &Query<'_>) -> Result<Bytes, ApiError> {
     let company = || path_id(id, "company");
@@ -270,14 +232,4 @@ fn unauthorized() -> Response {
 
 fn json_error(status: StatusCode, message: &str) -> Response {
     json(status, error::error_body(message).into())
-}
-
-/// A JSON response with `Content-Type: application/json`.
-pub fn json(status: StatusCode, body: Bytes) -> Response {
-    let mut response = Response::new(body.into());
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
 }

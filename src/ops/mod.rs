@@ -1,8 +1,6 @@
 //! The operators' listener: `GET /metrics` (Prometheus text) and
 //! `GET /snapshots` (the state of every snapshot file, as JSON).
 
-pub mod metrics;
-
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -13,9 +11,9 @@ use warp::http::header::{ALLOW, CONTENT_TYPE, HeaderValue};
 use warp::http::{Method, StatusCode};
 use warp::reply::Response;
 
-use crate::api::json;
 use crate::loader::{FileStatus, Snapshots};
-use metrics::Metrics;
+use crate::metrics::Metrics;
+use crate::reply::json;
 
 #[derive(Serialize)]
 struct SnapshotsBody {

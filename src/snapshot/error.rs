@@ -69,6 +69,25 @@ impl fmt::Display for SnapshotError {
     }
 }
 
+/// A value quoted for an error message, cut to a readable length: messages
+/// go to logs and `/snapshots`, and a snapshot's values can be megabytes.
+pub fn quote(text: &str) -> String {
+    format!("{:?}", shorten(text, 64))
+}
+
+/// `text` cut to about `max` bytes (on a character boundary), saying how
+/// long it really was.
+pub fn shorten(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &text[..end], text.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,4 +1,4 @@
-//! The snapshot file format (CONTRACT.md §2) as serde types.
+//! The snapshot file format (docs/snapshot-format.md) as serde types.
 //!
 //! These are wire types: they mirror the JSON an exporter writes, borrow their
 //! text from the input buffer where the JSON has no escapes, and are validated

@@ -1,79 +1,79 @@
-//! Snapshot files: the format, parsing and validation, and reading files.
+//! The snapshot file format (docs/snapshot-format.md): the wire types,
+//! parsing and validation, and rendering records as the API serves them.
 //!
-//! Everything here but [`read_file`] is pure: [`parse`] streams bytes in,
-//! hands each checked record to a [`RecordSink`] (the store's builder) and
-//! returns the [`Header`], or one [`SnapshotError`].
+//! Pure: bytes in, a [`Loaded`] dataset or one [`SnapshotError`] out. The
+//! parse streams: each record is checked and handed to the store's
+//! [`Builder`] as soon as it is read. Reading files (and everything else
+//! that touches the disk) is the loader's.
 
+mod diagnose;
 pub mod error;
 pub mod format;
+mod header;
+mod parse;
+mod records;
 pub mod render;
-pub mod validate;
 
-use std::io::Read;
-use std::path::Path;
+use sha2::{Digest, Sha256};
 
+use crate::store::{Builder, Dataset, Meta, RepeatedId};
 pub use error::{Location, SnapshotError};
-pub use validate::{Header, Key, RecordSink, parse};
+pub use header::FORMAT_VERSION;
+pub use parse::{Header, parse};
 
-/// Whether a directory entry is a snapshot: `*.json` or `*.json.gz`, not
-/// hidden. Everything else (`*.tmp`, `*.part`, editor swap files) is a
-/// writer's scratch space and ignored.
-pub fn is_snapshot_name(name: &str) -> bool {
-    !name.starts_with('.') && (name.ends_with(".json") || name.ends_with(".json.gz"))
+/// A dataset built from one snapshot, with what the load noticed.
+pub struct Loaded {
+    pub dataset: Dataset,
+    pub warnings: Vec<String>,
 }
 
-/// Reads a snapshot file and, for `.json.gz`, decompresses it.
-pub fn read_file(path: &Path) -> Result<Vec<u8>, SnapshotError> {
-    let name = path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    let raw = read_all(path)
-        .map_err(|err| SnapshotError::new(&name, format!("cannot read the file: {err}")))?;
-    decode(&name, raw)
+/// Parses, validates, indexes and renders one snapshot. `file` only names
+/// the file in errors.
+pub fn load(file: &str, bytes: &[u8]) -> Result<Loaded, SnapshotError> {
+    let mut builder = Builder::default();
+    let header = parse(file, bytes, &mut builder)?;
+    let meta = Meta {
+        version: header.version.unwrap_or_else(|| derive_version(bytes)),
+        workspace_id: header.workspace_id,
+        workspace_name: header.workspace_name,
+        key_hashes: header.key_hashes,
+        content_hash: content_hash(bytes),
+    };
+    let built = builder
+        .finish(meta)
+        .map_err(|err| repeated_id(file, &err))?;
+    Ok(Loaded {
+        dataset: built.dataset,
+        warnings: built.warnings,
+    })
 }
 
-/// `std::fs::read`, into a buffer that asks for huge pages.
-fn read_all(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut file = std::fs::File::open(path)?;
-    let len = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
-    let mut buf = Vec::with_capacity(len + 1);
-    crate::mem::prefer_huge_pages(&mut buf);
-    file.read_to_end(&mut buf)?;
-    Ok(buf)
+/// A fast hash of the snapshot's bytes, for ETags. FxHash has no
+/// per-process seed, so replicas agree.
+fn content_hash(bytes: &[u8]) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = rustc_hash::FxBuildHasher.build_hasher();
+    hasher.write(bytes);
+    hasher.finish()
 }
 
-/// Decompresses `raw` when `name` ends in `.gz`; passes it through otherwise.
-pub fn decode(name: &str, raw: Vec<u8>) -> Result<Vec<u8>, SnapshotError> {
-    if !name.ends_with(".gz") {
-        return Ok(raw);
-    }
-    let mut out = Vec::with_capacity(raw.len().saturating_mul(4));
-    flate2::read::MultiGzDecoder::new(raw.as_slice())
-        .read_to_end(&mut out)
-        .map_err(|err| SnapshotError::new(name, format!("not a complete gzip file: {err}")))?;
-    Ok(out)
+/// The version of a snapshot that names none: its content's SHA-256.
+fn derive_version(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::is_snapshot_name;
-
-    #[test]
-    fn only_json_and_json_gz_are_snapshots() {
-        for name in ["acme.json", "acme.json.gz", "a.b.json"] {
-            assert!(is_snapshot_name(name), "{name}");
-        }
-        for name in [
-            ".acme.json",
-            "acme.json.tmp",
-            "acme.json.part",
-            ".acme.json.swp",
-            "acme.jsonl",
-            "acme.gz",
-            "acme",
-        ] {
-            assert!(!is_snapshot_name(name), "{name}");
-        }
-    }
+/// The rejection of a record whose id an earlier record of its collection has.
+fn repeated_id(file: &str, err: &RepeatedId) -> SnapshotError {
+    SnapshotError::at(
+        file,
+        Location {
+            collection: err.collection.name().to_owned(),
+            index: Some(err.index),
+            id: Some(crate::store::id::format_id(err.id)),
+            field: Some("id".to_owned()),
+        },
+        err.to_string(),
+    )
 }

@@ -88,6 +88,15 @@ impl<T: Render> Render for Vec<T> {
     }
 }
 
+/// Writes a record as the API serves it: `{"id":<id>,"attributes":<attributes>}`.
+pub fn record(out: &mut Vec<u8>, id: &Text<'_>, attributes: &impl Render) {
+    out.extend_from_slice(b"{\"id\":");
+    id.render(out);
+    out.extend_from_slice(b",\"attributes\":");
+    attributes.render(out);
+    out.push(b'}');
+}
+
 /// Writes `"name":` and the value, with a comma before all but the first.
 fn member(out: &mut Vec<u8>, first: &mut bool, name: &str, value: &(impl Render + ?Sized)) {
     if !*first {

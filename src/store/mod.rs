@@ -1,15 +1,20 @@
-//! The in-memory dataset: immutable, pre-sorted, pre-rendered, indexed.
+//! The store: the domain layer, and the foundation of the crate.
 //!
-//! A [`Dataset`] is one workspace at one snapshot version. It is built once
-//! ([`build`]) and never changed; a reload builds a new one and publishes a new
-//! [`Catalog`] through the [`Store`]'s `ArcSwap`. A request does exactly one
-//! `load` of the catalog and answers entirely from the dataset it found there,
-//! so it can never mix two versions.
+//! It owns the domain values (record ids, instants, API key hashes, feed
+//! cursors, the list of collections) and the [`Dataset`]: one workspace at
+//! one version, immutable, pre-sorted, pre-rendered and indexed. A dataset
+//! is made by the [`Builder`] from plain values and closures that write each
+//! record's JSON, so the store knows nothing of where records come from.
+//! A reload builds a new dataset and publishes a new [`Catalog`] through the
+//! [`Store`]'s `ArcSwap`. A request does exactly one `load` of the catalog
+//! and answers entirely from the dataset it found there, so it can never mix
+//! two versions.
 //!
-//! No IO and no HTTP here: the store turns a validated snapshot into bytes and
-//! answers queries with bytes.
+//! No IO, no HTTP and no file format here: the store imports nothing from
+//! the layers above it (checked by `tests/it/layers.rs`).
 
 mod build;
+pub mod collection;
 mod cursor;
 pub mod id;
 pub mod key;
@@ -25,58 +30,14 @@ use bytes::Bytes;
 use rustc_hash::FxHashMap;
 
 use id::IdMap;
+use key::KeyHash;
 use time::Instant;
 
-pub use build::Builder;
+pub use build::{Builder, Built, Key, Meta, RepeatedId};
+pub use collection::{Collection, RecordCounts};
 pub use cursor::{Cursor, CursorError};
 pub use query::{FeedQuery, OffsetPage};
 use rendered::Rendered;
-
-/// How many records of each kind a dataset holds (served or not).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct RecordCounts {
-    pub companies: usize,
-    pub tasks: usize,
-    pub roles: usize,
-    pub feed: usize,
-    pub notes: usize,
-    pub metrics: usize,
-    pub meetings: usize,
-    pub meeting_notes: usize,
-}
-
-impl RecordCounts {
-    /// The snapshot's collection names, in file order.
-    pub const COLLECTIONS: [&'static str; 8] = [
-        "companies",
-        "tasks",
-        "roles",
-        "feed",
-        "notes",
-        "metrics",
-        "meetings",
-        "meeting_notes",
-    ];
-
-    /// Each collection's name with its count, in [`RecordCounts::COLLECTIONS`] order.
-    pub fn by_collection(&self) -> [(&'static str, usize); 8] {
-        let counts = [
-            self.companies,
-            self.tasks,
-            self.roles,
-            self.feed,
-            self.notes,
-            self.metrics,
-            self.meetings,
-            self.meeting_notes,
-        ];
-        std::array::from_fn(|i| (Self::COLLECTIONS[i], counts[i]))
-    }
-
-    pub fn total(&self) -> usize {
-        self.by_collection().iter().map(|(_, n)| n).sum()
-    }
-}
 
 /// Record indices into a [`Rendered`], in list order.
 type Positions = Vec<u32>;
@@ -87,69 +48,95 @@ type TextIndex = FxHashMap<Box<str>, Positions>;
 
 /// One workspace at one snapshot version, ready to serve.
 ///
-/// Records of each kind are rendered once, in file order ([`Rendered`]);
-/// every list is an order of record indices over them, sorted at load, and
-/// every filter is a pre-built index in the same order.
+/// Records of each kind are rendered once, in the order they were given
+/// ([`Rendered`]); every list is an order of record indices over them,
+/// sorted at load, and every filter is a pre-built index in the same order.
 pub struct Dataset {
     pub workspace_id: String,
     pub workspace_name: Option<String>,
     /// Sent as `X-Snapshot-Version` with every answer from this dataset.
     pub version: String,
-    /// A hash of workspace id and version: the same on every replica that
-    /// loaded the same snapshot, so ETags made from it agree fleet-wide.
+    /// A hash of workspace id, version and content: the same on every
+    /// replica that loaded the same snapshot, so ETags made from it agree
+    /// fleet-wide.
     pub fingerprint: u64,
-    pub key_hashes: Vec<[u8; 32]>,
+    pub key_hashes: Vec<KeyHash>,
     pub counts: RecordCounts,
+    companies: Companies,
+    tasks: Tasks,
+    roles: Roles,
+    feed: Feed,
+    notes: Notes,
+    metrics: LatestMetrics,
+    meetings: Meetings,
+    meeting_notes: MeetingNotes,
+}
 
-    companies: Rendered,
+struct Companies {
+    records: Rendered,
     /// Name ascending (code-point order), then id.
-    company_order: Positions,
-    company_at: IdMap<u32>,
-    companies_by_priority: TextIndex,
+    order: Positions,
+    at: IdMap<u32>,
+    by_priority: TextIndex,
+}
 
-    tasks: Rendered,
-    /// Newest `created_at` first, then id descending; so is every task index.
-    task_order: Positions,
-    task_at: IdMap<u32>,
-    tasks_by_status: TextIndex,
-    tasks_by_priority: TextIndex,
-    tasks_by_status_priority: FxHashMap<Box<str>, TextIndex>,
-    tasks_by_company: IdMap<Positions>,
+struct Tasks {
+    records: Rendered,
+    /// Newest `created_at` first, then id descending; so is every index.
+    order: Positions,
+    at: IdMap<u32>,
+    by_status: TextIndex,
+    by_priority: TextIndex,
+    by_status_priority: FxHashMap<Box<str>, TextIndex>,
+    by_company: IdMap<Positions>,
+}
 
-    roles: Rendered,
+struct Roles {
+    records: Rendered,
     /// The whole `/roles` body (newest `opened_at` first, then id
     /// descending), built once and shared by every answer.
-    roles_body: Bytes,
-    roles_by_company: IdMap<Positions>,
+    body: Bytes,
+    by_company: IdMap<Positions>,
+}
 
-    feed: Rendered,
+struct Feed {
+    records: Rendered,
     /// Newest `published_at` first, then id descending.
-    feed_order: Positions,
+    order: Positions,
     /// `(published_at, id)` of each entry, by record index: the cursor seeks on it.
-    feed_keys: Vec<(Instant, u128)>,
-    feed_by_type: TextIndex,
+    keys: Vec<(Instant, u128)>,
+    by_type: TextIndex,
+}
 
-    notes: Rendered,
-    note_at: IdMap<u32>,
+struct Notes {
+    records: Rendered,
+    at: IdMap<u32>,
     /// Newest `created_at` first, then id descending.
-    notes_by_company: IdMap<Positions>,
+    by_company: IdMap<Positions>,
+}
 
-    /// Only the latest value per (company, name), grouped by company and
-    /// ordered by name within it, so a company's list is one run.
-    metrics: Rendered,
-    metrics_by_company: IdMap<(u32, u32)>,
+/// Only the latest value per (company, name), grouped by company and
+/// ordered by name within it, so a company's list is one run.
+struct LatestMetrics {
+    records: Rendered,
+    by_company: IdMap<(u32, u32)>,
+}
 
-    meetings: Rendered,
-    meeting_at: IdMap<u32>,
-    meeting_notes: Rendered,
+struct Meetings {
+    records: Rendered,
+    at: IdMap<u32>,
+}
+
+struct MeetingNotes {
+    records: Rendered,
     /// `created_at` then id ascending within each meeting.
-    meeting_notes_by_meeting: IdMap<Positions>,
+    by_meeting: IdMap<Positions>,
 }
 
 /// Every published workspace, and the index from key hash to workspace.
 #[derive(Default)]
 pub struct Catalog {
-    by_key: HashMap<[u8; 32], Arc<Dataset>>,
+    by_key: HashMap<KeyHash, Arc<Dataset>>,
     by_workspace: HashMap<String, Arc<Dataset>>,
 }
 
@@ -170,7 +157,7 @@ impl Catalog {
     }
 
     /// The workspace that `key_hash` (the SHA-256 of a whole API key) opens.
-    pub fn by_key(&self, key_hash: &[u8; 32]) -> Option<&Dataset> {
+    pub fn by_key(&self, key_hash: &KeyHash) -> Option<&Dataset> {
         self.by_key.get(key_hash).map(Arc::as_ref)
     }
 

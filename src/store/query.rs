@@ -76,40 +76,50 @@ fn single_body(record: &[u8]) -> Bytes {
 
 impl Dataset {
     pub fn has_company(&self, id: u128) -> bool {
-        self.company_at.contains_key(&id)
+        self.companies.at.contains_key(&id)
     }
 
     /// `/portfolio`.
     pub fn portfolio(&self, priority: Option<&str>, page: OffsetPage) -> Bytes {
         let list = match priority {
-            None => &self.company_order,
-            Some(p) => group(self.companies_by_priority.get(p)),
+            None => &self.companies.order,
+            Some(p) => group(self.companies.by_priority.get(p)),
         };
-        offset_body(&self.companies, list, page)
+        offset_body(&self.companies.records, list, page)
     }
 
     /// `/portfolio/{id}`.
     pub fn company(&self, id: u128) -> Option<Bytes> {
-        let i = *self.company_at.get(&id)?;
-        Some(single_body(self.companies.record(i as usize)))
+        let i = *self.companies.at.get(&id)?;
+        Some(single_body(self.companies.records.record(i as usize)))
     }
 
     /// `/portfolio/{id}/tasks`; `None` if the company is unknown.
     pub fn company_tasks(&self, id: u128, page: OffsetPage) -> Option<Bytes> {
-        self.has_company(id)
-            .then(|| offset_body(&self.tasks, group(self.tasks_by_company.get(&id)), page))
+        self.has_company(id).then(|| {
+            offset_body(
+                &self.tasks.records,
+                group(self.tasks.by_company.get(&id)),
+                page,
+            )
+        })
     }
 
     /// `/portfolio/{id}/roles`; `None` if the company is unknown.
     pub fn company_roles(&self, id: u128) -> Option<Bytes> {
         self.has_company(id)
-            .then(|| list_body(&self.roles, group(self.roles_by_company.get(&id))))
+            .then(|| list_body(&self.roles.records, group(self.roles.by_company.get(&id))))
     }
 
     /// `/portfolio/{id}/notes`; `None` if the company is unknown.
     pub fn company_notes(&self, id: u128, page: OffsetPage) -> Option<Bytes> {
-        self.has_company(id)
-            .then(|| offset_body(&self.notes, group(self.notes_by_company.get(&id)), page))
+        self.has_company(id).then(|| {
+            offset_body(
+                &self.notes.records,
+                group(self.notes.by_company.get(&id)),
+                page,
+            )
+        })
     }
 
     /// `/portfolio/{id}/metrics`: the latest value of each metric, by name.
@@ -117,49 +127,49 @@ impl Dataset {
         if !self.has_company(id) {
             return None;
         }
-        let (from, to) = self.metrics_by_company.get(&id).copied().unwrap_or((0, 0));
+        let (from, to) = self.metrics.by_company.get(&id).copied().unwrap_or((0, 0));
         let list: Vec<u32> = (from..to).collect();
-        Some(list_body(&self.metrics, &list))
+        Some(list_body(&self.metrics.records, &list))
     }
 
     /// `/tasks`, filtered by status and/or priority.
     pub fn tasks(&self, status: Option<&str>, priority: Option<&str>, page: OffsetPage) -> Bytes {
         let list = match (status, priority) {
-            (None, None) => &self.task_order,
-            (Some(s), None) => group(self.tasks_by_status.get(s)),
-            (None, Some(p)) => group(self.tasks_by_priority.get(p)),
+            (None, None) => &self.tasks.order,
+            (Some(s), None) => group(self.tasks.by_status.get(s)),
+            (None, Some(p)) => group(self.tasks.by_priority.get(p)),
             (Some(s), Some(p)) => {
-                group(self.tasks_by_status_priority.get(s).and_then(|m| m.get(p)))
+                group(self.tasks.by_status_priority.get(s).and_then(|m| m.get(p)))
             }
         };
-        offset_body(&self.tasks, list, page)
+        offset_body(&self.tasks.records, list, page)
     }
 
     /// `/tasks/{id}`.
     pub fn task(&self, id: u128) -> Option<Bytes> {
-        let pos = *self.task_at.get(&id)?;
-        Some(single_body(self.tasks.record(pos as usize)))
+        let pos = *self.tasks.at.get(&id)?;
+        Some(single_body(self.tasks.records.record(pos as usize)))
     }
 
     /// `/roles`: the pre-rendered body, shared.
     pub fn roles(&self) -> Bytes {
-        self.roles_body.clone()
+        self.roles.body.clone()
     }
 
     /// `/notes/{id}`.
     pub fn note(&self, id: u128) -> Option<Bytes> {
-        let pos = *self.note_at.get(&id)?;
-        Some(single_body(self.notes.record(pos as usize)))
+        let pos = *self.notes.at.get(&id)?;
+        Some(single_body(self.notes.records.record(pos as usize)))
     }
 
     /// `/feed`: `{"data":[...],"pagination":{"limit":L,"nextCursor":C}}`.
     pub fn feed(&self, query: FeedQuery<'_>) -> Bytes {
         let list = match query.kind {
-            None => &self.feed_order,
-            Some(kind) => group(self.feed_by_type.get(kind)),
+            None => &self.feed.order,
+            Some(kind) => group(self.feed.by_type.get(kind)),
         };
         let len = list.len();
-        let key = |i: usize| self.feed_keys[list[i] as usize];
+        let key = |i: usize| self.feed.keys[list[i] as usize];
         let from = match query.cursor {
             None => 0,
             Some(cursor) => partition_point(len, |i| cursor.is_before(key(i))),
@@ -177,9 +187,9 @@ impl Dataset {
             }
         });
         let selected = &list[from..to];
-        let mut out = Vec::with_capacity(self.feed.size(selected) + 160);
+        let mut out = Vec::with_capacity(self.feed.records.size(selected) + 160);
         out.extend_from_slice(b"{\"data\":[");
-        self.feed.write(selected, &mut out);
+        self.feed.records.write(selected, &mut out);
         out.extend_from_slice(b"],\"pagination\":{\"limit\":");
         write_u64(&mut out, query.limit);
         out.extend_from_slice(b",\"nextCursor\":");
@@ -197,20 +207,21 @@ impl Dataset {
 
     /// `/meetings/{id}`, with its notes attached when `include_notes`.
     pub fn meeting(&self, id: u128, include_notes: bool) -> Option<Bytes> {
-        let pos = *self.meeting_at.get(&id)?;
-        let record = self.meetings.record(pos as usize);
+        let pos = *self.meetings.at.get(&id)?;
+        let record = self.meetings.records.record(pos as usize);
         if !include_notes {
             return Some(single_body(record));
         }
-        let notes = group(self.meeting_notes_by_meeting.get(&id));
+        let notes = group(self.meeting_notes.by_meeting.get(&id));
         // The rendered meeting ends with the `}` that closes the record;
         // `notes` goes in just before it, beside `attributes`.
         let open = &record[..record.len() - 1];
-        let mut out = Vec::with_capacity(record.len() + self.meeting_notes.size(notes) + 32);
+        let mut out =
+            Vec::with_capacity(record.len() + self.meeting_notes.records.size(notes) + 32);
         out.extend_from_slice(b"{\"data\":");
         out.extend_from_slice(open);
         out.extend_from_slice(b",\"notes\":[");
-        self.meeting_notes.write(notes, &mut out);
+        self.meeting_notes.records.write(notes, &mut out);
         out.extend_from_slice(b"]}}");
         Some(Bytes::from(out))
     }

@@ -2,8 +2,6 @@
 
 use std::io::Write;
 
-use crate::snapshot::render::Render;
-
 /// Records of one kind, each rendered as `{"id":...,"attributes":{...}}`,
 /// back to back in one buffer, in the order the snapshot listed them. Lists
 /// are orders of record indices over it: a page copies its records out of
@@ -15,10 +13,6 @@ pub struct Rendered {
 }
 
 impl Rendered {
-    pub fn len(&self) -> usize {
-        self.ends.len()
-    }
-
     /// The JSON of record `i`.
     pub fn record(&self, i: usize) -> &[u8] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
@@ -68,13 +62,15 @@ impl Renderer {
         }
     }
 
-    /// Appends `{"id":<id>,"attributes":<attributes>}`.
-    pub fn push<I: Render + ?Sized, A: Render>(&mut self, id: &I, attributes: &A) {
-        self.buf.extend_from_slice(b"{\"id\":");
-        id.render(&mut self.buf);
-        self.buf.extend_from_slice(b",\"attributes\":");
-        attributes.render(&mut self.buf);
-        self.buf.push(b'}');
+    /// Appends the record that `json` writes. A record is a JSON object:
+    /// `/meetings/{id}?include=notes` inserts `notes` before its final `}`.
+    pub fn push_with(&mut self, json: impl FnOnce(&mut Vec<u8>)) {
+        let start = self.buf.len();
+        json(&mut self.buf);
+        debug_assert!(
+            self.buf.get(start) == Some(&b'{') && self.buf.last() == Some(&b'}'),
+            "a record is a JSON object"
+        );
         self.ends.push(self.buf.len());
     }
 

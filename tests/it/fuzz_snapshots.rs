@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant as Clock, SystemTime};
 
 use portfolio_replica::generate::{Scale, generate};
-use portfolio_replica::loader::load_snapshot;
+use portfolio_replica::snapshot::load as load_snapshot;
 use portfolio_replica::store::id::parse_id;
 use portfolio_replica::store::time::Instant;
 use portfolio_replica::store::{Cursor, Dataset, FeedQuery, OffsetPage};

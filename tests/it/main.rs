@@ -11,6 +11,7 @@ mod edges;
 mod feed;
 mod fuzz_snapshots;
 mod isolation;
+mod layers;
 mod meetings;
 mod metrics;
 mod openapi;

@@ -26,7 +26,7 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, NaiveDate};
 use portfolio_replica::api::Query;
-use portfolio_replica::loader::load_snapshot;
+use portfolio_replica::snapshot::load as load_snapshot;
 use portfolio_replica::store::id::parse_id;
 use portfolio_replica::store::time::Instant;
 use portfolio_replica::store::{Cursor, Dataset, FeedQuery, OffsetPage};

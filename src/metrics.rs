@@ -3,7 +3,10 @@
 //! The request path touches only pre-resolved handles: one counter per
 //! (route, status) and one histogram per route, looked up by array index,
 //! so recording a request is an atomic add and one short lock, never a label
-//! hash. Snapshot figures are per workspace and are removed with it.
+//! hash. The routes are data: whoever serves requests names them when the
+//! metrics are made (the API's route table), and reports a route by its
+//! position in that list. Snapshot figures are per workspace and are removed
+//! with it.
 
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -16,72 +19,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
-use crate::store::RecordCounts;
-
-/// Every route the API answers, as a metrics label.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Route {
-    Portfolio,
-    Company,
-    CompanyTasks,
-    CompanyRoles,
-    CompanyNotes,
-    CompanyMetrics,
-    Tasks,
-    Task,
-    Roles,
-    Note,
-    Feed,
-    Meeting,
-    Health,
-    Ready,
-    OpenApi,
-    /// Unknown paths, requests refused before routing (405, 401, 503).
-    Other,
-}
-
-impl Route {
-    const ALL: [Route; 16] = [
-        Route::Portfolio,
-        Route::Company,
-        Route::CompanyTasks,
-        Route::CompanyRoles,
-        Route::CompanyNotes,
-        Route::CompanyMetrics,
-        Route::Tasks,
-        Route::Task,
-        Route::Roles,
-        Route::Note,
-        Route::Feed,
-        Route::Meeting,
-        Route::Health,
-        Route::Ready,
-        Route::OpenApi,
-        Route::Other,
-    ];
-
-    /// The route as the spec writes it.
-    pub fn label(self) -> &'static str {
-        match self {
-            Route::Portfolio => "/portfolio",
-            Route::Company => "/portfolio/{id}",
-            Route::CompanyTasks => "/portfolio/{id}/tasks",
-            Route::CompanyRoles => "/portfolio/{id}/roles",
-            Route::CompanyNotes => "/portfolio/{id}/notes",
-            Route::CompanyMetrics => "/portfolio/{id}/metrics",
-            Route::Tasks => "/tasks",
-            Route::Task => "/tasks/{id}",
-            Route::Roles => "/roles",
-            Route::Note => "/notes/{id}",
-            Route::Feed => "/feed",
-            Route::Meeting => "/meetings/{id}",
-            Route::Health => "/healthz",
-            Route::Ready => "/readyz",
-            Route::OpenApi => "/openapi.json",
-            Route::Other => "other",
-        }
-    }
-}
+use crate::store::{Collection, RecordCounts};
 
 /// The statuses the API answers with; anything else counts as `other`.
 const STATUSES: [u16; 9] = [200, 304, 400, 401, 404, 405, 500, 503, 0];
@@ -133,14 +71,9 @@ pub struct Metrics {
     records: Family<RecordLabels, Gauge>,
 }
 
-impl Default for Metrics {
-    fn default() -> Self {
-        Metrics::new()
-    }
-}
-
 impl Metrics {
-    pub fn new() -> Metrics {
+    /// Metrics for a server whose requests are labelled by `routes`.
+    pub fn new(routes: &[&'static str]) -> Metrics {
         let mut registry = Registry::with_prefix("portfolio_replica");
         let request_family = Family::<RequestLabels, Counter>::default();
         let latency_family = Family::<RouteLabels, Histogram>::new_with_constructor(|| {
@@ -148,9 +81,9 @@ impl Metrics {
             // or a huge body shows up in the tail.
             Histogram::new(exponential_buckets(0.000_01, 2.5, 15))
         });
-        let requests = Route::ALL
+        let requests = routes
             .iter()
-            .map(|route| {
+            .map(|&route| {
                 STATUSES
                     .iter()
                     .map(|&status| {
@@ -159,21 +92,14 @@ impl Metrics {
                         } else {
                             status.to_string()
                         };
-                        request_family.get_or_create_owned(&RequestLabels {
-                            route: route.label(),
-                            status,
-                        })
+                        request_family.get_or_create_owned(&RequestLabels { route, status })
                     })
                     .collect()
             })
             .collect();
-        let latency = Route::ALL
+        let latency = routes
             .iter()
-            .map(|route| {
-                latency_family.get_or_create_owned(&RouteLabels {
-                    route: route.label(),
-                })
-            })
+            .map(|&route| latency_family.get_or_create_owned(&RouteLabels { route }))
             .collect();
         let in_flight = Gauge::default();
         let loads = Family::<FileLabels, Counter>::default();
@@ -238,15 +164,15 @@ impl Metrics {
         self.in_flight.inc();
     }
 
-    /// Records an answered request.
-    pub fn finish(&self, route: Route, status: u16, elapsed: Duration) {
+    /// Records an answered request of the route at position `route` in
+    /// the list the metrics were made with (the last one if out of range).
+    pub fn finish(&self, route: usize, status: u16, elapsed: Duration) {
         self.in_flight.dec();
-        let r = Route::ALL
-            .iter()
-            .position(|&x| x == route)
-            .unwrap_or(Route::ALL.len() - 1);
-        self.requests[r][status_index(status)].inc();
-        self.latency[r].observe(elapsed.as_secs_f64());
+        let r = route.min(self.requests.len().saturating_sub(1));
+        if let (Some(counters), Some(latency)) = (self.requests.get(r), self.latency.get(r)) {
+            counters[status_index(status)].inc();
+            latency.observe(elapsed.as_secs_f64());
+        }
     }
 
     /// Records a successful load of `file` serving `workspace`.
@@ -267,7 +193,7 @@ impl Metrics {
         for (collection, n) in counts.by_collection() {
             let labels = RecordLabels {
                 workspace: workspace.to_owned(),
-                collection,
+                collection: collection.name(),
             };
             self.records.get_or_create(&labels).set(n as i64);
         }
@@ -287,10 +213,10 @@ impl Metrics {
         self.last_load.remove(&WorkspaceLabels {
             workspace: workspace.to_owned(),
         });
-        for collection in RecordCounts::COLLECTIONS {
+        for collection in Collection::ALL {
             self.records.remove(&RecordLabels {
                 workspace: workspace.to_owned(),
-                collection,
+                collection: collection.name(),
             });
         }
     }
@@ -310,11 +236,11 @@ mod tests {
 
     #[test]
     fn exposes_requests_latency_and_snapshots() {
-        let m = Metrics::new();
+        let m = Metrics::new(&["/tasks", "other"]);
         m.start();
-        m.finish(Route::Tasks, 200, Duration::from_micros(30));
+        m.finish(0, 200, Duration::from_micros(30));
         m.start();
-        m.finish(Route::Other, 401, Duration::from_micros(5));
+        m.finish(1, 401, Duration::from_micros(5));
         m.loaded(
             "acme.json",
             "ws-acme",

@@ -1,0 +1,154 @@
+//! The API's route table: every route, its label in metrics and logs, and
+//! which route a path names (docs/api.md#endpoints).
+
+/// Every route the API answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    Portfolio,
+    Company,
+    CompanyTasks,
+    CompanyRoles,
+    CompanyNotes,
+    CompanyMetrics,
+    Tasks,
+    Task,
+    Roles,
+    Note,
+    Feed,
+    Meeting,
+    Health,
+    Ready,
+    OpenApi,
+    /// Unknown paths, requests refused before routing (405, 401, 503).
+    Other,
+}
+
+impl Route {
+    /// Every route, in the order of [`Route::LABELS`].
+    pub const ALL: [Route; 16] = [
+        Route::Portfolio,
+        Route::Company,
+        Route::CompanyTasks,
+        Route::CompanyRoles,
+        Route::CompanyNotes,
+        Route::CompanyMetrics,
+        Route::Tasks,
+        Route::Task,
+        Route::Roles,
+        Route::Note,
+        Route::Feed,
+        Route::Meeting,
+        Route::Health,
+        Route::Ready,
+        Route::OpenApi,
+        Route::Other,
+    ];
+
+    /// Every route's label, in the order of [`Route::ALL`]: the metrics are
+    /// made with this list, and a route is reported by its [`Route::index`].
+    pub const LABELS: [&'static str; 16] = {
+        let mut labels = [""; 16];
+        let mut i = 0;
+        while i < Route::ALL.len() {
+            labels[i] = Route::ALL[i].label();
+            i += 1;
+        }
+        labels
+    };
+
+    /// The route as the API documents it.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Route::Portfolio => "/portfolio",
+            Route::Company => "/portfolio/{id}",
+            Route::CompanyTasks => "/portfolio/{id}/tasks",
+            Route::CompanyRoles => "/portfolio/{id}/roles",
+            Route::CompanyNotes => "/portfolio/{id}/notes",
+            Route::CompanyMetrics => "/portfolio/{id}/metrics",
+            Route::Tasks => "/tasks",
+            Route::Task => "/tasks/{id}",
+            Route::Roles => "/roles",
+            Route::Note => "/notes/{id}",
+            Route::Feed => "/feed",
+            Route::Meeting => "/meetings/{id}",
+            Route::Health => "/healthz",
+            Route::Ready => "/readyz",
+            Route::OpenApi => "/openapi.json",
+            Route::Other => "other",
+        }
+    }
+
+    /// The route's position in [`Route::ALL`] and [`Route::LABELS`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The route of a path, and the id segment it carries (or `""`). A path
+    /// with an empty segment (`/tasks/`, `/portfolio//tasks`) names no route.
+    pub fn classify(path: &str) -> (Route, &str) {
+        if path.len() > 1 && path[1..].split('/').any(str::is_empty) {
+            return (Route::Other, "");
+        }
+        let mut segments = path.strip_prefix('/').unwrap_or(path).split('/');
+        let parts = (
+            segments.next(),
+            segments.next(),
+            segments.next(),
+            segments.next(),
+        );
+        match parts {
+            (Some("portfolio"), None, ..) => (Route::Portfolio, ""),
+            (Some("portfolio"), Some(id), None, _) => (Route::Company, id),
+            (Some("portfolio"), Some(id), Some(sub), None) => match sub {
+                "tasks" => (Route::CompanyTasks, id),
+                "roles" => (Route::CompanyRoles, id),
+                "notes" => (Route::CompanyNotes, id),
+                "metrics" => (Route::CompanyMetrics, id),
+                _ => (Route::Other, ""),
+            },
+            (Some("tasks"), None, ..) => (Route::Tasks, ""),
+            (Some("tasks"), Some(id), None, _) => (Route::Task, id),
+            (Some("roles"), None, ..) => (Route::Roles, ""),
+            (Some("notes"), Some(id), None, _) => (Route::Note, id),
+            (Some("feed"), None, ..) => (Route::Feed, ""),
+            (Some("meetings"), Some(id), None, _) => (Route::Meeting, id),
+            (Some("healthz"), None, ..) => (Route::Health, ""),
+            (Some("readyz"), None, ..) => (Route::Ready, ""),
+            (Some("openapi.json"), None, ..) => (Route::OpenApi, ""),
+            _ => (Route::Other, ""),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Route;
+
+    #[test]
+    fn the_table_lists_every_route_once_in_order() {
+        for (i, route) in Route::ALL.into_iter().enumerate() {
+            assert_eq!(route.index(), i, "{route:?}");
+            assert_eq!(Route::LABELS[i], route.label());
+        }
+    }
+
+    #[test]
+    fn paths_name_their_routes() {
+        let id = "6f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f";
+        for (path, route, got_id) in [
+            ("/portfolio", Route::Portfolio, ""),
+            (
+                &format!("/portfolio/{id}/tasks") as &str,
+                Route::CompanyTasks,
+                id,
+            ),
+            (&format!("/meetings/{id}"), Route::Meeting, id),
+            ("/tasks/", Route::Other, ""),
+            ("/portfolio//tasks", Route::Other, ""),
+            (&format!("/portfolio/{id}/nope"), Route::Other, ""),
+            ("/", Route::Other, ""),
+        ] {
+            assert_eq!(Route::classify(path), (route, got_id), "{path}");
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! JSON replies, shared by both listeners (the API and the admin one).
+
+use bytes::Bytes;
+use warp::http::StatusCode;
+use warp::http::header::{CONTENT_TYPE, HeaderValue};
+use warp::reply::Response;
+
+/// A response with `Content-Type: application/json`.
+pub fn json(status: StatusCode, body: Bytes) -> Response {
+    let mut response = Response::new(body.into());
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}

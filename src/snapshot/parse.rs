@@ -1,0 +1,258 @@
+//! Parsing and validation in one streaming pass: bytes in, each record
+//! checked and handed to the store's [`Builder`] as soon as it is parsed, a
+//! [`Header`] out, or one [`SnapshotError`] that names file, collection,
+//! record id and field.
+//!
+//! A record's parsed form lives only while the builder renders it, so the
+//! memory of a load is the file's bytes plus what the builder keeps, never a
+//! second copy of the whole document as structs. Only when the pass fails on
+//! a JSON error does [`diagnose`] spend more passes to tell a syntax error
+//! from a truncated file from a wrong type, and to find the id of the record
+//! at fault; a rejected file may be slow to explain, a good one is never
+//! slowed down by the explaining.
+
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+
+use super::diagnose::{diagnose, format_version_problem};
+use super::error::SnapshotError;
+use super::format::{ApiKeyDoc, MetricRecord, Record, Text, WorkspaceDoc};
+use super::header::{check_api_keys, check_format_version, check_version, check_workspace};
+use super::records::{self, RecordCheck};
+use crate::store::key::KeyHash;
+use crate::store::{Builder, Collection};
+
+/// Everything of a snapshot that is not a record.
+pub struct Header {
+    pub workspace_id: String,
+    pub workspace_name: Option<String>,
+    /// The exporter's version text, if it gave one.
+    pub version: Option<String>,
+    pub key_hashes: Vec<KeyHash>,
+}
+
+/// Parses and validates one snapshot, handing each record to `builder`.
+/// `file` only names the file in errors. On an error the builder has seen
+/// part of the records and must be thrown away.
+pub fn parse(file: &str, bytes: &[u8], builder: &mut Builder) -> Result<Header, SnapshotError> {
+    let mut ctx = Ctx {
+        file,
+        builder,
+        error: None,
+    };
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let result = (&mut de)
+        .deserialize_map(DocVisitor { ctx: &mut ctx })
+        .and_then(|top| de.end().map(|()| top));
+    match (result, ctx.error) {
+        (Ok(top), _) => {
+            check_format_version(file, top.format_version.as_deref())?;
+            let workspace = check_workspace(file, top.workspace.as_ref())?;
+            let version = check_version(file, top.version.as_deref())?;
+            let key_hashes = check_api_keys(file, top.api_keys.as_deref().unwrap_or_default())?;
+            Ok(Header {
+                workspace_id: workspace.0,
+                workspace_name: workspace.1,
+                version,
+                key_hashes,
+            })
+        }
+        // A record failed a check. An unknown format version explains that
+        // better, whatever the order of the keys in the file.
+        (Err(_), Some(error)) => Err(format_version_problem(file, bytes).unwrap_or(error)),
+        (Err(_), None) => Err(diagnose(file, bytes)),
+    }
+}
+
+/// The non-record parts of the document, kept as they were parsed.
+#[derive(Default)]
+struct Top {
+    format_version: Option<String>,
+    version: Option<String>,
+    workspace: Option<(Option<String>, Option<String>)>,
+    api_keys: Option<Vec<Option<String>>>,
+}
+
+struct Ctx<'f, 'b> {
+    file: &'f str,
+    builder: &'b mut Builder,
+    /// The check that stopped the parse, if one did.
+    error: Option<SnapshotError>,
+}
+
+struct DocVisitor<'c, 'f, 'b> {
+    ctx: &'c mut Ctx<'f, 'b>,
+}
+
+impl<'de> Visitor<'de> for DocVisitor<'_, '_, '_> {
+    type Value = Top;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a snapshot object")
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Top, M::Error> {
+        let ctx = self.ctx;
+        let mut top = Top::default();
+        let mut seen: Vec<Text<'de>> = Vec::new();
+        while let Some(key) = map.next_key::<Text<'de>>()? {
+            if seen.contains(&key) {
+                return Err(de::Error::custom(format_args!(
+                    "duplicate field `{}`",
+                    key.as_str()
+                )));
+            }
+            match key.as_str() {
+                "format_version" => {
+                    top.format_version = Some(map.next_value::<&RawValue>()?.get().to_owned());
+                }
+                "version" => {
+                    top.version = map
+                        .next_value::<Option<Text<'de>>>()?
+                        .map(|t| t.as_str().to_owned());
+                }
+                "workspace" => {
+                    top.workspace = map.next_value::<Option<WorkspaceDoc<'de>>>()?.map(|w| {
+                        (
+                            w.id.map(|t| t.as_str().to_owned()),
+                            w.name.map(|t| t.as_str().to_owned()),
+                        )
+                    });
+                }
+                "api_keys" => {
+                    top.api_keys = map
+                        .next_value::<Option<Vec<ApiKeyDoc<'de>>>>()?
+                        .map(|keys| {
+                            keys.into_iter()
+                                .map(|k| k.sha256.map(|t| t.as_str().to_owned()))
+                                .collect()
+                        });
+                }
+                name => match Collection::from_name(name) {
+                    Some(collection) => collection_value(&mut map, ctx, collection)?,
+                    None => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                },
+            }
+            seen.push(key);
+        }
+        Ok(top)
+    }
+}
+
+/// Streams the records of one collection through its check. The match is
+/// exhaustive: a new collection does not compile until it has a check.
+fn collection_value<'de, M: MapAccess<'de>>(
+    map: &mut M,
+    ctx: &mut Ctx<'_, '_>,
+    collection: Collection,
+) -> Result<(), M::Error> {
+    use records::*;
+    match collection {
+        Collection::Companies => map.next_value_seed(Records::new(ctx, collection, company)),
+        Collection::Tasks => map.next_value_seed(Records::new(ctx, collection, task)),
+        Collection::Roles => map.next_value_seed(Records::new(ctx, collection, role)),
+        Collection::Feed => map.next_value_seed(Records::new(ctx, collection, feed_entry)),
+        Collection::Notes => map.next_value_seed(Records::new(ctx, collection, note)),
+        Collection::Metrics => {
+            map.next_value_seed(Records::<MetricRecord<'de>>::new(ctx, collection, metric))
+        }
+        Collection::Meetings => map.next_value_seed(Records::new(ctx, collection, meeting)),
+        Collection::MeetingNotes => {
+            map.next_value_seed(Records::new(ctx, collection, meeting_note))
+        }
+    }
+}
+
+/// Checks one parsed record (whose id is known good) and hands it to the
+/// builder.
+type Check<P> = fn(&RecordCheck<'_>, &P, u128, &mut Builder) -> Result<(), SnapshotError>;
+
+/// The records of one collection, as a serde seed.
+struct Records<'c, 'f, 'b, P> {
+    ctx: &'c mut Ctx<'f, 'b>,
+    collection: Collection,
+    check: Check<P>,
+}
+
+impl<'c, 'f, 'b, P> Records<'c, 'f, 'b, P> {
+    fn new(ctx: &'c mut Ctx<'f, 'b>, collection: Collection, check: Check<P>) -> Self {
+        Records {
+            ctx,
+            collection,
+            check,
+        }
+    }
+}
+
+/// What the streaming pass needs of a parsed record: its id text.
+pub trait HasId<'de> {
+    fn id_text(&self) -> Option<&Text<'de>>;
+}
+
+impl<'de, A> HasId<'de> for Record<'de, A> {
+    fn id_text(&self) -> Option<&Text<'de>> {
+        self.id.as_ref()
+    }
+}
+
+impl<'de> HasId<'de> for MetricRecord<'de> {
+    fn id_text(&self) -> Option<&Text<'de>> {
+        self.id.as_ref()
+    }
+}
+
+impl<'de, P: Deserialize<'de> + HasId<'de>> DeserializeSeed<'de> for Records<'_, '_, '_, P> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_option(self)
+    }
+}
+
+impl<'de, P: Deserialize<'de> + HasId<'de>> Visitor<'de> for Records<'_, '_, '_, P> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "an array of {} records", self.collection.name())
+    }
+
+    /// An absent or `null` collection is empty.
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let ctx = self.ctx;
+        let mut index = 0;
+        while let Some(parsed) = seq.next_element::<P>()? {
+            let id_text = parsed.id_text().map(Text::as_str);
+            let c = RecordCheck {
+                file: ctx.file,
+                collection: self.collection.name(),
+                index,
+                id: id_text,
+            };
+            let outcome = records::check_id(&c, id_text)
+                .and_then(|id| (self.check)(&c, &parsed, id, ctx.builder));
+            if let Err(error) = outcome {
+                ctx.error = Some(error);
+                return Err(de::Error::custom("record rejected"));
+            }
+            index += 1;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,283 @@
+//! [`Builder::finish`], in named steps: check ids, note dangling
+//! references, then build each collection's lists and indexes.
+
+use bytes::Bytes;
+
+use super::index::{Interner, group_by, group_by_pair, group_by_parent, index_ids, newest_first};
+use super::{Builder, Built, Key, Meta, Part, RepeatedId};
+use crate::store::collection::{Collection, RecordCounts};
+use crate::store::id::{IdMap, format_id};
+use crate::store::rendered::Rendered;
+use crate::store::{
+    Companies, Dataset, Feed, LatestMetrics, MeetingNotes, Meetings, Notes, Positions, Roles, Tasks,
+};
+
+impl Builder {
+    /// Checks ids, sorts, indexes and assembles the dataset. Fails if an id
+    /// repeats within a collection.
+    pub fn finish(self, meta: Meta) -> Result<Built, RepeatedId> {
+        let Builder {
+            mut parts,
+            interner,
+            company_names,
+            company_priorities,
+            task_fields,
+            feed_types,
+            metric_names,
+        } = self;
+        let mut ids = check_ids(&parts)?;
+        let mut warnings = dangling_references(&parts, &ids);
+        if meta.key_hashes.is_empty() {
+            warnings.push("api_keys is empty: no key can read this workspace".to_owned());
+        }
+        let mut counts = RecordCounts::default();
+        for c in Collection::ALL {
+            counts[c] = parts[c.index()].keys.len();
+        }
+        let mut take = |c: Collection| {
+            (
+                std::mem::take(&mut parts[c.index()]),
+                std::mem::take(&mut ids[c.index()]),
+            )
+        };
+        let (companies, company_at) = take(Collection::Companies);
+        let metrics = take(Collection::Metrics).0;
+        let metrics = latest_metrics(metrics, &metric_names, &interner, &company_at);
+        let (tasks, task_at) = take(Collection::Tasks);
+        let (notes, note_at) = take(Collection::Notes);
+        let (meetings, meeting_at) = take(Collection::Meetings);
+        let dataset = Dataset {
+            fingerprint: fingerprint(&meta.workspace_id, &meta.version, meta.content_hash),
+            workspace_id: meta.workspace_id,
+            workspace_name: meta.workspace_name,
+            version: meta.version,
+            key_hashes: meta.key_hashes,
+            counts,
+            companies: companies_by_name(
+                companies,
+                company_at,
+                &company_names,
+                &company_priorities,
+                &interner,
+            ),
+            tasks: tasks_by_filters(tasks, task_at, &task_fields, &interner),
+            roles: roles(take(Collection::Roles).0),
+            feed: feed(take(Collection::Feed).0, &feed_types, &interner),
+            notes: notes_by_company(notes, note_at),
+            metrics,
+            meetings: Meetings {
+                records: meetings.rendered.finish(),
+                at: meeting_at,
+            },
+            meeting_notes: meeting_notes(take(Collection::MeetingNotes).0),
+        };
+        Ok(Built { dataset, warnings })
+    }
+}
+
+/// Id → record index of every collection; the first repeat is an error.
+fn check_ids(
+    parts: &[Part; Collection::COUNT],
+) -> Result<[IdMap<u32>; Collection::COUNT], RepeatedId> {
+    let mut ids: [IdMap<u32>; Collection::COUNT] = Default::default();
+    for c in Collection::ALL {
+        let keys = &parts[c.index()].keys;
+        ids[c.index()] = index_ids(keys).map_err(|(index, first)| RepeatedId {
+            collection: c,
+            index,
+            first,
+            id: keys[index].id,
+        })?;
+    }
+    Ok(ids)
+}
+
+/// Records pointing at a parent the dataset does not hold are kept; one
+/// warning per collection says how many, with the first as an example.
+fn dangling_references(
+    parts: &[Part; Collection::COUNT],
+    ids: &[IdMap<u32>; Collection::COUNT],
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for c in Collection::ALL {
+        let Some(parent) = c.parent() else {
+            continue;
+        };
+        let parents = &ids[parent.index()];
+        let mut dangling = parts[c.index()]
+            .keys
+            .iter()
+            .filter(|k| !k.parent.is_some_and(|p| parents.contains_key(&p)));
+        if let Some(first) = dangling.next() {
+            let count = 1 + dangling.count();
+            warnings.push(format!(
+                "{}: {count} record(s) point at a {} this snapshot does not hold (first: {}); they are kept",
+                c.name(),
+                parent.record_name(),
+                format_id(first.id)
+            ));
+        }
+    }
+    warnings
+}
+
+/// A stable hash of what identifies a dataset's content: workspace, version
+/// and the source's bytes (FxHash is fixed: no per-process seed, so every
+/// replica computes the same value).
+fn fingerprint(workspace: &str, version: &str, content_hash: u64) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = rustc_hash::FxBuildHasher.build_hasher();
+    hasher.write(workspace.as_bytes());
+    hasher.write_u8(0);
+    hasher.write(version.as_bytes());
+    hasher.write_u64(content_hash);
+    hasher.finish()
+}
+
+/// Companies: name ascending in code-point order (byte order of UTF-8),
+/// then id; indexed by priority.
+fn companies_by_name(
+    part: Part,
+    at: IdMap<u32>,
+    names: &[Option<Box<str>>],
+    priorities: &[Option<u32>],
+    interner: &Interner,
+) -> Companies {
+    let keys = &part.keys;
+    let mut order: Positions = (0..keys.len() as u32).collect();
+    order.sort_unstable_by(|&a, &b| {
+        let (a, b) = (a as usize, b as usize);
+        names[a].cmp(&names[b]).then(keys[a].id.cmp(&keys[b].id))
+    });
+    let by_priority = group_by(&order, interner, |i| priorities[i]);
+    Companies {
+        records: part.rendered.finish(),
+        order,
+        at,
+        by_priority,
+    }
+}
+
+/// Tasks: newest first, ties by id descending; indexed by each filter, by
+/// both at once, and by company.
+fn tasks_by_filters(
+    part: Part,
+    at: IdMap<u32>,
+    fields: &[(Option<u32>, Option<u32>)],
+    interner: &Interner,
+) -> Tasks {
+    let order = newest_first(&part.keys);
+    Tasks {
+        by_status: group_by(&order, interner, |i| fields[i].0),
+        by_priority: group_by(&order, interner, |i| fields[i].1),
+        by_status_priority: group_by_pair(&order, interner, |i| fields[i]),
+        by_company: group_by_parent(&order, &part.keys),
+        records: part.rendered.finish(),
+        order,
+        at,
+    }
+}
+
+/// Roles: newest `opened_at` first; `/roles` is built once as a whole body.
+fn roles(part: Part) -> Roles {
+    let order = newest_first(&part.keys);
+    let by_company = group_by_parent(&order, &part.keys);
+    let records = part.rendered.finish();
+    let body = list_body(&records, &order);
+    Roles {
+        records,
+        body,
+        by_company,
+    }
+}
+
+/// `{"data":[...]}` of the records in `order`, built once.
+fn list_body(rendered: &Rendered, order: &[u32]) -> Bytes {
+    let mut out = Vec::with_capacity(rendered.size(order) + 16);
+    out.extend_from_slice(b"{\"data\":[");
+    rendered.write(order, &mut out);
+    out.extend_from_slice(b"]}");
+    Bytes::from(out)
+}
+
+/// The feed: newest `published_at` first, with each entry's (instant, id)
+/// for the cursor's binary search; indexed by type.
+fn feed(part: Part, types: &[Option<u32>], interner: &Interner) -> Feed {
+    let order = newest_first(&part.keys);
+    Feed {
+        keys: part.keys.iter().map(|k| (k.at, k.id)).collect(),
+        by_type: group_by(&order, interner, |i| types[i]),
+        records: part.rendered.finish(),
+        order,
+    }
+}
+
+/// Notes: by id, and newest first per company.
+fn notes_by_company(part: Part, at: IdMap<u32>) -> Notes {
+    let order = newest_first(&part.keys);
+    Notes {
+        by_company: group_by_parent(&order, &part.keys),
+        records: part.rendered.finish(),
+        at,
+    }
+}
+
+/// Meeting notes: `created_at` then id ascending within each meeting.
+fn meeting_notes(part: Part) -> MeetingNotes {
+    let keys = &part.keys;
+    let mut order: Positions = (0..keys.len() as u32)
+        .filter(|&i| keys[i as usize].parent.is_some())
+        .collect();
+    order.sort_unstable_by_key(|&i| {
+        let k = &keys[i as usize];
+        (k.parent, k.at, k.id)
+    });
+    MeetingNotes {
+        by_meeting: group_by_parent(&order, keys),
+        records: part.rendered.finish(),
+    }
+}
+
+/// For each (company, metric name), the value with the greatest
+/// `reported_at` (ties: greatest id), kept grouped by company and ordered by
+/// name within it; the rest of the history is dropped. Values of companies
+/// the dataset does not hold cannot be served (their company is a 404).
+fn latest_metrics(
+    part: Part,
+    names: &[Option<u32>],
+    interner: &Interner,
+    companies: &IdMap<u32>,
+) -> LatestMetrics {
+    let keys: &[Key] = &part.keys;
+    let name = |i: u32| names[i as usize].map(|n| interner.text(n));
+    let mut order: Positions = (0..keys.len() as u32)
+        .filter(|&i| {
+            keys[i as usize]
+                .parent
+                .is_some_and(|c| companies.contains_key(&c))
+        })
+        .collect();
+    order.sort_unstable_by(|&a, &b| {
+        let (ka, kb) = (&keys[a as usize], &keys[b as usize]);
+        ka.parent
+            .cmp(&kb.parent)
+            .then_with(|| name(a).cmp(&name(b)))
+            .then_with(|| (kb.at, kb.id).cmp(&(ka.at, ka.id)))
+    });
+    order.dedup_by(|later, first| {
+        keys[*later as usize].parent == keys[*first as usize].parent && name(*later) == name(*first)
+    });
+    let mut by_company: IdMap<(u32, u32)> = IdMap::default();
+    for (pos, &i) in order.iter().enumerate() {
+        if let Some(company) = keys[i as usize].parent {
+            let range = by_company
+                .entry(company)
+                .or_insert((pos as u32, pos as u32));
+            range.1 = pos as u32 + 1;
+        }
+    }
+    LatestMetrics {
+        records: part.rendered.finish().select(&order),
+        by_company,
+    }
+}
