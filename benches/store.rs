@@ -211,6 +211,8 @@ fn respond(c: &mut Criterion, f: &Fixture) {
         draining: Arc::new(AtomicBool::new(false)),
         metrics: Arc::clone(&metrics),
         compression: true,
+        require_workspaces: 0,
+        cors: None,
     };
     let mut headers = HeaderMap::new();
     let value = format!("Bearer {}", f.key);

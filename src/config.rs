@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::api::Cors;
 use crate::generate::Scale;
 use crate::server::HttpLimits;
 
@@ -115,6 +116,19 @@ pub struct ServeArgs {
     /// Log format: `text` for people, `json` for log pipelines.
     #[arg(long, env = "PORTFOLIO_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// /readyz answers 503 while fewer than N workspaces serve (by default a
+    /// replica is ready once the first scan is done, even with none).
+    #[arg(
+        long,
+        env = "PORTFOLIO_REQUIRE_WORKSPACES",
+        value_name = "N",
+        default_value_t = 0
+    )]
+    pub require_workspaces: usize,
+    /// Let browser clients of these origins call the API: `*`, or origins
+    /// separated by commas (off by default).
+    #[arg(long, env = "PORTFOLIO_CORS_ALLOW_ORIGIN", value_name = "ORIGIN|*", value_parser = Cors::parse)]
+    pub cors_allow_origin: Option<Cors>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -156,6 +170,10 @@ pub struct ServeConfig {
     pub limits: HttpLimits,
     /// gzip for clients that accept it.
     pub compression: bool,
+    /// `/readyz` is 503 while fewer workspaces serve.
+    pub require_workspaces: usize,
+    /// Cross-origin access for browsers; `None` is off.
+    pub cors: Option<Cors>,
 }
 
 impl ServeConfig {
@@ -168,6 +186,8 @@ impl ServeConfig {
             rescan_on_sighup: false,
             limits: HttpLimits::default(),
             compression: true,
+            require_workspaces: 0,
+            cors: None,
         }
     }
 }
@@ -187,6 +207,8 @@ impl From<&ServeArgs> for ServeConfig {
                 shutdown_grace: Duration::from_secs(args.shutdown_grace),
             },
             compression: args.compression == Switch::On,
+            require_workspaces: args.require_workspaces,
+            cors: args.cors_allow_origin.clone(),
         }
     }
 }

@@ -100,6 +100,8 @@ pub async fn serve(
         draining: Arc::clone(&draining),
         metrics: Arc::clone(&metrics),
         compression: config.compression,
+        require_workspaces: config.require_workspaces,
+        cors: config.cors.clone(),
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let limits = config.limits;

@@ -9,6 +9,7 @@
 //! rejection merging would blur it. Handlers return replies; nothing rejects.
 
 mod auth;
+mod cors;
 mod error;
 mod http;
 mod query;
@@ -25,6 +26,7 @@ use warp::http::{HeaderMap, Method, StatusCode};
 use warp::reply::Response;
 
 pub use auth::bearer_key_hash;
+pub use cors::Cors;
 pub use error::ApiError;
 pub use query::Query;
 
@@ -53,6 +55,10 @@ pub struct ApiState {
     pub metrics: Arc<Metrics>,
     /// Whether bodies may be gzipped for clients that ask.
     pub compression: bool,
+    /// `/readyz` answers 503 while fewer workspaces than this serve.
+    pub require_workspaces: usize,
+    /// Cross-origin access for browser clients, when allowed.
+    pub cors: Option<Cors>,
 }
 
 /// The filter serving the Portfolio API, `/healthz` and `/readyz`.
@@ -66,7 +72,11 @@ pub fn routes(state: Arc<ApiState>) -> BoxedFilter<(Response,)> {
             move |method: Method, path: warp::path::FullPath, query: String, headers: HeaderMap| {
                 let started = std::time::Instant::now();
                 state.metrics.start();
-                let (response, route) = respond(&state, &method, path.as_str(), &query, &headers);
+                let (mut response, route) =
+                    respond(&state, &method, path.as_str(), &query, &headers);
+                if let Some(cors) = &state.cors {
+                    cors.decorate(&headers, &mut response);
+                }
                 let elapsed = started.elapsed();
                 let status = response.status().as_u16();
                 state.metrics.finish(route.index(), status, elapsed);
@@ -109,6 +119,13 @@ fn answer(
     query: &str,
     headers: &HeaderMap,
 ) -> Response {
+    // A browser's preflight carries no key: it is answered before anything
+    // else, when cross-origin access is on.
+    if let Some(cors) = &state.cors
+        && method == Method::OPTIONS
+    {
+        return cors.preflight(headers);
+    }
     if method != Method::GET && method != Method::HEAD {
         let mut response = json_error(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -129,12 +146,7 @@ fn answer(
                 Bytes::from_static(b"{\"status\":\"draining\"}"),
             );
         }
-        Route::Ready if ready => {
-            return json(
-                StatusCode::OK,
-                Bytes::from_static(b"{\"status\":\"ready\"}"),
-            );
-        }
+        Route::Ready if ready => return readiness(state),
         Route::Ready => {
             return json(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -211,6 +223,23 @@ fn endpoint(ds: &Dataset, route: Route, id: &str, q: &Query<'_>) -> Result<Bytes
             Err(ApiError::not_found("Not found"))
         }
     }
+}
+
+/// `/readyz` once the first scan is done: 200, unless `--require-workspaces`
+/// asks for more workspaces than serve now.
+fn readiness(state: &ApiState) -> Response {
+    let serving = state.store.load().len();
+    if serving >= state.require_workspaces {
+        return json(
+            StatusCode::OK,
+            Bytes::from_static(b"{\"status\":\"ready\"}"),
+        );
+    }
+    let body = format!(
+        "{{\"status\":\"waiting for workspaces\",\"serving\":{serving},\"required\":{}}}",
+        state.require_workspaces
+    );
+    json(StatusCode::SERVICE_UNAVAILABLE, body.into())
 }
 
 fn path_id(text: &str, what: &str) -> Result<u128, ApiError> {

@@ -23,17 +23,21 @@ pub struct Fingerprint {
 pub type Listing = BTreeMap<String, Result<Fingerprint, String>>;
 
 /// The snapshot files in `dir` by name, each with its fingerprint or the
-/// reason it cannot be read.
-pub fn list_snapshot_files(dir: &Path) -> std::io::Result<Listing> {
+/// reason it cannot be read; and how many other names the directory holds.
+pub fn list_snapshot_files(dir: &Path) -> std::io::Result<(Listing, usize)> {
     let mut out = BTreeMap::new();
+    let mut ignored = 0;
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
-        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+        let Some(name) = entry
+            .file_name()
+            .to_str()
+            .map(str::to_owned)
+            .filter(|n| is_snapshot_name(n))
+        else {
+            ignored += 1;
             continue;
         };
-        if !is_snapshot_name(&name) {
-            continue;
-        }
         let fingerprint = match file_fingerprint(&entry.path()) {
             // Deleted between the listing and the stat: it is simply gone.
             // (A symlink to nothing, though, is a broken snapshot.)
@@ -47,7 +51,7 @@ pub fn list_snapshot_files(dir: &Path) -> std::io::Result<Listing> {
         };
         out.insert(name, fingerprint);
     }
-    Ok(out)
+    Ok((out, ignored))
 }
 
 /// The fingerprint of a regular file, following symlinks (a Kubernetes

@@ -26,6 +26,13 @@ pub struct FileStatus {
     pub warnings: Vec<String>,
     /// Why the file's current content was rejected; `null` when it serves.
     pub error: Option<String>,
+    /// When the current content was rejected (RFC 3339, UTC); `null` when
+    /// it serves.
+    pub failed_at: Option<String>,
+    /// The version this file serves now, whatever happened to its newer
+    /// content: after a rejected replacement, the previous version; `null`
+    /// when the file serves nothing.
+    pub serving_version: Option<String>,
 }
 
 impl FileStatus {
@@ -38,7 +45,16 @@ impl FileStatus {
             records: None,
             warnings: Vec::new(),
             error: None,
+            failed_at: None,
+            serving_version: None,
         }
+    }
+
+    /// Records that the file's current content was rejected; what it
+    /// served before (if anything) keeps serving.
+    fn fail(&mut self, message: String) {
+        self.error = Some(message);
+        self.failed_at = Some(now_rfc3339());
     }
 }
 
@@ -53,6 +69,10 @@ pub struct FileEntry {
     /// Rejected because another file holds its workspace or a key: read
     /// again when a file goes away.
     pub conflict: bool,
+    /// While a scan applies a newly loaded dataset: the one it replaces,
+    /// with the status that went with it, restored if the new one loses a
+    /// conflict (a rejected replacement never unloads what was serving).
+    previous: Option<(Arc<Dataset>, FileStatus)>,
 }
 
 impl FileEntry {
@@ -62,6 +82,7 @@ impl FileEntry {
             status: FileStatus::new(name),
             dataset: None,
             conflict: false,
+            previous: None,
         }
     }
 }
@@ -86,8 +107,19 @@ pub fn forget_removed(files: &mut Files, present: &Listing, report: &mut ScanRep
         .cloned()
         .collect();
     for name in gone {
-        files.remove(&name);
-        tracing::info!(file = %name, "snapshot file removed; its workspace is unloaded");
+        let served = files.remove(&name).and_then(|entry| entry.dataset);
+        match served {
+            Some(dataset) => tracing::info!(
+                file = %name,
+                workspace = %dataset.workspace_id,
+                version = %dataset.version,
+                "snapshot file removed; its workspace is unloaded"
+            ),
+            None => tracing::info!(
+                file = %name,
+                "snapshot file removed; it served no workspace, so nothing is unloaded"
+            ),
+        }
         report.removed.push(name);
     }
     if !report.removed.is_empty() {
@@ -120,13 +152,8 @@ pub fn changed_files(
                 entry.fingerprint = None;
                 let message = format!("{name}: cannot read the file: {reason}");
                 if entry.status.error.as_deref() != Some(message.as_str()) {
-                    tracing::error!(
-                        file = %name,
-                        error = %message,
-                        serving_previous = entry.dataset.is_some(),
-                        "snapshot rejected"
-                    );
-                    entry.status.error = Some(message);
+                    log_rejected(name, entry, &message);
+                    entry.status.fail(message);
                     report.rejected.push(name.clone());
                 }
             }
@@ -136,8 +163,14 @@ pub fn changed_files(
 }
 
 /// Step 4: records what each read gave. A loaded file serves its new
-/// dataset; a rejected one keeps serving its previous one, if it had one.
-pub fn apply(files: &mut Files, results: Vec<ReadResult>, report: &mut ScanReport) {
+/// dataset (logged once conflicts are resolved); a rejected one keeps
+/// serving its previous one, if it had one.
+pub fn apply(
+    files: &mut Files,
+    results: Vec<ReadResult>,
+    report: &mut ScanReport,
+) -> Vec<(String, u64)> {
+    let mut loaded_ms = Vec::new();
     for ReadResult {
         name,
         fingerprint,
@@ -153,19 +186,7 @@ pub fn apply(files: &mut Files, results: Vec<ReadResult>, report: &mut ScanRepor
         entry.conflict = false;
         match result {
             Ok(loaded) => {
-                tracing::info!(
-                    file = %name,
-                    workspace = %loaded.dataset.workspace_id,
-                    version = %loaded.dataset.version,
-                    records = loaded.dataset.counts.total(),
-                    warnings = loaded.warnings.len(),
-                    elapsed_ms,
-                    "snapshot loaded"
-                );
-                for warning in &loaded.warnings {
-                    tracing::warn!(file = %name, workspace = %loaded.dataset.workspace_id, warning = %warning, "snapshot warning");
-                }
-                entry.status = FileStatus {
+                let status = FileStatus {
                     file: name.clone(),
                     workspace: Some(loaded.dataset.workspace_id.clone()),
                     version: Some(loaded.dataset.version.clone()),
@@ -173,24 +194,24 @@ pub fn apply(files: &mut Files, results: Vec<ReadResult>, report: &mut ScanRepor
                     records: Some(loaded.dataset.counts),
                     warnings: loaded.warnings,
                     error: None,
+                    failed_at: None,
+                    serving_version: Some(loaded.dataset.version.clone()),
                 };
+                let replaced = std::mem::replace(&mut entry.status, status);
+                entry.previous = entry.dataset.take().map(|d| (d, replaced));
                 entry.dataset = Some(Arc::new(loaded.dataset));
-                report.loaded.push(name);
+                report.loaded.push(name.clone());
+                loaded_ms.push((name, elapsed_ms));
             }
             Err(err) => {
-                tracing::error!(
-                    file = %name,
-                    workspace = entry.status.workspace.as_deref().unwrap_or(""),
-                    error = %err,
-                    elapsed_ms,
-                    serving_previous = entry.dataset.is_some(),
-                    "snapshot rejected"
-                );
-                entry.status.error = Some(err.to_string());
+                let message = err.to_string();
+                log_rejected(&name, entry, &message);
+                entry.status.fail(message);
                 report.rejected.push(name);
             }
         }
     }
+    loaded_ms
 }
 
 /// Step 5: two files must not serve the same workspace, nor the same key
@@ -223,22 +244,88 @@ pub fn resolve_conflicts(files: &mut Files, report: &mut ScanReport) {
         };
         match conflict {
             Some(message) => {
-                tracing::error!(file = %name, error = %message, "snapshot rejected");
-                entry.dataset = None;
-                entry.status.error = Some(format!("{name}: {message}"));
-                entry.status.version = None;
-                entry.status.loaded_at = None;
-                entry.status.records = None;
+                let message = format!("{name}: {message}");
+                // The version this file served before its new content, if it
+                // claims nothing already claimed, keeps serving.
+                let previous = entry.previous.take().filter(|(previous, _)| {
+                    !workspace_owner.contains_key(&previous.workspace_id)
+                        && !previous
+                            .key_hashes
+                            .iter()
+                            .any(|h| key_owner.contains_key(h))
+                });
+                match previous {
+                    Some((previous, status)) => {
+                        entry.dataset = Some(previous);
+                        entry.status = status;
+                    }
+                    None => {
+                        entry.dataset = None;
+                        entry.status.version = None;
+                        entry.status.loaded_at = None;
+                        entry.status.records = None;
+                        entry.status.serving_version = None;
+                    }
+                }
+                log_rejected(&name, entry, &message);
+                entry.status.fail(message);
                 entry.conflict = true;
                 report.loaded.retain(|n| n != &name);
                 report.rejected.push(name.clone());
             }
-            None => {
-                workspace_owner.insert(dataset.workspace_id.clone(), name.clone());
-                for hash in &dataset.key_hashes {
-                    key_owner.insert(*hash, name.clone());
-                }
+            None => {}
+        }
+        if let Some(dataset) = &entry.dataset {
+            workspace_owner.insert(dataset.workspace_id.clone(), name.clone());
+            for hash in &dataset.key_hashes {
+                key_owner.insert(*hash, name.clone());
             }
+        }
+        entry.previous = None;
+    }
+}
+
+/// Logs a rejection once, saying whether a previous version keeps serving.
+fn log_rejected(name: &str, entry: &FileEntry, message: &str) {
+    match &entry.dataset {
+        Some(serving) => tracing::error!(
+            file = %name,
+            error = %message,
+            workspace = %serving.workspace_id,
+            serving_version = %serving.version,
+            "snapshot rejected; the previous version keeps serving"
+        ),
+        None => tracing::error!(
+            file = %name,
+            error = %message,
+            "snapshot rejected; it serves nothing"
+        ),
+    }
+}
+
+/// Logs the files that this scan loaded and that serve (after conflicts).
+pub fn log_loaded(files: &Files, loaded_ms: &[(String, u64)], report: &ScanReport) {
+    for (name, elapsed_ms) in loaded_ms {
+        if !report.loaded.contains(name) {
+            continue;
+        }
+        let Some(entry) = files.get(name) else {
+            continue;
+        };
+        let Some(dataset) = &entry.dataset else {
+            continue;
+        };
+        tracing::info!(
+            file = %name,
+            workspace = %dataset.workspace_id,
+            version = %dataset.version,
+            records = dataset.counts.total(),
+            warnings = entry.status.warnings.len(),
+            elapsed_ms,
+            "snapshot loaded"
+        );
+        for warning in &entry.status.warnings {
+            tracing::warn!(file = %name, workspace = %dataset.workspace_id, warning = %warning, "snapshot warning");
         }
     }
 }

@@ -12,6 +12,7 @@ mod files;
 pub mod read;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant as Clock};
 
@@ -48,6 +49,9 @@ pub struct Snapshots {
     files: Mutex<Files>,
     /// Serializes scans: two scans interleaving could publish out of order.
     scanning: Mutex<()>,
+    /// Whether the directory was found without snapshot files (warned once
+    /// until some appear).
+    empty: AtomicBool,
 }
 
 impl Snapshots {
@@ -58,6 +62,7 @@ impl Snapshots {
             metrics,
             files: Mutex::new(Files::new()),
             scanning: Mutex::new(()),
+            empty: AtomicBool::new(false),
         }
     }
 
@@ -80,7 +85,8 @@ impl Snapshots {
     pub fn scan(&self) -> std::io::Result<ScanReport> {
         let _scanning = self.scanning.lock().unwrap_or_else(|p| p.into_inner());
         let mut report = ScanReport::default();
-        let present = list_snapshot_files(&self.dir)?;
+        let (present, ignored) = list_snapshot_files(&self.dir)?;
+        self.warn_if_empty(present.is_empty(), ignored);
 
         // Under the lock: forget deleted files, decide what to read.
         let (serving_before, to_read) = {
@@ -96,8 +102,9 @@ impl Snapshots {
 
         // Under the lock: apply, resolve conflicts, publish.
         let mut files = self.files();
-        files::apply(&mut files, results, &mut report);
+        let loaded_ms = files::apply(&mut files, results, &mut report);
         files::resolve_conflicts(&mut files, &mut report);
+        files::log_loaded(&files, &loaded_ms, &report);
         let serving = files.values().filter_map(|e| e.dataset.clone());
         self.store.publish(Catalog::new(serving));
 
@@ -120,6 +127,20 @@ impl Snapshots {
         Ok(report)
     }
 
+    /// A directory with no snapshot files serves no workspace: every key
+    /// gets 401. That is usually a wrong `--snapshots` or a failed sync, so
+    /// it is said loudly, once until files appear.
+    fn warn_if_empty(&self, empty: bool, ignored: usize) {
+        let was_empty = self.empty.swap(empty, Ordering::Relaxed);
+        if empty && !was_empty {
+            tracing::warn!(
+                dir = %self.dir.display(),
+                ignored_names = ignored,
+                "the snapshot directory holds no snapshot files (*.json, *.json.gz): no workspace is served and every key gets 401"
+            );
+        }
+    }
+
     /// Step 3: reads and loads each changed file. A file modified too
     /// recently, or that changed while it was read, may be half written: it
     /// is left for a later scan rather than judged.
@@ -139,7 +160,11 @@ impl Snapshots {
             }
             let started = Clock::now();
             let path = self.dir.join(&name);
-            let result = read::read_file(&path).and_then(|bytes| snapshot::load(&name, &bytes));
+            if fingerprint.len >= LARGE_FILE {
+                tracing::info!(file = %name, bytes = fingerprint.len, "loading a large snapshot");
+            }
+            let result = read::read_file(&path)
+                .and_then(|bytes| load_logging_progress(&name, &bytes, started));
             if file_fingerprint(&path).ok() != Some(fingerprint) {
                 report.settling.push(name);
                 continue;
@@ -153,6 +178,35 @@ impl Snapshots {
         }
         results
     }
+}
+
+/// Files at least this large log when their load starts, and how it goes.
+const LARGE_FILE: u64 = 100 << 20;
+
+/// How often a large load says how far it has come.
+const PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
+
+/// Loads a snapshot; a large one logs its progress every few seconds, so
+/// that a long load is never mistaken for a hang.
+fn load_logging_progress(
+    name: &str,
+    bytes: &[u8],
+    started: Clock,
+) -> Result<snapshot::Loaded, snapshot::SnapshotError> {
+    let large = bytes.len() as u64 >= LARGE_FILE;
+    let mut last = started;
+    snapshot::load_reporting(name, bytes, &mut |collection, records| {
+        if large && last.elapsed() >= PROGRESS_INTERVAL {
+            last = Clock::now();
+            tracing::info!(
+                file = %name,
+                collection = collection.name(),
+                records,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "still loading"
+            );
+        }
+    })
 }
 
 /// Hands memory freed by a load (the file's bytes, the parsed document) and

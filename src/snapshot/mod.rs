@@ -16,7 +16,7 @@ pub mod render;
 
 use sha2::{Digest, Sha256};
 
-use crate::store::{Builder, Dataset, Meta, RepeatedId};
+use crate::store::{Builder, Collection, Dataset, Meta, RepeatedId};
 pub use error::{Location, SnapshotError};
 pub use header::FORMAT_VERSION;
 pub use parse::{Header, parse};
@@ -30,8 +30,18 @@ pub struct Loaded {
 /// Parses, validates, indexes and renders one snapshot. `file` only names
 /// the file in errors.
 pub fn load(file: &str, bytes: &[u8]) -> Result<Loaded, SnapshotError> {
+    load_reporting(file, bytes, &mut |_, _| {})
+}
+
+/// [`load`], telling `progress` now and then which collection it is reading
+/// and how many records it has read in all.
+pub fn load_reporting(
+    file: &str,
+    bytes: &[u8],
+    progress: &mut dyn FnMut(Collection, usize),
+) -> Result<Loaded, SnapshotError> {
     let mut builder = Builder::default();
-    let header = parse(file, bytes, &mut builder)?;
+    let header = parse(file, bytes, &mut builder, progress)?;
     let meta = Meta {
         version: header.version.unwrap_or_else(|| derive_version(bytes)),
         workspace_id: header.workspace_id,

@@ -34,14 +34,26 @@ pub struct Header {
     pub key_hashes: Vec<KeyHash>,
 }
 
+/// How often a long parse reports progress, in records.
+const PROGRESS_EVERY: usize = 1 << 16;
+
 /// Parses and validates one snapshot, handing each record to `builder`.
-/// `file` only names the file in errors. On an error the builder has seen
-/// part of the records and must be thrown away.
-pub fn parse(file: &str, bytes: &[u8], builder: &mut Builder) -> Result<Header, SnapshotError> {
+/// `file` only names the file in errors. `progress` is told, every
+/// [`PROGRESS_EVERY`] records, the collection being read and how many
+/// records have been read in all. On an error the builder has seen part of
+/// the records and must be thrown away.
+pub fn parse(
+    file: &str,
+    bytes: &[u8],
+    builder: &mut Builder,
+    progress: &mut dyn FnMut(Collection, usize),
+) -> Result<Header, SnapshotError> {
     let mut ctx = Ctx {
         file,
         builder,
         error: None,
+        progress,
+        records: 0,
     };
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let result = (&mut de)
@@ -81,6 +93,9 @@ struct Ctx<'f, 'b> {
     builder: &'b mut Builder,
     /// The check that stopped the parse, if one did.
     error: Option<SnapshotError>,
+    progress: &'b mut dyn FnMut(Collection, usize),
+    /// Records read so far, in all collections.
+    records: usize,
 }
 
 struct DocVisitor<'c, 'f, 'b> {
@@ -252,6 +267,10 @@ impl<'de, P: Deserialize<'de> + HasId<'de>> Visitor<'de> for Records<'_, '_, '_,
                 return Err(de::Error::custom("record rejected"));
             }
             index += 1;
+            ctx.records += 1;
+            if ctx.records % PROGRESS_EVERY == 0 {
+                (ctx.progress)(self.collection, ctx.records);
+            }
         }
         Ok(())
     }

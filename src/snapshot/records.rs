@@ -262,16 +262,35 @@ fn keyed(
     })
 }
 
+/// An ordering timestamp: RFC 3339 in the profile that every common client
+/// parses (docs/snapshot-format.md#timestamps). It is served as written, so
+/// a lower-case `t` or `z`, which RFC 3339 allows, or a leap second would
+/// reach clients that fail on them (JavaScript's `Date`, Python's
+/// `datetime`): such a file is rejected, saying how to write it.
 fn parse_timestamp(c: &RecordCheck<'_>, text: &str, field: &str) -> Result<Instant, SnapshotError> {
-    Instant::parse_rfc3339(text).ok_or_else(|| {
-        c.fail(
-            &attr(field),
-            format!(
-                "{} is not an RFC 3339 timestamp (like 2026-03-01T10:00:00.123Z)",
-                quote(text)
-            ),
-        )
-    })
+    let fail = |why: &str| c.fail(&attr(field), format!("{} {why}", quote(text)));
+    let instant = Instant::parse_rfc3339(text)
+        .ok_or_else(|| fail("is not an RFC 3339 timestamp (like 2026-03-01T10:00:00.123Z)"))?;
+    if let Some(problem) = client_profile_problem(text) {
+        return Err(fail(problem));
+    }
+    Ok(instant)
+}
+
+/// Why an RFC 3339 timestamp is outside the profile common clients parse.
+fn client_profile_problem(text: &str) -> Option<&'static str> {
+    let b = text.as_bytes();
+    if b.get(10) == Some(&b't') || b.last() == Some(&b'z') {
+        return Some(
+            "writes T or Z in lower case, which many clients cannot parse: write them in upper case (2026-03-01T10:00:00Z)",
+        );
+    }
+    if b.get(17..19) == Some(b"60") {
+        return Some(
+            "is a leap second, which many clients cannot parse: write 23:59:59.999 or the next second",
+        );
+    }
+    None
 }
 
 fn attr(field: &str) -> String {
@@ -388,6 +407,25 @@ pub fn check_id(c: &RecordCheck<'_>, id_text: Option<&str>) -> Result<u128, Snap
 #[cfg(test)]
 mod tests {
     use super::looks_like_email;
+
+    #[test]
+    fn timestamps_must_be_in_the_profile_clients_parse() {
+        for ok in [
+            "2026-03-01T10:00:00Z",
+            "2026-03-01T10:00:00.123456+02:00",
+            "2026-03-01T10:00:59-05:30",
+        ] {
+            assert_eq!(super::client_profile_problem(ok), None, "{ok}");
+        }
+        for bad in [
+            "2026-03-01t10:00:00Z",
+            "2026-03-01T10:00:00z",
+            "2016-12-31T23:59:60Z",
+            "2016-12-31T23:59:60.5Z",
+        ] {
+            assert!(super::client_profile_problem(bad).is_some(), "{bad}");
+        }
+    }
 
     #[test]
     fn emails_follow_the_json_schema_format() {

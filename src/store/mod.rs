@@ -161,6 +161,15 @@ impl Catalog {
         self.by_key.get(key_hash).map(Arc::as_ref)
     }
 
+    /// How many workspaces serve.
+    pub fn len(&self) -> usize {
+        self.by_workspace.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_workspace.is_empty()
+    }
+
     pub fn workspace(&self, id: &str) -> Option<&Arc<Dataset>> {
         self.by_workspace.get(id)
     }

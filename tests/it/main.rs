@@ -15,6 +15,7 @@ mod layers;
 mod meetings;
 mod metrics;
 mod openapi;
+mod operator;
 mod pagination;
 mod production;
 mod props;
