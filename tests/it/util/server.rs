@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::http::exchange;
-use super::{IO_TIMEOUT, READY_TIMEOUT, Response, tempdir, write_json};
+use super::{IO_TIMEOUT, READY_TIMEOUT, Response, eventually, tempdir, write_json};
 
 /// A running server on loopback ports, stopped when dropped.
 pub struct TestServer {
@@ -224,6 +224,23 @@ impl TestServer {
             cases.len(),
             failures.join("\n")
         );
+    }
+
+    /// Waits until admin `/snapshots` lists `file` with an error, and returns the entry.
+    pub async fn wait_error(&self, file: &str) -> Value {
+        let mut found = Value::Null;
+        eventually(
+            &format!("/snapshots reports an error for {file}"),
+            async || match self.snapshot_status(file).await {
+                Some(entry) if entry["error"].as_str().is_some_and(|e| !e.is_empty()) => {
+                    found = entry;
+                    Ok(())
+                }
+                other => Err(format!("entry {other:?}")),
+            },
+        )
+        .await;
+        found
     }
 
     /// Waits until `GET path` with `key` carries `X-Snapshot-Version: version`.

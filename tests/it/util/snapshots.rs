@@ -1,10 +1,13 @@
 //! Snapshot builders and snapshot files: ids and key hashes, records of every
 //! kind, whole fixtures, timestamps in many spellings, the larger snapshots
 //! of the production tests, and the ways a snapshot file is written,
-//! replaced by a rename or gzipped.
+//! replaced (renamed into place, backdated, gzipped) or written slowly.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -386,6 +389,70 @@ pub fn replace_bytes(dir: &Path, name: &str, bytes: &[u8]) {
     let tmp = format!("{name}.tmp");
     write_bytes(dir, &tmp, bytes);
     std::fs::rename(dir.join(&tmp), dir.join(name)).expect("rename a snapshot into place");
+}
+
+/// Writes `bytes` to `dir/name.tmp`, dates it two seconds back and renames it
+/// over `dir/name`, as `rsync -t` or `cp -p` deliver a file.
+///
+/// A server may leave a file modified in the last moments for a later scan,
+/// since it may still be being written; a file that arrives complete with an
+/// old modification time can be loaded at once, so the server need not wait
+/// for the writer to finish.
+pub fn replace_backdated(dir: &Path, name: &str, bytes: &[u8]) {
+    let tmp = dir.join(format!("{name}.tmp"));
+    let mut file = std::fs::File::create(&tmp).expect("create a snapshot file");
+    file.write_all(bytes).expect("write a snapshot file");
+    file.set_modified(SystemTime::now() - Duration::from_secs(2))
+        .expect("date a snapshot file back");
+    drop(file);
+    std::fs::rename(&tmp, dir.join(name)).expect("rename a snapshot into place");
+}
+
+/// Writes a snapshot slowly: whitespace (which JSON allows before a value)
+/// every 20 ms until `finish` (or until `within` has passed),
+/// then the document. The server cannot judge a file still being written,
+/// so its first scan, and readiness, wait for it.
+pub struct SlowWriter {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SlowWriter {
+    pub fn start(path: &Path, snapshot: &Value, within: Duration) -> SlowWriter {
+        let mut file = std::fs::File::create(path).expect("create the slow snapshot");
+        file.write_all(b" ").expect("write the slow snapshot");
+        let bytes = serde_json::to_vec(snapshot).expect("serialize");
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let deadline = Instant::now() + within;
+                while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(20));
+                    file.write_all(b" ").expect("write the slow snapshot");
+                }
+                file.write_all(&bytes).expect("write the slow snapshot");
+            })
+        };
+        SlowWriter {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Writes the document and waits for the writer to end.
+    pub fn finish(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            thread.join().expect("the slow writer panicked");
+        }
+    }
+}
+
+impl Drop for SlowWriter {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
 }
 
 // ---------------------------------------------------------------------------
