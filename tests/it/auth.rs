@@ -1,5 +1,5 @@
 //! Authentication: the bearer scheme, the key form `<prefix>_<secret>`, key
-//! hashes in snapshots, and the exact 401 reply (CONTRACT §5).
+//! hashes in snapshots, and the exact 401 reply (docs/api.md#authentication).
 
 use crate::util::*;
 

@@ -1,6 +1,6 @@
 //! The command line: `hash-key` prints the SHA-256 that a snapshot lists,
 //! `check` exits 0 or 1, and `generate --scale small` writes snapshots that
-//! `check` accepts and the server serves with the demo keys (CONTRACT §4).
+//! `check` accepts and the server serves with the demo keys (docs/operations.md#subcommands).
 
 use std::ffi::{OsStr, OsString};
 

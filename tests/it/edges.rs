@@ -137,35 +137,3 @@ async fn empty_path_segments_are_unknown_paths() {
     ];
     server.check_statuses(Some(KEY), &cases).await;
 }
-
-/// `--compression off` (for a proxy that compresses) sends bodies as they
-/// are, whatever the client accepts.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn compression_can_be_turned_off() {
-    let mut snap = snapshot("ws-a", &[KEY]);
-    add(&mut snap, "companies", [company(1, "A")]);
-    add(
-        &mut snap,
-        "tasks",
-        (0..60).map(|i| task(100 + i, 1, "2026-03-01T10:00:00Z")),
-    );
-    for (compression, expected) in [(true, Some("gzip")), (false, None)] {
-        let dir = tempdir();
-        write_json(dir.path(), "a.json", &snap);
-        let server = TestServer::start_in(dir, |c| c.compression = compression).await;
-        let auth = format!("Bearer {KEY}");
-        let resp = server
-            .request(
-                "GET",
-                "/tasks?limit=60",
-                &[("Authorization", &auth), ("Accept-Encoding", "gzip")],
-            )
-            .await;
-        assert_eq!(resp.status, 200);
-        assert_eq!(
-            resp.header("content-encoding"),
-            expected,
-            "compression {compression}"
-        );
-    }
-}

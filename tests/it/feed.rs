@@ -1,8 +1,7 @@
 //! The feed: newest first with ties by id descending, cursor paging that
 //! neither skips nor repeats across tied instants on page boundaries, the
 //! exactly-full last page, the timestamp-form cursor ("strictly older than"),
-//! malformed cursors, limits, and `filter[type]` with cursors (spec behaviour
-//! rules 4 and 5, CONTRACT §5).
+//! malformed cursors, limits, and `filter[type]` with cursors (docs/api.md#feed-cursor).
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Meetings: exact attributes, `include=notes` with the meeting's notes oldest
 //! first (ties by id ascending), no `notes` key without it, the only allowed
 //! `include` value, and the optional attendee and segment fields left out when
-//! absent (spec behaviour rule 8, CONTRACT §2 and §5).
+//! absent (docs/api.md#meeting).
 
 use serde_json::{Value, json};
 

@@ -1,7 +1,6 @@
 //! Company metrics: for each (company, name) the value with the greatest
 //! `reported_at` compared as instants (ties: greatest id), listed by name in
-//! code-point order, without the metric's `company_id` (spec behaviour rule 7,
-//! CONTRACT §2 and §5).
+//! code-point order, without the metric's `company_id` (docs/api.md#metric).
 
 use serde_json::{Value, json};
 

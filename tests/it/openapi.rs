@@ -14,9 +14,6 @@
 //! end every documented path and status must have been seen.
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::{Read, Write};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use portfolio_replica::generate::{Scale, generate};
@@ -129,7 +126,11 @@ async fn every_answer_matches_the_document() {
     let dir = tempdir();
     let generated = generate(dir.path(), Scale::Small, 42).expect("generate snapshots");
     let edge = edge_snapshot();
-    let writer = SlowWriter::start(&dir.path().join("edge.json"), &edge);
+    let writer = SlowWriter::start(
+        &dir.path().join("edge.json"),
+        &edge,
+        Duration::from_secs(60),
+    );
     let mut server = TestServer::spawn_in(dir, |_| {}).await;
 
     // While starting: every path once, with and without a key.
@@ -410,16 +411,13 @@ impl<'d> Checker<'d> {
             return (problems, None);
         };
         let bytes = match resp.header("content-encoding") {
-            Some("gzip") => {
-                let mut out = Vec::new();
-                match flate2::read::GzDecoder::new(resp.body.as_slice()).read_to_end(&mut out) {
-                    Ok(_) => out,
-                    Err(e) => {
-                        problems.push(format!("the gzip body does not decode: {e}"));
-                        return (problems, None);
-                    }
+            Some("gzip") => match try_gunzip(&resp.body) {
+                Ok(out) => out,
+                Err(e) => {
+                    problems.push(format!("the gzip body does not decode: {e}"));
+                    return (problems, None);
                 }
-            }
+            },
             _ => resp.body.clone(),
         };
         let body: Value = match serde_json::from_slice(&bytes) {
@@ -1247,49 +1245,4 @@ fn edge_snapshot() -> Value {
         ],
     );
     snap
-}
-
-/// Writes a snapshot slowly: whitespace (which JSON allows before a value)
-/// until `finish`, then the document. The server cannot judge a file still
-/// being written, so its first scan, and readiness, wait for it.
-struct SlowWriter {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl SlowWriter {
-    fn start(path: &std::path::Path, snapshot: &Value) -> SlowWriter {
-        let mut file = std::fs::File::create(path).expect("create the slow snapshot");
-        file.write_all(b" ").expect("write the slow snapshot");
-        let bytes = serde_json::to_vec(snapshot).expect("serialize");
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let stop = Arc::clone(&stop);
-            std::thread::spawn(move || {
-                let deadline = Instant::now() + Duration::from_secs(60);
-                while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(20));
-                    file.write_all(b" ").expect("write the slow snapshot");
-                }
-                file.write_all(&bytes).expect("write the slow snapshot");
-            })
-        };
-        SlowWriter {
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn finish(mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            thread.join().expect("the slow writer panicked");
-        }
-    }
-}
-
-impl Drop for SlowWriter {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
 }

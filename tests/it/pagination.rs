@@ -1,7 +1,7 @@
 //! Offset pagination: `limit`/`offset` bounds and defaults, `hasMore` on every
 //! page of full traversals, filters combined with paging, and the order of
 //! every offset list and role list with its tie-break, timestamps compared as
-//! instants across UTC offsets (spec behaviour rules 1 to 3, CONTRACT §5).
+//! instants across UTC offsets (docs/api.md#pagination).
 
 use serde_json::{Value, json};
 

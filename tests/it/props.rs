@@ -5,7 +5,7 @@
 //!   `filter` and `include_notes` return a bounded value or a 400, and agree
 //!   with a reference decoder written here from the WHATWG
 //!   `application/x-www-form-urlencoded` rules.
-//! - Ids: `parse_id` accepts exactly the pattern of CONTRACT §5, checked
+//! - Ids: `parse_id` accepts exactly the pattern of docs/api.md#ids, checked
 //!   against a hand-written matcher of that regex.
 //! - Timestamps and cursors: `Instant`'s `Display` reads back with
 //!   `parse_expanded` and agrees with chrono; `parse_rfc3339` of a timestamp
@@ -385,7 +385,7 @@ proptest! {
 const NIL: &str = "00000000-0000-0000-0000-000000000000";
 const MAX_ID: &str = "ffffffff-ffff-ffff-ffff-ffffffffffff";
 
-/// CONTRACT §5, by hand: `^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-
+/// docs/api.md#ids, by hand: `^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-
 /// [89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}|0{8}-0{4}-0{4}-0{4}-0{12}|f{8}-...)$`,
 /// with `$` the end of the text (ECMA-262: no trailing newline either).
 fn matches_id_pattern(text: &str) -> bool {

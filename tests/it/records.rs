@@ -1,7 +1,7 @@
 //! Record shapes: every served record is exactly `{ id, attributes }`, with
 //! every listed attribute present (null when the snapshot omits it), no
 //! unlisted attribute, timestamps exactly as written, the same record in every
-//! view, and lists scoped to their company (CONTRACT §2).
+//! view, and lists scoped to their company (docs/snapshot-format.md#collections).
 
 use serde_json::{Value, json};
 

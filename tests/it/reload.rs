@@ -1,4 +1,4 @@
-//! Hot reload (CONTRACT §3): files replaced, rewritten, deleted and added
+//! Hot reload (docs/reload.md): files replaced, rewritten, deleted and added
 //! while the server runs, seen through file events, polling, SIGHUP and a
 //! Kubernetes ConfigMap volume. Every response comes from one snapshot
 //! version even while the file churns; a rejected replacement keeps the
@@ -10,22 +10,15 @@
 //! two versions, or that disagrees with its `X-Snapshot-Version`, shows.
 
 use std::collections::BTreeSet;
-use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::util::*;
-
-/// How long a change of the directory may take to be served or reported.
-const CHANGE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How long to wait between two looks at the server.
-const POLL: Duration = Duration::from_millis(20);
 
 /// The workspace of `acme.json`, the file most tests change.
 const ACME: &str = "ws-acme";
@@ -148,22 +141,6 @@ async fn assert_serving(server: &TestServer, key: &str, version: &str) {
     }
 }
 
-/// Polls `check` until it returns `Ok`, failing with its last complaint
-/// when `what` has not happened within `CHANGE_TIMEOUT`.
-async fn eventually(what: &str, mut check: impl AsyncFnMut() -> Result<(), String>) {
-    let deadline = Instant::now() + CHANGE_TIMEOUT;
-    loop {
-        match check().await {
-            Ok(()) => return,
-            Err(last) => assert!(
-                Instant::now() < deadline,
-                "{what}: not within {CHANGE_TIMEOUT:?}; last: {last}"
-            ),
-        }
-        tokio::time::sleep(POLL).await;
-    }
-}
-
 /// Waits until the workspace of `key` is served from `version`.
 async fn wait_serving(server: &TestServer, key: &str, version: &str) {
     eventually(&format!("version {version} is served"), async || {
@@ -192,23 +169,6 @@ async fn wait_unauthorized(server: &TestServer, key: &str) {
     }
 }
 
-/// Waits until admin `/snapshots` lists `file` with an error, and returns the entry.
-async fn wait_error(server: &TestServer, file: &str) -> Value {
-    let mut found = Value::Null;
-    eventually(
-        &format!("/snapshots reports an error for {file}"),
-        async || match server.snapshot_status(file).await {
-            Some(entry) if entry["error"].as_str().is_some_and(|e| !e.is_empty()) => {
-                found = entry;
-                Ok(())
-            }
-            other => Err(format!("entry {other:?}")),
-        },
-    )
-    .await;
-    found
-}
-
 /// Waits until admin `/snapshots` lists `file` as serving `version`, without error.
 async fn wait_clean(server: &TestServer, file: &str, version: &str) {
     eventually(
@@ -234,13 +194,6 @@ fn assert_mentions(error: &str, words: &[&str], context: &str) {
         missing.is_empty(),
         "{context}: the error does not mention {missing:?}: {error}"
     );
-}
-
-/// Writes `bytes` to `dir/name.tmp` and renames it over `dir/name`.
-fn replace_bytes(dir: &Path, name: &str, bytes: &[u8]) {
-    let tmp = format!("{name}.tmp");
-    write_bytes(dir, &tmp, bytes);
-    std::fs::rename(dir.join(&tmp), dir.join(name)).expect("rename a snapshot into place");
 }
 
 /// Renames a new symlink to `target` over `dir/name`.
@@ -308,24 +261,6 @@ fn count_of(version: &str) -> Option<usize> {
     } else {
         None
     }
-}
-
-/// Writes `value` to `dir/name.tmp`, dates it two seconds back and renames it
-/// over `dir/name`, as `rsync -t` or `cp -p` deliver a file.
-///
-/// A server may leave a file modified in the last moments for a later scan,
-/// since it may still be being written; a file that arrives complete with an
-/// old modification time can be loaded at once, so the server reloads many
-/// times during the churn instead of once after it.
-fn replace_backdated(dir: &Path, name: &str, value: &Value) {
-    let tmp = dir.join(format!("{name}.tmp"));
-    let mut file = std::fs::File::create(&tmp).expect("create a snapshot file");
-    file.write_all(&serde_json::to_vec(value).expect("serialize"))
-        .expect("write a snapshot file");
-    file.set_modified(SystemTime::now() - Duration::from_secs(2))
-        .expect("date a snapshot file back");
-    drop(file);
-    std::fs::rename(&tmp, dir.join(name)).expect("rename a snapshot into place");
 }
 
 /// What one paging client saw.
@@ -520,10 +455,13 @@ async fn every_response_comes_from_one_version_while_the_file_churns() {
         } else {
             (format!("A-{writes}"), A_COUNT)
         };
+        // Backdated, so that the server reloads many times during the churn
+        // instead of once after it.
+        let snap = tagged_snapshot(ACME, KEY, &version, count);
         replace_backdated(
             server.dir(),
             "acme.json",
-            &tagged_snapshot(ACME, KEY, &version, count),
+            &serde_json::to_vec(&snap).expect("serialize"),
         );
         if writes >= 50 && enough_versions_seen(&versions.lock().expect("versions")) {
             break version;
@@ -587,7 +525,7 @@ async fn a_bad_replacement_keeps_v1_serving(spoil: impl FnOnce(&Path), mentions:
     wait_clean(&server, "acme.json", "v1").await;
 
     spoil(server.dir());
-    let entry = wait_error(&server, "acme.json").await;
+    let entry = server.wait_error("acme.json").await;
     let error = entry["error"].as_str().unwrap_or_default();
     let mut words = vec!["acme.json"];
     words.extend_from_slice(mentions);
@@ -816,7 +754,7 @@ async fn gzip_replacements_load_and_a_change_of_ending_keeps_the_workspace() {
     // and is refused while `acme.json.gz` serves, then takes over when
     // `acme.json.gz` goes.
     replace_json(server.dir(), "acme.json", &acme("v4"));
-    let entry = wait_error(&server, "acme.json").await;
+    let entry = server.wait_error("acme.json").await;
     assert_mentions(
         entry["error"].as_str().unwrap_or_default(),
         &["acme.json", "acme.json.gz"],
@@ -869,60 +807,15 @@ async fn a_kubernetes_configmap_update_is_served() {
     wait_clean(&server, "acme.json", "v3").await;
 }
 
-/// A child process, killed when dropped so that a failing test never leaks it.
-struct ChildGuard(std::process::Child);
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-/// Returns a loopback address that was free a moment ago.
-fn free_port() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind a free port")
-        .local_addr()
-        .expect("local address")
-}
-
-/// Sends the signal `name` (`HUP`, `TERM`) to the process `pid`.
-fn send_signal(pid: u32, name: &str) {
-    let status = std::process::Command::new("kill")
-        .arg(format!("-{name}"))
-        .arg(pid.to_string())
-        .status()
-        .expect("run kill");
-    assert!(status.success(), "kill -{name} {pid}: {status}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_rescans_and_sigterm_exits_0() {
     let dir = tempdir();
     write_json(dir.path(), "acme.json", &acme("v1"));
-    let logs = tempdir();
-    let log_path = logs.path().join("server.log");
-    let log = std::fs::File::create(&log_path).expect("create the log file");
-    let (api, admin) = (free_port(), free_port());
     // The poll interval is an hour, and polling mode watches no file events:
     // within this test only SIGHUP makes the server look at the directory.
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_portfolio-replica"))
-        .arg("--snapshots")
-        .arg(dir.path())
-        .args(["--listen", &api.to_string()])
-        .args(["--admin-listen", &admin.to_string()])
-        .args(["--poll-interval", "3600000"])
-        .stdin(std::process::Stdio::null())
-        .stdout(log.try_clone().expect("clone the log file"))
-        .stderr(log)
-        .spawn()
-        .expect("start portfolio-replica");
-    let mut child = ChildGuard(child);
-    let pid = child.0.id();
-    let log_text = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    // `Binary::start` returns once `/readyz` answers 200.
+    let mut bin = Binary::start(dir.path(), &["--poll-interval", "3600000"], &[]).await;
+    let api = bin.api;
 
     let version = async |path: &str| -> Result<String, String> {
         let resp = get_from(api, path, Some(KEY)).await?;
@@ -931,24 +824,16 @@ async fn sighup_rescans_and_sigterm_exits_0() {
             _ => Err(format!("status {}, body {}", resp.status, resp.text())),
         }
     };
-    eventually("the binary is ready", async || {
-        if let Some(status) = child.0.try_wait().expect("poll the child") {
-            panic!("portfolio-replica exited with {status}:\n{}", log_text());
-        }
-        let resp = get_from(api, "/readyz", None).await?;
-        match resp.status {
-            200 => Ok(()),
-            status => Err(format!("/readyz answered {status}")),
-        }
-    })
-    .await;
     assert_eq!(version("/portfolio").await.as_deref(), Ok("v1"));
 
     replace_json(dir.path(), "acme.json", &acme("v2"));
-    send_signal(pid, "HUP");
+    bin.signal("HUP");
     eventually("SIGHUP loads v2", async || {
-        if let Some(status) = child.0.try_wait().expect("poll the child") {
-            panic!("portfolio-replica exited with {status}:\n{}", log_text());
+        if let Some(status) = bin.exited() {
+            panic!(
+                "portfolio-replica exited with {status}:\n{}",
+                bin.stderr_text()
+            );
         }
         match version("/portfolio").await? {
             v if v == "v2" => Ok(()),
@@ -960,24 +845,13 @@ async fn sighup_rescans_and_sigterm_exits_0() {
         assert_eq!(version(path).await.as_deref(), Ok("v2"), "GET {path}");
     }
 
-    send_signal(pid, "TERM");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = child.0.try_wait().expect("poll the child") {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "portfolio-replica did not exit within 10 s of SIGTERM:\n{}",
-            log_text()
-        );
-        tokio::time::sleep(POLL).await;
-    };
+    bin.signal("TERM");
+    let status = bin.wait_exit(Duration::from_secs(10)).await;
     assert_eq!(
         status.code(),
         Some(0),
         "exit status after SIGTERM: {status}\n{}",
-        log_text()
+        bin.stderr_text()
     );
 }
 
@@ -994,7 +868,7 @@ async fn a_second_file_of_a_served_workspace_is_rejected_while_the_first_serves(
     // The newcomer sorts before `acme.json` (`-` is below `.`), so "the
     // first file by name wins" would wrongly let it take over.
     replace_json(server.dir(), "acme-copy.json", &acme("v2"));
-    let entry = wait_error(&server, "acme-copy.json").await;
+    let entry = server.wait_error("acme-copy.json").await;
     assert_mentions(
         entry["error"].as_str().unwrap_or_default(),
         &["acme.json", "acme-copy.json"],
@@ -1028,22 +902,11 @@ async fn readyz_and_the_api_answer_503_until_the_first_scan_has_finished() {
     // before a value) until told to finish it. The first scan cannot judge a
     // file still being written, so it cannot finish before the writer does.
     let dir = tempdir();
-    let mut file = std::fs::File::create(dir.path().join("acme.json")).expect("create acme.json");
-    file.write_all(b" ").expect("write acme.json");
-    let stop = Arc::new(AtomicBool::new(false));
-    let _stop_on_failure = StopOnDrop(Arc::clone(&stop));
-    let writer = {
-        let stop = Arc::clone(&stop);
-        std::thread::spawn(move || {
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
-                std::thread::sleep(POLL);
-                file.write_all(b" ").expect("write acme.json");
-            }
-            file.write_all(&serde_json::to_vec(&acme("v1")).expect("serialize"))
-                .expect("write acme.json");
-        })
-    };
+    let writer = SlowWriter::start(
+        &dir.path().join("acme.json"),
+        &acme("v1"),
+        Duration::from_secs(30),
+    );
     let mut server = TestServer::spawn_in(dir, |_| {}).await;
 
     // The listener answers at once; the data does not.
@@ -1066,8 +929,7 @@ async fn readyz_and_the_api_answer_503_until_the_first_scan_has_finished() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    stop.store(true, Ordering::Relaxed);
-    writer.join().expect("the writer panicked");
+    writer.finish();
     server.wait_ready().await;
     assert_serving(&server, KEY, "v1").await;
     wait_clean(&server, "acme.json", "v1").await;

@@ -1,7 +1,7 @@
 //! Routing and protocol rules: the order of the 401/400/404 checks, 405 with
 //! `Allow`, the path id pattern, query-string decoding and repeated or unknown
 //! parameters, HEAD, `Content-Type`, `X-Snapshot-Version`, and the operational
-//! endpoints (CONTRACT §5 and §6).
+//! endpoints (docs/api.md#order-of-checks, docs/api.md#service-endpoints).
 
 use serde_json::json;
 

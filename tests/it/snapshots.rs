@@ -1,4 +1,4 @@
-//! Snapshot files: every rejection reason of CONTRACT §2, seen through
+//! Snapshot files: every rejection reason of docs/snapshot-format.md#validation, seen through
 //! `portfolio-replica check` (exit 1, a message naming the file, collection,
 //! record id and field) and through the server (the file's workspace is not
 //! served at all, and `/snapshots` reports why); what must be accepted
@@ -6,7 +6,7 @@
 //! file names; two files naming one workspace; a rejected replacement keeping
 //! the previous version.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -725,23 +725,6 @@ async fn two_files_of_one_workspace_at_startup_load_one_and_reject_the_other() {
     );
 }
 
-/// Waits until admin `/snapshots` lists `file` with an error, and returns the entry.
-async fn wait_for_error(server: &TestServer, file: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(entry) = server.snapshot_status(file).await
-            && entry["error"].as_str().is_some_and(|e| !e.is_empty())
-        {
-            return entry;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{file} was not reported as rejected within 10 s"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_later_file_of_a_served_workspace_is_rejected_and_the_first_keeps_serving() {
     let dir = tempdir();
@@ -749,7 +732,7 @@ async fn a_later_file_of_a_served_workspace_is_rejected_and_the_first_keeps_serv
     let server =
         TestServer::start_in(dir, |c| c.poll_interval = Some(Duration::from_millis(50))).await;
     replace_json(server.dir(), "dup_a.json", &dup("dup_a.json", "cura_dup_a"));
-    let entry = wait_for_error(&server, "dup_a.json").await;
+    let entry = server.wait_error("dup_a.json").await;
     let error = entry["error"].as_str().unwrap_or_default();
     assert!(
         error.contains("dup_a.json") && error.contains("dup_b.json"),
@@ -774,7 +757,7 @@ async fn a_rejected_replacement_keeps_the_previous_version_serving() {
     broken["version"] = json!("broken");
     broken["tasks"][0]["attributes"]["created_at"] = json!("yesterday");
     replace_json(server.dir(), "acme.json", &broken);
-    wait_for_error(&server, "acme.json").await;
+    server.wait_error("acme.json").await;
     let resp = server.get("/tasks", Some(KEY)).await;
     assert_eq!(resp.status, 200, "the previous version stops serving");
     assert_eq!(
