@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::generate::Scale;
 use crate::server::HttpLimits;
 
 #[derive(Debug, Parser)]
@@ -115,6 +114,19 @@ pub struct ServeArgs {
     /// Log format: `text` for people, `json` for log pipelines.
     #[arg(long, env = "PORTFOLIO_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
+}
+
+/// How much data `generate` writes, as the command line spells it; the
+/// binary maps it to the generator's own `generate::Scale`, so the command
+/// line does not depend on the generator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scale {
+    /// Two demo workspaces of a few hundred kilobytes each.
+    Small,
+    /// One workspace of about 100 MB.
+    Medium,
+    /// One workspace of about 1 GB.
+    Large,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -38,7 +38,7 @@ use sha2::{Digest, Sha256};
 use crate::store::time::{civil_from_days, days_from_civil};
 
 /// How much data `generate` writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scale {
     /// Two demo workspaces of a few hundred kilobytes each.
     Small,
