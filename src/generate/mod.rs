@@ -45,8 +45,6 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
 mod clock;
 mod companies;
 mod context;
@@ -72,10 +70,12 @@ use meetings::{write_meeting_notes, write_meetings};
 use metrics::write_metrics;
 use notes::write_notes;
 use plan::{WorkspaceSpec, workspaces};
-use rng::{HEX, Rng, stream_seed};
+use rng::{Rng, stream_seed};
 use roles::write_roles;
 use tasks::write_tasks;
 use world::World;
+
+use crate::store::key;
 
 /// How much data `generate` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,17 +133,6 @@ fn api_key(spec: &WorkspaceSpec, scale: Scale, seed: u64) -> String {
     format!("cura_{:016x}{:016x}", rng.next_u64(), rng.next_u64())
 }
 
-/// Returns the lowercase hex SHA-256 of `text`.
-fn sha256_hex(text: &str) -> String {
-    let digest = Sha256::digest(text.as_bytes());
-    let mut hex = String::with_capacity(64);
-    for byte in digest {
-        hex.push(char::from(HEX[usize::from(byte >> 4)]));
-        hex.push(char::from(HEX[usize::from(byte & 0xf)]));
-    }
-    hex
-}
-
 /// Writes one workspace to `NAME.json.tmp`, renames it into place and describes the result.
 fn write_workspace(
     out: &Path,
@@ -156,7 +145,7 @@ fn write_workspace(
     let key = api_key(spec, scale, seed);
     let header = Header {
         version: format!("2026-11-22T10:00:00.000Z#{seed}-{}", scale_name(scale)),
-        key_sha256: sha256_hex(&key),
+        key_sha256: key::to_hex(&key::hash_key(&key)),
     };
     let records = match write_to(&tmp, spec, seed, &header) {
         Ok(records) => records,
@@ -277,7 +266,7 @@ mod tests {
             assert_eq!(doc["workspace"]["id"], file.workspace_id.as_str());
             assert_eq!(
                 doc["api_keys"][0]["sha256"],
-                sha256_hex(&file.api_key).as_str()
+                key::to_hex(&key::hash_key(&file.api_key)).as_str()
             );
             let count = |name: &str| doc[name].as_array().map_or(0, Vec::len);
             assert!(count("companies") >= 8);
