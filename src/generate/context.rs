@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use super::json::Json;
-use super::rng::{Rng, Uuid};
+use super::rng::Rng;
 use super::timestamp::Ts;
 
 /// The state shared by all collection writers: randomness, output and a text scratch buffer.
@@ -39,7 +39,7 @@ impl Ctx {
     }
 
     /// Writes `key` with a UUID value.
-    pub(super) fn uuid_field(&mut self, key: &str, id: Uuid) {
+    pub(super) fn uuid_field(&mut self, key: &str, id: u128) {
         self.json.key(key);
         self.json.uuid(id);
     }
@@ -57,7 +57,7 @@ impl Ctx {
     }
 
     /// Opens one `{ "id", "attributes": {` record.
-    pub(super) fn begin_record(&mut self, id: Uuid) {
+    pub(super) fn begin_record(&mut self, id: u128) {
         self.json.begin_record();
         self.uuid_field("id", id);
         self.json.key("attributes");

@@ -3,8 +3,11 @@
 
 use std::io::{self, Write};
 
-use super::rng::{HEX, Uuid};
 use super::timestamp::{DAY, Ts, push_date, push_timestamp};
+use crate::store::id::push_id;
+
+/// Hexadecimal digits, for `\u00XX` escapes.
+const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Flush the JSON buffer to the writer once it holds this many bytes.
 const FLUSH_AT: usize = 1 << 16;
@@ -151,11 +154,11 @@ impl Json {
         }
     }
 
-    /// Writes a UUID string.
-    pub(super) fn uuid(&mut self, id: Uuid) {
+    /// Writes an id as a UUID string.
+    pub(super) fn uuid(&mut self, id: u128) {
         self.separate();
         self.buf.push(b'"');
-        id.push_to(&mut self.buf);
+        push_id(&mut self.buf, id);
         self.buf.push(b'"');
     }
 

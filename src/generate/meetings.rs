@@ -6,14 +6,13 @@ use std::io::{self, Write};
 use super::clock::Clock;
 use super::context::Ctx;
 use super::plan::Plan;
-use super::rng::Uuid;
 use super::text::{meeting_summary, meeting_title, transcript_line};
 use super::timestamp::{DAY, HOUR, RANGE_END, RANGE_START, Ts};
 use super::world::{Company, Person, World, new_person};
 
 /// What meeting notes need to know about a meeting.
 pub(super) struct MeetingInfo {
-    id: Uuid,
+    id: u128,
     start: i64,
     end: Option<i64>,
     speakers: Vec<String>,

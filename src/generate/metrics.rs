@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use super::context::Ctx;
 use super::plan::Plan;
-use super::rng::{Rng, Uuid};
+use super::rng::Rng;
 use super::timestamp::{DAY, Ts};
 use super::world::{Company, World};
 use crate::store::time::days_from_civil;
@@ -73,7 +73,7 @@ pub(super) fn write_metrics<W: Write>(
 
 /// One reported value of a metric, before it is written.
 struct Report {
-    id: Uuid,
+    id: u128,
     quarter: i64,
     value: i64,
     reported: Ts,

@@ -113,14 +113,17 @@ impl Rng {
         items[items.len() - 1].0
     }
 
-    /// Returns a random version-4 UUID (variant digit 8, 9, a or b).
-    pub(super) fn uuid(&mut self) -> Uuid {
-        let mut bytes = [0u8; 16];
-        bytes[..8].copy_from_slice(&self.next_u64().to_be_bytes());
-        bytes[8..].copy_from_slice(&self.next_u64().to_be_bytes());
-        bytes[6] = (bytes[6] & 0x0f) | 0x40;
-        bytes[8] = (bytes[8] & 0x3f) | 0x80;
-        Uuid(bytes)
+    /// Returns a random version-4 UUID (variant digit 8, 9, a or b) as the
+    /// number `store::id` reads and writes ids as: the first draw is the
+    /// high half, the second the low half.
+    pub(super) fn uuid(&mut self) -> u128 {
+        /// Clears the version digit and the top two bits of the variant digit.
+        const KEEP: u128 = 0xffff_ffff_ffff_0fff_3fff_ffff_ffff_ffff;
+        /// Version 4, variant 10xx.
+        const SET: u128 = 0x0000_0000_0000_4000_8000_0000_0000_0000;
+        let high = u128::from(self.next_u64());
+        let low = u128::from(self.next_u64());
+        ((high << 64 | low) & KEEP) | SET
     }
 
     /// Shuffles a slice in place (Fisher-Yates).
@@ -128,25 +131,6 @@ impl Rng {
         for i in (1..items.len()).rev() {
             let j = self.index(i + 1);
             items.swap(i, j);
-        }
-    }
-}
-
-/// A 128-bit record id, written in the lowercase 8-4-4-4-12 form.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Uuid([u8; 16]);
-
-pub(super) const HEX: &[u8; 16] = b"0123456789abcdef";
-
-impl Uuid {
-    /// Appends the 36-character textual form to `buf`.
-    pub(super) fn push_to(self, buf: &mut Vec<u8>) {
-        for (i, byte) in self.0.iter().enumerate() {
-            if matches!(i, 4 | 6 | 8 | 10) {
-                buf.push(b'-');
-            }
-            buf.push(HEX[usize::from(byte >> 4)]);
-            buf.push(HEX[usize::from(byte & 0xf)]);
         }
     }
 }

@@ -2,7 +2,7 @@
 //! portfolio companies (with the names that exercise ordering) and its team.
 
 use super::plan::WorkspaceSpec;
-use super::rng::{Rng, Uuid};
+use super::rng::Rng;
 use super::words::{CAFE_WORDS, FIRST_NAMES, LAST_NAMES, NAME_PREFIXES, NAME_SUFFIXES, NAME_TAILS};
 
 /// A person with a display name and an email address.
@@ -15,14 +15,14 @@ pub(super) struct Person {
 /// A member of the workspace's team, who is assigned tasks and writes notes.
 #[derive(Clone, Debug)]
 pub(super) struct User {
-    pub(super) id: Uuid,
+    pub(super) id: u128,
     pub(super) person: Person,
 }
 
 /// A portfolio company and what other records need to know about it.
 #[derive(Clone, Debug)]
 pub(super) struct Company {
-    pub(super) id: Uuid,
+    pub(super) id: u128,
     pub(super) name: String,
     pub(super) slug: String,
     pub(super) domain: String,
