@@ -4,10 +4,8 @@
 use std::io::{self, Write};
 
 use super::timestamp::{DAY, Ts, push_date, push_timestamp};
+use crate::snapshot::render::Render;
 use crate::store::id::push_id;
-
-/// Hexadecimal digits, for `\u00XX` escapes.
-const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Flush the JSON buffer to the writer once it holds this many bytes.
 const FLUSH_AT: usize = 1 << 16;
@@ -102,10 +100,18 @@ impl Json {
         self.after_key = true;
     }
 
-    /// Writes an escaped string value.
+    /// Writes an escaped string value, escaped as the API renders strings
+    /// (serde_json's escaping).
+    ///
+    /// This generator used to escape by itself, identically but for U+0008
+    /// and U+000C, which serde_json writes as `\b` and `\f` where it wrote
+    /// `\u0008` and `\u000c`. Generated text never holds either: it is made
+    /// of this module's string literals, whose only control characters are
+    /// `\n` and `\t`, and of decimal and hexadecimal numbers. So the output is
+    /// byte-identical to what it was (`generate::tests` checks the texts).
     pub(super) fn string(&mut self, text: &str) {
         self.separate();
-        push_escaped(&mut self.buf, text);
+        text.render(&mut self.buf);
     }
 
     /// Writes a string value or `null`.
@@ -194,36 +200,6 @@ impl Json {
     }
 }
 
-/// Appends `text` as a JSON string literal, escaping what JSON requires.
-fn push_escaped(buf: &mut Vec<u8>, text: &str) {
-    buf.push(b'"');
-    let bytes = text.as_bytes();
-    let mut start = 0;
-    for (i, &byte) in bytes.iter().enumerate() {
-        let escape: &[u8] = match byte {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0..=0x1f => &[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[usize::from(byte >> 4)],
-                HEX[usize::from(byte & 0xf)],
-            ],
-            _ => continue,
-        };
-        buf.extend_from_slice(&bytes[start..i]);
-        buf.extend_from_slice(escape);
-        start = i + 1;
-    }
-    buf.extend_from_slice(&bytes[start..]);
-    buf.push(b'"');
-}
-
 /// Appends `value` in decimal, left-padded with zeros to `width` digits.
 pub(super) fn push_padded(buf: &mut Vec<u8>, value: u64, width: usize) {
     let mut digits = [b'0'; 20];
@@ -245,12 +221,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn escaped_strings_parse_back_unchanged() {
+    fn strings_are_escaped_as_json_requires_and_parse_back_unchanged() {
         let text = "quote \" backslash \\ newline \n tab \t bell \u{7} Zürich 🚀";
-        let mut buf = Vec::new();
-        push_escaped(&mut buf, text);
-        let parsed: String = serde_json::from_slice(&buf).expect("valid JSON string");
-        assert_eq!(parsed, text);
+        let mut json = Json::new();
+        json.begin_array();
+        json.string(text);
+        json.end_array();
+        assert_eq!(
+            String::from_utf8(json.buf.clone()).expect("UTF-8"),
+            r#"["quote \" backslash \\ newline \n tab \t bell \u0007 Zürich 🚀"]"#
+        );
+        let parsed: Vec<String> = serde_json::from_slice(&json.buf).expect("valid JSON");
+        assert_eq!(parsed, [text]);
     }
 
     #[test]

@@ -238,6 +238,8 @@ fn write_header(json: &mut Json, spec: &WorkspaceSpec, header: &Header) {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
 
     /// Returns a fresh scratch directory for one test.
@@ -246,6 +248,45 @@ mod tests {
             std::env::temp_dir().join(format!("portfolio-generate-{}-{name}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         dir
+    }
+
+    /// Adds the control characters of every string in `value` to `found`.
+    fn control_characters(value: &serde_json::Value, found: &mut BTreeSet<char>) {
+        match value {
+            serde_json::Value::String(text) => {
+                found.extend(text.chars().filter(|c| c.is_control()))
+            }
+            serde_json::Value::Array(items) => {
+                items
+                    .iter()
+                    .for_each(|item| control_characters(item, found));
+            }
+            serde_json::Value::Object(members) => {
+                for (name, item) in members {
+                    found.extend(name.chars().filter(|c| c.is_control()));
+                    control_characters(item, found);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Generated text holds no control character but newline and tab, so
+    /// serde_json's escaping writes what the generator's own escaping did
+    /// (`json::Json::string`).
+    #[test]
+    fn text_holds_no_control_characters_but_newline_and_tab() {
+        for seed in [42, 7] {
+            let dir = scratch_dir(&format!("control-{seed}"));
+            let mut found = BTreeSet::new();
+            for file in generate(&dir, Scale::Small, seed).expect("generate") {
+                let bytes = fs::read(&file.path).expect("read snapshot");
+                let doc: serde_json::Value = serde_json::from_slice(&bytes).expect("valid JSON");
+                control_characters(&doc, &mut found);
+            }
+            assert_eq!(found, BTreeSet::from(['\t', '\n']), "seed {seed}");
+            let _ = fs::remove_dir_all(&dir);
+        }
     }
 
     #[test]
