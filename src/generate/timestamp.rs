@@ -105,7 +105,8 @@ impl Ts {
     }
 }
 
-/// Appends the calendar date of a local day count as `YYYY-MM-DD`.
+/// Appends the calendar date of a local day count as `YYYY-MM-DD` (the
+/// date of `store::time::civil_from_days`, zero-padded).
 pub(super) fn push_date(buf: &mut Vec<u8>, days: i64) {
     let (year, month, day) = civil_from_days(days);
     push_padded(buf, year as u64, 4);
@@ -115,7 +116,15 @@ pub(super) fn push_date(buf: &mut Vec<u8>, days: i64) {
     push_padded(buf, day as u64, 2);
 }
 
-/// Appends `ts` as an RFC 3339 timestamp.
+/// Appends `ts` as an RFC 3339 timestamp, in its style's offset and number
+/// of fraction digits.
+///
+/// `store::time::Instant`'s `Display` cannot write these: it writes UTC with
+/// a `Z` and at least three fraction digits, while the generator varies the
+/// offset and writes zero, three or six digits on purpose (the API must
+/// order by instant, not by text). It agrees only for the `Z`, three-digit
+/// style (tests below). The calendar arithmetic is the store's; this writes
+/// straight into the buffer because millions of timestamps go through it.
 pub(super) fn push_timestamp(buf: &mut Vec<u8>, ts: Ts) {
     let offset = ts.style.offset_minutes;
     let local = ts.secs + offset * 60;
@@ -152,6 +161,7 @@ pub(super) fn push_timestamp(buf: &mut Vec<u8>, ts: Ts) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::time::Instant;
 
     /// Renders one timestamp to text.
     fn render(ts: Ts) -> String {
@@ -189,6 +199,51 @@ mod tests {
             render(at(0, style(0, false, 0))),
             "2026-03-01T10:00:00+00:00"
         );
+    }
+
+    /// Every style the generator writes parses back, with the store's own
+    /// parser, to the instant it was given; and the `Z`, three-digit style is
+    /// exactly what `Instant`'s `Display` writes.
+    #[test]
+    fn every_style_parses_back_to_the_same_instant() {
+        let mut styles = vec![(0, true, 3), (0, false, 0)];
+        for ((offset_minutes, zulu), _) in OFFSETS {
+            for (digits, _) in DIGITS {
+                styles.push((offset_minutes, zulu, digits));
+            }
+        }
+        for secs in [
+            RANGE_START,
+            SHARED_INSTANT,
+            RANGE_END - 1,
+            LAST_DAY + DAY - 1,
+        ] {
+            for (offset_minutes, zulu, digits) in styles.iter().copied() {
+                let micros = match digits {
+                    0 => 0,
+                    3 => 250_000,
+                    _ => 123_456,
+                };
+                let style = Style {
+                    offset_minutes,
+                    zulu,
+                    digits,
+                };
+                let text = render(Ts {
+                    secs,
+                    micros,
+                    style,
+                });
+                let instant = Instant {
+                    secs,
+                    nanos: micros * 1_000,
+                };
+                assert_eq!(Instant::parse_rfc3339(&text), Some(instant), "{text}");
+                if zulu && digits == 3 {
+                    assert_eq!(text, instant.to_string());
+                }
+            }
+        }
     }
 
     #[test]
