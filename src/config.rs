@@ -9,7 +9,6 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::api::Cors;
-use crate::generate::Scale;
 use crate::server::HttpLimits;
 
 #[derive(Debug, Parser)]
@@ -129,6 +128,19 @@ pub struct ServeArgs {
     /// separated by commas (off by default).
     #[arg(long, env = "PORTFOLIO_CORS_ALLOW_ORIGIN", value_name = "ORIGIN|*", value_parser = Cors::parse)]
     pub cors_allow_origin: Option<Cors>,
+}
+
+/// How much data `generate` writes, as the command line spells it; the
+/// binary maps it to the generator's own `generate::Scale`, so the command
+/// line does not depend on the generator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scale {
+    /// Two demo workspaces of a few hundred kilobytes each.
+    Small,
+    /// One workspace of about 100 MB.
+    Medium,
+    /// One workspace of about 1 GB.
+    Large,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use portfolio_replica::config::{Cli, Command, LogFormat, ServeArgs};
+use portfolio_replica::config::{self, Cli, Command, LogFormat, ServeArgs};
 use portfolio_replica::store::key;
 use portfolio_replica::{ServeConfig, commands, generate};
 
@@ -31,28 +31,39 @@ fn main() -> ExitCode {
             println!("{}", key::to_hex(&key::hash_key(&key)));
             ExitCode::SUCCESS
         }
-        Command::Generate { out, scale, seed } => match generate::generate(&out, scale, seed) {
-            Ok(files) => {
-                for f in files {
-                    println!(
-                        "{}: workspace {}, {} records, {} bytes, key {}",
-                        f.path.display(),
-                        f.workspace_id,
-                        f.records,
-                        f.bytes,
-                        f.api_key
-                    );
+        Command::Generate { out, scale, seed } => {
+            match generate::generate(&out, generator_scale(scale), seed) {
+                Ok(files) => {
+                    for f in files {
+                        println!(
+                            "{}: workspace {}, {} records, {} bytes, key {}",
+                            f.path.display(),
+                            f.workspace_id,
+                            f.records,
+                            f.bytes,
+                            f.api_key
+                        );
+                    }
+                    ExitCode::SUCCESS
                 }
-                ExitCode::SUCCESS
+                Err(err) => {
+                    eprintln!(
+                        "error: cannot write snapshots into {}: {err}",
+                        out.display()
+                    );
+                    ExitCode::FAILURE
+                }
             }
-            Err(err) => {
-                eprintln!(
-                    "error: cannot write snapshots into {}: {err}",
-                    out.display()
-                );
-                ExitCode::FAILURE
-            }
-        },
+        }
+    }
+}
+
+/// The generator's scale for the one the command line parsed.
+fn generator_scale(scale: config::Scale) -> generate::Scale {
+    match scale {
+        config::Scale::Small => generate::Scale::Small,
+        config::Scale::Medium => generate::Scale::Medium,
+        config::Scale::Large => generate::Scale::Large,
     }
 }
 

@@ -47,20 +47,47 @@ pub fn parse_id(text: &str) -> Option<u128> {
 
 /// Formats an id in the canonical lower-case text form.
 pub fn format_id(id: u128) -> String {
-    let hex = format!("{id:032x}");
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    let mut text = Vec::with_capacity(36);
+    push_id(&mut text, id);
+    String::from_utf8(text).expect("hex digits and dashes are ASCII")
+}
+
+/// Appends the canonical lower-case text form of an id to `out`, without
+/// allocating (the generator writes millions).
+pub fn push_id(out: &mut Vec<u8>, id: u128) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut text = [b'-'; 36];
+    let mut shift = 128;
+    for (i, c) in text.iter_mut().enumerate() {
+        if !matches!(i, 8 | 13 | 18 | 23) {
+            shift -= 4;
+            *c = HEX[(id >> shift) as usize & 0xf];
+        }
+    }
+    out.extend_from_slice(&text);
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse_id;
+    use super::{format_id, parse_id, push_id};
+
+    #[test]
+    fn formats_the_lower_case_text_that_parses_back() {
+        for text in [
+            "6f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f",
+            "00000000-0000-0000-0000-000000000000",
+            "ffffffff-ffff-ffff-ffff-ffffffffffff",
+            "00000000-0000-4000-8000-000000000001",
+        ] {
+            let id = parse_id(text).unwrap();
+            assert_eq!(format_id(id), text);
+            let mut out = b"id:".to_vec();
+            push_id(&mut out, id);
+            assert_eq!(out, format!("id:{text}").into_bytes());
+        }
+        let upper = parse_id("6F1C2D3E-4B5A-4C6D-8E7F-0A1B2C3D4E5F").unwrap();
+        assert_eq!(format_id(upper), "6f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f");
+    }
 
     #[test]
     fn accepts_the_pattern_and_only_it() {
