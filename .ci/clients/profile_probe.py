@@ -61,10 +61,7 @@ PROBES = [
 ]
 
 # timestamp -> why a client fails on it although the loader accepts it.
-KNOWN_GAPS = {
-    "0000-01-01T00:00:00Z": "year 0000: Python's datetime.fromisoformat raises 'year 0 is out of range'",
-    "0000-12-31T23:59:59.999-23:59": "year 0000: Python's datetime.fromisoformat raises 'year 0 is out of range'",
-}
+KNOWN_GAPS = {}
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 NODE = r"""

@@ -285,6 +285,11 @@ fn client_profile_problem(text: &str) -> Option<&'static str> {
             "writes T or Z in lower case, which many clients cannot parse: write them in upper case (2026-03-01T10:00:00Z)",
         );
     }
+    if b.get(0..4) == Some(b"0000") {
+        return Some(
+            "is in the year 0000, which many clients cannot represent (Python's datetime starts at year 1)",
+        );
+    }
     if b.get(17..19) == Some(b"60") {
         return Some(
             "is a leap second, which many clients cannot parse: write 23:59:59.999 or the next second",
@@ -422,6 +427,7 @@ mod tests {
             "2026-03-01T10:00:00z",
             "2016-12-31T23:59:60Z",
             "2016-12-31T23:59:60.5Z",
+            "0000-01-01T00:00:00Z",
         ] {
             assert!(super::client_profile_problem(bad).is_some(), "{bad}");
         }

@@ -17,7 +17,7 @@ async fn a_cursor_past_the_year_9999_pages_on() {
         [
             feed_entry(10, 1, "9999-12-31T23:30:00-01:00"),
             feed_entry(11, 1, "9999-12-31T22:00:00Z"),
-            feed_entry(12, 1, "0000-01-01T00:30:00+01:00"),
+            feed_entry(12, 1, "0001-01-01T00:30:00+01:00"),
         ],
     );
     let server = TestServer::start(&[("late.json", snap)]).await;
