@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::loader::read::read_file;
+use crate::loader::read::SnapshotFile;
 use crate::snapshot;
 
 /// Validates each file as the server would; prints one line per file to
@@ -15,7 +15,7 @@ pub fn check(files: &[PathBuf], out: &mut impl Write, err: &mut impl Write) -> b
     let mut owners: HashMap<String, String> = HashMap::new();
     for path in files {
         let name = path.display().to_string();
-        let result = read_file(path).and_then(|bytes| snapshot::load(&name, &bytes));
+        let result = snapshot::load_from(&name, &SnapshotFile::new(path), &mut |_, _| {});
         match result {
             Ok(loaded) => {
                 let ds = &loaded.dataset;

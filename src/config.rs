@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::api::Cors;
+use crate::loader::parse_bytes;
 use crate::server::HttpLimits;
 
 #[derive(Debug, Parser)]
@@ -128,6 +129,11 @@ pub struct ServeArgs {
     /// separated by commas (off by default).
     #[arg(long, env = "PORTFOLIO_CORS_ALLOW_ORIGIN", value_name = "ORIGIN|*", value_parser = Cors::parse)]
     pub cors_allow_origin: Option<Cors>,
+    /// Refuse, before building, a snapshot whose load would push the
+    /// process over this many bytes (K, M, G suffixes); default: the
+    /// cgroup's memory limit, when there is one.
+    #[arg(long, env = "PORTFOLIO_MEMORY_LIMIT", value_name = "BYTES", value_parser = parse_bytes)]
+    pub memory_limit: Option<u64>,
 }
 
 /// How much data `generate` writes, as the command line spells it; the
@@ -186,6 +192,8 @@ pub struct ServeConfig {
     pub require_workspaces: usize,
     /// Cross-origin access for browsers; `None` is off.
     pub cors: Option<Cors>,
+    /// Loads that would not fit are refused; `None`: the cgroup's limit.
+    pub memory_limit: Option<u64>,
 }
 
 impl ServeConfig {
@@ -200,6 +208,7 @@ impl ServeConfig {
             compression: true,
             require_workspaces: 0,
             cors: None,
+            memory_limit: None,
         }
     }
 }
@@ -221,6 +230,7 @@ impl From<&ServeArgs> for ServeConfig {
             compression: args.compression == Switch::On,
             require_workspaces: args.require_workspaces,
             cors: args.cors_allow_origin.clone(),
+            memory_limit: args.memory_limit,
         }
     }
 }

@@ -78,6 +78,7 @@ pub async fn serve(
         config.snapshots.clone(),
         Arc::clone(&store),
         Arc::clone(&metrics),
+        loader::MemoryLimit::given_or_cgroup(config.memory_limit),
     ));
     let ready = Arc::new(AtomicBool::new(false));
     let draining = Arc::new(AtomicBool::new(false));

@@ -9,8 +9,10 @@
 
 mod dir;
 mod files;
+mod memory;
 pub mod read;
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -21,6 +23,7 @@ use crate::snapshot;
 use crate::store::{Catalog, Store};
 use dir::{Fingerprint, file_fingerprint, list_snapshot_files};
 pub use files::FileStatus;
+pub use memory::{MemoryLimit, parse_bytes, resident_bytes};
 use files::{Files, ReadResult};
 
 /// The outcome of one scan, for logs and for the reloader.
@@ -52,10 +55,17 @@ pub struct Snapshots {
     /// Whether the directory was found without snapshot files (warned once
     /// until some appear).
     empty: AtomicBool,
+    /// Files whose load would not fit are refused before they are built.
+    memory: MemoryLimit,
 }
 
 impl Snapshots {
-    pub fn new(dir: PathBuf, store: Arc<Store>, metrics: Arc<Metrics>) -> Snapshots {
+    pub fn new(
+        dir: PathBuf,
+        store: Arc<Store>,
+        metrics: Arc<Metrics>,
+        memory: MemoryLimit,
+    ) -> Snapshots {
         Snapshots {
             dir,
             store,
@@ -63,6 +73,7 @@ impl Snapshots {
             files: Mutex::new(Files::new()),
             scanning: Mutex::new(()),
             empty: AtomicBool::new(false),
+            memory,
         }
     }
 
@@ -80,8 +91,11 @@ impl Snapshots {
     }
 
     /// Loads new and changed files, forgets deleted ones, and publishes the
-    /// result with one swap. Files whose content did not change are not read
-    /// again. Blocks while files load: call it off the async runtime.
+    /// result. Files whose content did not change are not read again. Each
+    /// loaded file is published (one swap) as soon as it is built, so a
+    /// replaced dataset is freed before the next file is read: a scan holds
+    /// at most one dataset that does not serve. Blocks while files load:
+    /// call it off the async runtime.
     pub fn scan(&self) -> std::io::Result<ScanReport> {
         let _scanning = self.scanning.lock().unwrap_or_else(|p| p.into_inner());
         let mut report = ScanReport::default();
@@ -89,42 +103,63 @@ impl Snapshots {
         self.warn_if_empty(present.is_empty(), ignored);
 
         // Under the lock: forget deleted files, decide what to read.
-        let (serving_before, to_read) = {
+        let to_read = {
             let mut files = self.files();
             let serving_before = files::serving_workspaces(&files);
-            files::forget_removed(&mut files, &present, &mut report);
-            let to_read = files::changed_files(&mut files, &present, &mut report);
-            (serving_before, to_read)
+            let mut step = ScanReport::default();
+            files::forget_removed(&mut files, &present, &mut step);
+            let to_read = files::changed_files(&mut files, &present, &mut step);
+            self.settle(&mut files, serving_before, Vec::new(), step, &mut report);
+            to_read
         };
 
-        // Without the lock: read and build.
-        let results = self.read_changed(to_read, &mut report);
+        // Each file: read and build without the lock, then settle it.
+        for (name, fingerprint) in to_read {
+            let Some(result) = self.read_one(name, fingerprint, &mut report) else {
+                continue;
+            };
+            let mut files = self.files();
+            let serving_before = files::serving_workspaces(&files);
+            let step = ScanReport::default();
+            self.settle(&mut files, serving_before, vec![result], step, &mut report);
+        }
+        Ok(report)
+    }
 
-        // Under the lock: apply, resolve conflicts, publish.
-        let mut files = self.files();
-        let loaded_ms = files::apply(&mut files, results, &mut report);
-        files::resolve_conflicts(&mut files, &mut report);
-        files::log_loaded(&files, &loaded_ms, &report);
+    /// Applies what a step read, resolves conflicts, publishes the catalog
+    /// and records the step's metrics; adds the step to the scan's report.
+    fn settle(
+        &self,
+        files: &mut Files,
+        serving_before: HashSet<String>,
+        results: Vec<ReadResult>,
+        mut step: ScanReport,
+        report: &mut ScanReport,
+    ) {
+        let loaded_ms = files::apply(files, results, &mut step);
+        files::resolve_conflicts(files, &mut step);
+        files::log_loaded(files, &loaded_ms, &step);
         let serving = files.values().filter_map(|e| e.dataset.clone());
         self.store.publish(Catalog::new(serving));
 
-        for name in &report.loaded {
+        for name in &step.loaded {
             if let Some(ds) = files.get(name).and_then(|e| e.dataset.as_ref()) {
                 self.metrics.loaded(name, &ds.workspace_id, &ds.counts);
             }
         }
-        for name in &report.rejected {
+        for name in &step.rejected {
             self.metrics.rejected(name);
         }
-        let serving_after = files::serving_workspaces(&files);
+        let serving_after = files::serving_workspaces(files);
         for workspace in serving_before.difference(&serving_after) {
             self.metrics.unloaded(workspace);
         }
-        drop(files);
-        if !report.loaded.is_empty() || !report.removed.is_empty() {
+        if !step.loaded.is_empty() || !step.removed.is_empty() {
             release_free_memory();
         }
-        Ok(report)
+        report.loaded.append(&mut step.loaded);
+        report.rejected.append(&mut step.rejected);
+        report.removed.append(&mut step.removed);
     }
 
     /// A directory with no snapshot files serves no workspace: every key
@@ -141,62 +176,63 @@ impl Snapshots {
         }
     }
 
-    /// Step 3: reads and loads each changed file. A file modified too
+    /// Step 3: reads and loads one changed file. A file modified too
     /// recently, or that changed while it was read, may be half written: it
-    /// is left for a later scan rather than judged.
-    fn read_changed(
+    /// is left for a later scan rather than judged (`None`).
+    fn read_one(
         &self,
-        to_read: Vec<(String, Fingerprint)>,
+        name: String,
+        fingerprint: Fingerprint,
         report: &mut ScanReport,
-    ) -> Vec<ReadResult> {
-        let mut results = Vec::with_capacity(to_read.len());
-        for (name, fingerprint) in to_read {
-            if fingerprint
-                .modified
-                .is_some_and(|m| m.elapsed().is_ok_and(|age| age < SETTLE))
-            {
-                report.settling.push(name);
-                continue;
-            }
-            let started = Clock::now();
-            let path = self.dir.join(&name);
-            if fingerprint.len >= LARGE_FILE {
-                tracing::info!(file = %name, bytes = fingerprint.len, "loading a large snapshot");
-            }
-            let result = read::read_file(&path)
-                .and_then(|bytes| load_logging_progress(&name, &bytes, started));
-            if file_fingerprint(&path).ok() != Some(fingerprint) {
-                report.settling.push(name);
-                continue;
-            }
-            results.push(ReadResult {
-                name,
-                fingerprint,
-                result,
-                elapsed: started.elapsed(),
-            });
+    ) -> Option<ReadResult> {
+        if fingerprint
+            .modified
+            .is_some_and(|m| m.elapsed().is_ok_and(|age| age < SETTLE))
+        {
+            report.settling.push(name);
+            return None;
         }
-        results
+        let started = Clock::now();
+        let path = self.dir.join(&name);
+        let file = read::SnapshotFile::new(&path);
+        let result = match self.memory.refusal(&name, &file, fingerprint.len) {
+            Some(refused) => Err(refused),
+            None => {
+                if fingerprint.len >= LARGE_FILE {
+                    tracing::info!(file = %name, bytes = fingerprint.len, "loading a large snapshot");
+                }
+                load_logging_progress(&name, &file, started)
+            }
+        };
+        if file_fingerprint(&path).ok() != Some(fingerprint) {
+            report.settling.push(name);
+            return None;
+        }
+        Some(ReadResult {
+            name,
+            fingerprint,
+            result,
+            elapsed: started.elapsed(),
+        })
     }
 }
 
-/// Files at least this large log when their load starts, and how it goes.
+/// Files at least this large log when their load starts.
 const LARGE_FILE: u64 = 100 << 20;
 
-/// How often a large load says how far it has come.
+/// How often a long load says how far it has come.
 const PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
 
-/// Loads a snapshot; a large one logs its progress every few seconds, so
-/// that a long load is never mistaken for a hang.
+/// Loads a snapshot; a load that takes long logs its progress every few
+/// seconds, so that it is never mistaken for a hang.
 fn load_logging_progress(
     name: &str,
-    bytes: &[u8],
+    file: &read::SnapshotFile,
     started: Clock,
 ) -> Result<snapshot::Loaded, snapshot::SnapshotError> {
-    let large = bytes.len() as u64 >= LARGE_FILE;
     let mut last = started;
-    snapshot::load_reporting(name, bytes, &mut |collection, records| {
-        if large && last.elapsed() >= PROGRESS_INTERVAL {
+    snapshot::load_from(name, file, &mut |collection, records| {
+        if last.elapsed() >= PROGRESS_INTERVAL {
             last = Clock::now();
             tracing::info!(
                 file = %name,

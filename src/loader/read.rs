@@ -1,10 +1,12 @@
 //! Reading one snapshot file: its name decides whether it is a snapshot at
-//! all, and whether it is gzip.
+//! all, and whether it is gzip. A file is a [`Source`]: the load streams it
+//! (a `.json.gz` is inflated as a stream, never into one buffer); only a
+//! rejected file is read whole, to say exactly why.
 
-use std::io::Read;
-use std::path::Path;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
 
-use crate::snapshot::SnapshotError;
+use crate::snapshot::{SnapshotError, Source};
 
 /// Whether a directory entry is a snapshot: `*.json` or `*.json.gz`, not
 /// hidden. Everything else (`*.tmp`, `*.part`, editor swap files) is a
@@ -13,15 +15,61 @@ pub fn is_snapshot_name(name: &str) -> bool {
     !name.starts_with('.') && (name.ends_with(".json") || name.ends_with(".json.gz"))
 }
 
-/// Reads a snapshot file and, for `.json.gz`, decompresses it.
+/// A snapshot file, as a source of its (decompressed) bytes.
+pub struct SnapshotFile {
+    path: PathBuf,
+    /// The name errors give: the file name, or the path when it has none.
+    name: String,
+}
+
+impl SnapshotFile {
+    pub fn new(path: &Path) -> SnapshotFile {
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        SnapshotFile {
+            path: path.to_owned(),
+            name,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn is_gzip(&self) -> bool {
+        self.name.ends_with(".gz")
+    }
+
+    fn cannot_read(&self, err: std::io::Error) -> SnapshotError {
+        SnapshotError::new(&self.name, format!("cannot read the file: {err}"))
+    }
+}
+
+impl Source for SnapshotFile {
+    fn open(&self) -> Result<Box<dyn Read + '_>, SnapshotError> {
+        let file = std::fs::File::open(&self.path).map_err(|e| self.cannot_read(e))?;
+        Ok(if self.is_gzip() {
+            Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(
+                1 << 16,
+                file,
+            )))
+        } else {
+            Box::new(file)
+        })
+    }
+
+    fn read_all(&self) -> Result<Vec<u8>, SnapshotError> {
+        read_file(&self.path)
+    }
+}
+
+/// Reads a snapshot file whole and, for `.json.gz`, decompresses it.
 pub fn read_file(path: &Path) -> Result<Vec<u8>, SnapshotError> {
-    let name = path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    let raw = read_all(path)
-        .map_err(|err| SnapshotError::new(&name, format!("cannot read the file: {err}")))?;
-    decode(&name, raw)
+    let file = SnapshotFile::new(path);
+    let raw = read_all(path).map_err(|err| file.cannot_read(err))?;
+    decode(&file.name, raw)
 }
 
 /// `std::fs::read`, into a buffer that asks for huge pages.

@@ -13,6 +13,9 @@ mod header;
 mod parse;
 mod records;
 pub mod render;
+mod stream;
+
+use std::io::Read;
 
 use sha2::{Digest, Sha256};
 
@@ -27,15 +30,101 @@ pub struct Loaded {
     pub warnings: Vec<String>,
 }
 
+/// Where a snapshot's (decompressed) bytes come from: a file, an object, a
+/// buffer. It can be read more than once: the streaming pass reads it, and
+/// only if that pass gives up, the whole-buffer parse reads it again to say
+/// exactly what is wrong.
+pub trait Source {
+    /// A fresh reader of the whole content, from the start.
+    fn open(&self) -> Result<Box<dyn Read + '_>, SnapshotError>;
+
+    /// The whole content in one buffer (the error path).
+    fn read_all(&self) -> Result<Vec<u8>, SnapshotError>;
+}
+
+impl Source for [u8] {
+    fn open(&self) -> Result<Box<dyn Read + '_>, SnapshotError> {
+        Ok(Box::new(self))
+    }
+
+    fn read_all(&self) -> Result<Vec<u8>, SnapshotError> {
+        Ok(self.to_vec())
+    }
+}
+
 /// Parses, validates, indexes and renders one snapshot. `file` only names
 /// the file in errors.
 pub fn load(file: &str, bytes: &[u8]) -> Result<Loaded, SnapshotError> {
-    load_reporting(file, bytes, &mut |_, _| {})
+    load_from(file, bytes, &mut |_, _| {})
 }
 
-/// [`load`], telling `progress` now and then which collection it is reading
-/// and how many records it has read in all.
-pub fn load_reporting(
+/// Loads a snapshot from `source` in one streaming pass, holding a window of
+/// its bytes rather than all of them; `progress` is told now and then which
+/// collection it is reading and how many records it has read in all. A file
+/// the streaming pass does not accept is read whole and parsed again, which
+/// gives the first problem with its exact message.
+pub fn load_from(
+    file: &str,
+    source: &(impl Source + ?Sized),
+    progress: &mut dyn FnMut(Collection, usize),
+) -> Result<Loaded, SnapshotError> {
+    let mut builder = Builder::default();
+    let streamed = stream::parse_stream(file, source.open()?, &mut builder, progress);
+    let Ok(streamed) = streamed else {
+        drop(builder);
+        let bytes = source.read_all()?;
+        return load_buffer(file, &bytes, progress);
+    };
+    let version = match streamed.header.version {
+        Some(version) => version,
+        None => derive_version_of(file, source)?,
+    };
+    finish(
+        file,
+        builder,
+        Meta {
+            version,
+            workspace_id: streamed.header.workspace_id,
+            workspace_name: streamed.header.workspace_name,
+            key_hashes: streamed.header.key_hashes,
+            content_hash: streamed.content_hash,
+        },
+    )
+}
+
+/// The content's derived version, read again as a stream.
+fn derive_version_of(file: &str, source: &(impl Source + ?Sized)) -> Result<String, SnapshotError> {
+    let mut reader = source.open()?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // The error path says what went wrong.
+            Err(_) => {
+                return Err(source.read_all().err().unwrap_or_else(|| {
+                    SnapshotError::new(file, "the content could not be read twice alike")
+                }));
+            }
+        }
+    }
+    Ok(version_text(&hasher.finalize()))
+}
+
+fn finish(file: &str, builder: Builder, meta: Meta) -> Result<Loaded, SnapshotError> {
+    let built = builder
+        .finish(meta)
+        .map_err(|err| repeated_id(file, &err))?;
+    Ok(Loaded {
+        dataset: built.dataset,
+        warnings: built.warnings,
+    })
+}
+
+/// The whole-buffer parse: every problem found with its exact message.
+fn load_buffer(
     file: &str,
     bytes: &[u8],
     progress: &mut dyn FnMut(Collection, usize),
@@ -49,13 +138,7 @@ pub fn load_reporting(
         key_hashes: header.key_hashes,
         content_hash: content_hash(bytes),
     };
-    let built = builder
-        .finish(meta)
-        .map_err(|err| repeated_id(file, &err))?;
-    Ok(Loaded {
-        dataset: built.dataset,
-        warnings: built.warnings,
-    })
+    finish(file, builder, meta)
 }
 
 /// A fast hash of the snapshot's bytes, for ETags. FxHash has no
@@ -69,7 +152,10 @@ fn content_hash(bytes: &[u8]) -> u64 {
 
 /// The version of a snapshot that names none: its content's SHA-256.
 fn derive_version(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
+    version_text(&Sha256::digest(bytes))
+}
+
+fn version_text(digest: &[u8]) -> String {
     let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
 }

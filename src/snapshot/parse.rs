@@ -35,7 +35,7 @@ pub struct Header {
 }
 
 /// How often a long parse reports progress, in records.
-const PROGRESS_EVERY: usize = 1 << 16;
+pub(super) const PROGRESS_EVERY: usize = 1 << 16;
 
 /// Parses and validates one snapshot, handing each record to `builder`.
 /// `file` only names the file in errors. `progress` is told, every
@@ -185,7 +185,8 @@ fn collection_value<'de, M: MapAccess<'de>>(
 
 /// Checks one parsed record (whose id is known good) and hands it to the
 /// builder.
-type Check<P> = fn(&RecordCheck<'_>, &P, u128, &mut Builder) -> Result<(), SnapshotError>;
+pub(super) type Check<P> =
+    fn(&RecordCheck<'_>, &P, u128, &mut Builder) -> Result<(), SnapshotError>;
 
 /// The records of one collection, as a serde seed.
 struct Records<'c, 'f, 'b, P> {

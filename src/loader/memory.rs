@@ -1,0 +1,152 @@
+//! Refusing a snapshot whose load would not fit in memory
+//! (`--memory-limit`, or else the cgroup's limit).
+//!
+//! Before a file is built, its footprint is estimated from its size (for a
+//! `.json.gz`, the uncompressed size its trailer records) and added to what
+//! the process holds now, the dataset it would replace included, since that
+//! one serves until the new one is published. If the sum is over the limit
+//! the file is rejected like any bad file: the previous version keeps
+//! serving, and the process is never pushed into the OOM killer by a load.
+
+use std::io::{Read, Seek, SeekFrom};
+
+use super::read::SnapshotFile;
+use crate::snapshot::SnapshotError;
+
+/// Peak bytes a build needs per byte of JSON: the rendered records (about
+/// the JSON's size), their keys, id maps and list orders, and the read
+/// window. Measured at 1.1 to 1.2 on the generator's data (BENCHMARKS.md,
+/// "Reload cost"); the margin covers text with many escapes.
+const BUILD_FACTOR: (u64, u64) = (13, 10);
+
+/// The memory budget of loads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryLimit {
+    bytes: Option<u64>,
+}
+
+impl MemoryLimit {
+    /// No limit.
+    pub fn none() -> MemoryLimit {
+        MemoryLimit { bytes: None }
+    }
+
+    /// `bytes` if given, else the cgroup's limit when there is one.
+    pub fn given_or_cgroup(bytes: Option<u64>) -> MemoryLimit {
+        MemoryLimit {
+            bytes: bytes.or_else(cgroup_limit),
+        }
+    }
+
+    pub fn bytes(&self) -> Option<u64> {
+        self.bytes
+    }
+
+    /// Why `file` (of `len` bytes on disk) must not be built now, if it
+    /// would not fit next to what the process holds.
+    pub fn refusal(&self, name: &str, file: &SnapshotFile, len: u64) -> Option<SnapshotError> {
+        let limit = self.bytes?;
+        let need = footprint(file, len);
+        let in_use = resident_bytes().unwrap_or(0);
+        if in_use.saturating_add(need) <= limit {
+            return None;
+        }
+        let mib = |b: u64| b.div_ceil(1 << 20);
+        tracing::warn!(
+            file = %name,
+            need_bytes = need,
+            in_use_bytes = in_use,
+            limit_bytes = limit,
+            "snapshot refused: its load would not fit in the memory limit"
+        );
+        Some(SnapshotError::new(
+            name,
+            format!(
+                "not loaded: building it needs about {} MiB next to the {} MiB in use, over the memory limit of {} MiB (--memory-limit, or the cgroup's limit); raise the limit or give the replica more memory",
+                mib(need),
+                mib(in_use),
+                mib(limit)
+            ),
+        ))
+    }
+}
+
+/// Parses `--memory-limit`: bytes, or a number with K, M, G or T (powers of
+/// 1024, an optional `i` and `B`: `512M`, `2GiB`).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size: expected bytes like 2147483648 or 2G"))?;
+    let unit = unit.trim().to_ascii_uppercase();
+    let shift = match unit.trim_end_matches('B').trim_end_matches('I') {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(format!("{text:?}: unknown unit (use K, M, G or T)")),
+    };
+    number
+        .checked_mul(1 << shift)
+        .filter(|&b| b > 0)
+        .ok_or_else(|| format!("{text:?} is not a usable memory limit"))
+}
+
+/// What building `file` will take at its peak.
+fn footprint(file: &SnapshotFile, len: u64) -> u64 {
+    let json = if file.is_gzip() {
+        // The trailer holds the uncompressed size modulo 4 GiB; JSON
+        // compresses 5 to 10 times, so a smaller figure has wrapped.
+        gzip_size(file).filter(|&size| size >= len).unwrap_or(len.saturating_mul(8))
+    } else {
+        len
+    };
+    json.saturating_mul(BUILD_FACTOR.0) / BUILD_FACTOR.1
+}
+
+/// The uncompressed size a gzip file's trailer records (ISIZE).
+fn gzip_size(file: &SnapshotFile) -> Option<u64> {
+    let mut f = std::fs::File::open(file.path()).ok()?;
+    f.seek(SeekFrom::End(-4)).ok()?;
+    let mut trailer = [0u8; 4];
+    f.read_exact(&mut trailer).ok()?;
+    Some(u64::from(u32::from_le_bytes(trailer)))
+}
+
+/// The process's resident memory now (VmRSS).
+pub fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The memory limit of the process's cgroup (v2 `memory.max`, or v1
+/// `memory.limit_in_bytes`), if it has one.
+fn cgroup_limit() -> Option<u64> {
+    let v2 = std::fs::read_to_string("/sys/fs/cgroup/memory.max").ok();
+    let v1 = || std::fs::read_to_string("/sys/fs/cgroup/memory/memory.limit_in_bytes").ok();
+    let text = v2.or_else(v1)?;
+    let bytes: u64 = text.trim().parse().ok()?;
+    // v1 writes "no limit" as a huge number.
+    (bytes < 1 << 60).then_some(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_bytes;
+
+    #[test]
+    fn sizes_take_binary_units() {
+        assert_eq!(parse_bytes("1048576"), Ok(1 << 20));
+        assert_eq!(parse_bytes("512M"), Ok(512 << 20));
+        assert_eq!(parse_bytes("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_bytes("3gb"), Ok(3 << 30));
+        for bad in ["", "0", "M", "12Q", "-1", "1.5G"] {
+            assert!(parse_bytes(bad).is_err(), "{bad:?}");
+        }
+    }
+}
