@@ -15,7 +15,12 @@
 # the script says that rather than pretending.
 #
 # Environment: IMAGE (default localhost/portfolio-replica:dev), BUILD_TIMEOUT
-# (seconds, default 1800), READY_TIMEOUT (seconds for /readyz, default 60).
+# (seconds, default 1800), READY_TIMEOUT (seconds for /readyz, default 60),
+# RUN_OPTS (more options for `run`; inside a container whose cgroups or
+# rlimits crun cannot manage, e.g. RUN_OPTS="--runtime runc --ulimit
+# nofile=4096:4096 --ulimit nproc=4096:4096"). The container runs as the
+# Kubernetes manifests run it: read-only root, no capabilities, no new
+# privileges.
 # The container is named portfolio-replica-check-<pid>, published on free
 # 127.0.0.1 ports only, and removed on exit.
 set -euo pipefail
@@ -120,10 +125,15 @@ cleanup() {
 trap cleanup EXIT
 
 run_log=$WORK/run.log
-if ! CONTAINER=$("$ENGINE" run -d --name "$NAME" \
+# shellcheck disable=SC2086 # RUN_OPTS is a list of options
+if ! CONTAINER=$("$ENGINE" run -d --name "$NAME" --read-only --cap-drop ALL \
+  --security-opt no-new-privileges ${RUN_OPTS:-} \
   -p "127.0.0.1:$API_PORT:8080" -p "127.0.0.1:$ADMIN_PORT:9090" "$IMAGE" 2>"$run_log"); then
-  CONTAINER=
-  sed 's/^/  | /' "$run_log"
+  CONTAINER=$NAME
+  grep -v 'level=error msg="Removing timer' "$run_log" | sed 's/^/  | /'
+  if grep -qE 'OCI runtime|OCI permission denied|cgroups' "$run_log"; then
+    fail "the image built but the engine cannot run containers here (OCI runtime: cgroups or rlimits); see RUN_OPTS"
+  fi
   fail "the image built but the container did not start"
 fi
 say "running $NAME: API 127.0.0.1:$API_PORT, admin 127.0.0.1:$ADMIN_PORT"
