@@ -12,7 +12,7 @@ use warp::http::{Method, StatusCode};
 use warp::reply::Response;
 
 use crate::loader::{FileStatus, Snapshots};
-use crate::metrics::Metrics;
+use crate::metrics::{Format, Metrics};
 use crate::reply::json;
 
 #[derive(Serialize)]
@@ -38,10 +38,11 @@ pub fn routes(snapshots: Arc<Snapshots>, metrics: Arc<Metrics>) -> BoxedFilter<(
             match path.as_str() {
                 "/snapshots" => snapshots_status(&snapshots),
                 "/metrics" => {
-                    let mut response = Response::new(metrics.encode().into());
+                    let format = Format::Classic;
+                    let mut response = Response::new(metrics.encode(format).into());
                     response.headers_mut().insert(
                         CONTENT_TYPE,
-                        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                        HeaderValue::from_static(format.content_type()),
                     );
                     response
                 }
