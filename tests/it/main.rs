@@ -17,6 +17,7 @@ mod metrics;
 mod openapi;
 mod pagination;
 mod production;
+mod prometheus;
 mod props;
 mod records;
 mod reload;
