@@ -7,6 +7,12 @@
 //! metrics are made (the API's route table), and reports a route by its
 //! position in that list. Snapshot figures are per workspace and are removed
 //! with it.
+//!
+//! Two exposition formats ([`Format`]): prometheus-client writes OpenMetrics
+//! 1.0 (with `# EOF`), and the classic Prometheus text format 0.0.4 is
+//! derived from that text by `classic_from_openmetrics`: the crate has no
+//! classic encoder, and the two differ only in family names, types and
+//! trailers, which a line-by-line rewrite covers.
 
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -221,21 +227,172 @@ impl Metrics {
         }
     }
 
-    /// The Prometheus text exposition.
-    pub fn encode(&self) -> String {
-        let mut out = String::new();
+    /// The exposition of every metric in `format`.
+    pub fn encode(&self, format: Format) -> String {
+        let mut openmetrics = String::new();
         // Writing into a String cannot fail.
-        let _ = prometheus_client::encoding::text::encode_registry(&mut out, &self.registry);
-        out
+        let _ = prometheus_client::encoding::text::encode(&mut openmetrics, &self.registry);
+        match format {
+            Format::OpenMetrics => openmetrics,
+            Format::Classic => classic_from_openmetrics(&openmetrics),
+        }
     }
+}
+
+/// The text formats `/metrics` is served in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// OpenMetrics 1.0.0 text: counters typed under their family name,
+    /// `info`, ending with `# EOF`. What Prometheus asks for first.
+    OpenMetrics,
+    /// The classic Prometheus text format 0.0.4: no `info` type, counters
+    /// typed under their `_total` series, no `# EOF`. For everyone else.
+    Classic,
+}
+
+impl Format {
+    /// The `Content-Type` of an exposition in this format.
+    pub const fn content_type(self) -> &'static str {
+        match self {
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Format::Classic => "text/plain; version=0.0.4; charset=utf-8",
+        }
+    }
+}
+
+/// Rewrites an OpenMetrics text, as prometheus-client writes it, into the
+/// classic text format 0.0.4, line by line:
+///
+/// - a counter family `x` is described as `x_total` (its one series), an
+///   `info` family `x` as the gauge `x_info`, a `stateset` as a gauge, an
+///   `unknown` one as `untyped`; `gauge`, `histogram` and `summary` stay;
+/// - `# UNIT` and `# EOF` lines are dropped, and so are `_created` series
+///   (classic text has no place for them);
+/// - exemplars (` # {...} v`) are cut off the samples; a sample timestamp,
+///   in seconds in OpenMetrics, becomes milliseconds.
+///
+/// Label sets, values and HELP texts are the same in both formats.
+/// (prometheus-client writes HELP verbatim, so help texts must not hold a
+/// backslash or a line break: ours are plain sentences.)
+fn classic_from_openmetrics(openmetrics: &str) -> String {
+    let mut out = String::with_capacity(openmetrics.len());
+    // The HELP line waiting for its TYPE line: the name it is written under
+    // depends on the type, and prometheus-client writes HELP first.
+    let mut help: Option<(&str, &str)> = None;
+    // The family of the samples that follow: its name and OpenMetrics type.
+    let mut family = ("", "unknown");
+    for line in openmetrics.lines() {
+        if let Some(comment) = line.strip_prefix("# ") {
+            let (keyword, rest) = comment.split_once(' ').unwrap_or((comment, ""));
+            let (name, text) = rest.split_once(' ').unwrap_or((rest, ""));
+            match keyword {
+                "HELP" => {
+                    flush_help(&mut out, help.take());
+                    help = Some((name, text));
+                }
+                "TYPE" => {
+                    family = (name, text);
+                    let (classic_name, classic_type) = classic_family(name, text);
+                    match help.take() {
+                        Some((help_name, help_text)) if help_name == name => {
+                            push_line(&mut out, &["# HELP ", &classic_name, " ", help_text]);
+                        }
+                        other => flush_help(&mut out, other),
+                    }
+                    push_line(&mut out, &["# TYPE ", &classic_name, " ", classic_type]);
+                }
+                "UNIT" | "EOF" => {}
+                _ => push_line(&mut out, &[line]),
+            }
+            continue;
+        }
+        flush_help(&mut out, help.take());
+        if line.is_empty() {
+            continue;
+        }
+        classic_sample(&mut out, line, family);
+    }
+    flush_help(&mut out, help);
+    out
+}
+
+/// The classic name and type of an OpenMetrics family.
+fn classic_family(name: &str, openmetrics_type: &str) -> (String, &'static str) {
+    match openmetrics_type {
+        "counter" => (format!("{name}_total"), "counter"),
+        "info" => (format!("{name}_info"), "gauge"),
+        "gauge" | "stateset" => (name.to_owned(), "gauge"),
+        "histogram" => (name.to_owned(), "histogram"),
+        "summary" => (name.to_owned(), "summary"),
+        _ => (name.to_owned(), "untyped"),
+    }
+}
+
+fn flush_help(out: &mut String, help: Option<(&str, &str)>) {
+    if let Some((name, text)) = help {
+        push_line(out, &["# HELP ", name, " ", text]);
+    }
+}
+
+fn push_line(out: &mut String, parts: &[&str]) {
+    for part in parts {
+        out.push_str(part);
+    }
+    out.push('\n');
+}
+
+/// Writes one sample line of the family `(name, type)` in classic form.
+fn classic_sample(out: &mut String, line: &str, (family, family_type): (&str, &str)) {
+    let series_end = series_end(line);
+    let (series, rest) = line.split_at(series_end);
+    let sample_name = &series[..series.find('{').unwrap_or(series.len())];
+    if matches!(family_type, "counter" | "histogram" | "summary")
+        && sample_name.strip_prefix(family) == Some("_created")
+    {
+        return;
+    }
+    // After the label set nothing is quoted: ` value [timestamp] [# exemplar]`.
+    let rest = rest.split_once(" # ").map_or(rest, |(before, _)| before);
+    let mut fields = rest.split_ascii_whitespace();
+    out.push_str(series);
+    if let Some(value) = fields.next() {
+        out.push(' ');
+        out.push_str(value);
+    }
+    if let Some(timestamp) = fields.next() {
+        out.push(' ');
+        match timestamp.parse::<f64>() {
+            Ok(seconds) if seconds.is_finite() => {
+                out.push_str(&((seconds * 1000.0).round() as i64).to_string());
+            }
+            _ => out.push_str(timestamp),
+        }
+    }
+    out.push('\n');
+}
+
+/// Where a sample's name and label set end: the first space outside a
+/// quoted label value.
+fn series_end(line: &str) -> usize {
+    let mut quoted = false;
+    let mut escaped = false;
+    for (i, b) in line.bytes().enumerate() {
+        match b {
+            _ if escaped => escaped = false,
+            b'\\' if quoted => escaped = true,
+            b'"' => quoted = !quoted,
+            b' ' if !quoted => return i,
+            _ => {}
+        }
+    }
+    line.len()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn exposes_requests_latency_and_snapshots() {
+    fn busy_metrics() -> Metrics {
         let m = Metrics::new(&["/tasks", "other"]);
         m.start();
         m.finish(0, 200, Duration::from_micros(30));
@@ -250,20 +407,177 @@ mod tests {
             },
         );
         m.rejected("bad.json");
-        let text = m.encode();
+        m
+    }
+
+    fn samples(text: &str) -> Vec<&str> {
+        text.lines().filter(|l| !l.starts_with('#')).collect()
+    }
+
+    #[test]
+    fn exposes_requests_latency_and_snapshots() {
+        let m = busy_metrics();
+        for format in [Format::Classic, Format::OpenMetrics] {
+            let text = m.encode(format);
+            for expected in [
+                "\nportfolio_replica_http_requests_total{route=\"/tasks\",status=\"200\"} 1\n",
+                "\nportfolio_replica_http_requests_total{route=\"other\",status=\"401\"} 1\n",
+                "\nportfolio_replica_http_request_duration_seconds_count{route=\"/tasks\"} 1\n",
+                "\nportfolio_replica_http_request_duration_seconds_bucket{le=\"+Inf\",route=\"/tasks\"} 1\n",
+                "\nportfolio_replica_http_requests_in_flight 0\n",
+                "\nportfolio_replica_snapshot_loads_total{file=\"acme.json\"} 1\n",
+                "\nportfolio_replica_snapshot_load_failures_total{file=\"bad.json\"} 1\n",
+                "\nportfolio_replica_snapshot_last_load_timestamp_seconds{workspace=\"ws-acme\"} ",
+                "\nportfolio_replica_snapshot_records{workspace=\"ws-acme\",collection=\"tasks\"} 7\n",
+                concat!(
+                    "\nportfolio_replica_build_info{version=\"",
+                    env!("CARGO_PKG_VERSION"),
+                    "\"} 1\n"
+                ),
+            ] {
+                assert!(
+                    text.contains(expected),
+                    "{format:?}: missing {expected:?} in\n{text}"
+                );
+            }
+        }
+        m.unloaded("ws-acme");
+        for format in [Format::Classic, Format::OpenMetrics] {
+            assert!(!m.encode(format).contains("workspace=\"ws-acme\""));
+        }
+    }
+
+    #[test]
+    fn openmetrics_types_families_and_ends_with_eof() {
+        let text = busy_metrics().encode(Format::OpenMetrics);
+        assert!(text.ends_with("\n# EOF\n"), "{text}");
+        assert_eq!(text.matches("# EOF").count(), 1);
         for expected in [
-            "portfolio_replica_http_requests_total{route=\"/tasks\",status=\"200\"} 1",
-            "portfolio_replica_http_requests_total{route=\"other\",status=\"401\"} 1",
-            "portfolio_replica_http_request_duration_seconds_count{route=\"/tasks\"} 1",
-            "portfolio_replica_http_requests_in_flight 0",
-            "portfolio_replica_snapshot_loads_total{file=\"acme.json\"} 1",
-            "portfolio_replica_snapshot_load_failures_total{file=\"bad.json\"} 1",
-            "portfolio_replica_snapshot_records{workspace=\"ws-acme\",collection=\"tasks\"} 7",
-            "portfolio_replica_build_info{version=",
+            "# TYPE portfolio_replica_http_requests counter\n",
+            "# TYPE portfolio_replica_http_request_duration_seconds histogram\n",
+            "# TYPE portfolio_replica_http_requests_in_flight gauge\n",
+            "# TYPE portfolio_replica_snapshot_loads counter\n",
+            "# TYPE portfolio_replica_snapshot_load_failures counter\n",
+            "# TYPE portfolio_replica_snapshot_last_load_timestamp_seconds gauge\n",
+            "# TYPE portfolio_replica_snapshot_records gauge\n",
+            "# TYPE portfolio_replica_build info\n",
         ] {
             assert!(text.contains(expected), "missing {expected:?} in\n{text}");
         }
-        m.unloaded("ws-acme");
-        assert!(!m.encode().contains("workspace=\"ws-acme\""));
+        assert!(!text.lines().any(str::is_empty), "a blank line in\n{text}");
+    }
+
+    #[test]
+    fn classic_types_series_and_has_no_openmetrics_lines() {
+        let m = busy_metrics();
+        let text = m.encode(Format::Classic);
+        for expected in [
+            "# HELP portfolio_replica_http_requests_total API requests answered, by route and status.\n\
+             # TYPE portfolio_replica_http_requests_total counter\n",
+            "# TYPE portfolio_replica_http_request_duration_seconds histogram\n",
+            "# TYPE portfolio_replica_http_requests_in_flight gauge\n",
+            "# TYPE portfolio_replica_snapshot_loads_total counter\n",
+            "# TYPE portfolio_replica_snapshot_load_failures_total counter\n",
+            "# TYPE portfolio_replica_snapshot_last_load_timestamp_seconds gauge\n",
+            "# TYPE portfolio_replica_snapshot_records gauge\n",
+            "# HELP portfolio_replica_build_info Build information.\n\
+             # TYPE portfolio_replica_build_info gauge\n",
+        ] {
+            assert!(text.contains(expected), "missing {expected:?} in\n{text}");
+        }
+        for absent in ["# EOF", "# UNIT", " info\n", "_created", " # {"] {
+            assert!(!text.contains(absent), "{absent:?} in\n{text}");
+        }
+        // What a strict classic parser checks: every sample belongs to the
+        // family the last TYPE line named, under a name that type allows,
+        // and no family is described twice.
+        let mut family: Option<(&str, &str)> = None;
+        let mut described = std::collections::HashSet::new();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let (name, typ) = rest.split_once(' ').expect("TYPE name type");
+                assert!(described.insert(name), "{name} typed twice");
+                family = Some((name, typ));
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("# HELP ") {
+                let name = rest.split(' ').next().unwrap_or_default();
+                assert!(!described.contains(name), "HELP after TYPE of {name}");
+                continue;
+            }
+            let (name, typ) = family.unwrap_or_else(|| panic!("{line:?} before any TYPE"));
+            let sample = &line[..line.find(['{', ' ']).expect("a value")];
+            let allowed = match typ {
+                "histogram" => [
+                    format!("{name}_bucket"),
+                    format!("{name}_sum"),
+                    format!("{name}_count"),
+                ]
+                .contains(&sample.to_owned()),
+                "counter" | "gauge" => sample == name,
+                other => panic!("type {other} of {name}"),
+            };
+            assert!(allowed, "{line:?} under # TYPE {name} {typ}");
+        }
+        // Same samples as the OpenMetrics text, in the same order.
+        assert_eq!(samples(&text), samples(&m.encode(Format::OpenMetrics)));
+    }
+
+    #[test]
+    fn classic_from_openmetrics_rewrites_what_classic_text_cannot_hold() {
+        let openmetrics = concat!(
+            "# HELP jobs Jobs done.\n",
+            "# TYPE jobs counter\n",
+            "jobs_total{queue=\"a b # {c}\"} 3 # {trace=\"x\"} 1.0 1700000000.5\n",
+            "jobs_created{queue=\"a b # {c}\"} 1700000000.25\n",
+            "# HELP wait_seconds Waiting.\n",
+            "# TYPE wait_seconds histogram\n",
+            "# UNIT wait_seconds seconds\n",
+            "wait_seconds_sum 0.5 1700000000.125\n",
+            "wait_seconds_count 2\n",
+            "wait_seconds_bucket{le=\"1e-5\"} 1 # {trace=\"y\"} 0.000001\n",
+            "wait_seconds_bucket{le=\"+Inf\"} 2\n",
+            "wait_seconds_created 1700000000\n",
+            "# HELP build Build information.\n",
+            "# TYPE build info\n",
+            "build_info{version=\"1.2\\\"3\\\\\"} 1\n",
+            "# TYPE mystery unknown\n",
+            "mystery NaN\n",
+            "# HELP lonely A HELP without a TYPE.\n",
+            "lonely -Inf\n",
+            "# EOF\n",
+        );
+        let classic = concat!(
+            "# HELP jobs_total Jobs done.\n",
+            "# TYPE jobs_total counter\n",
+            "jobs_total{queue=\"a b # {c}\"} 3\n",
+            "# HELP wait_seconds Waiting.\n",
+            "# TYPE wait_seconds histogram\n",
+            "wait_seconds_sum 0.5 1700000000125\n",
+            "wait_seconds_count 2\n",
+            "wait_seconds_bucket{le=\"1e-5\"} 1\n",
+            "wait_seconds_bucket{le=\"+Inf\"} 2\n",
+            "# HELP build_info Build information.\n",
+            "# TYPE build_info gauge\n",
+            "build_info{version=\"1.2\\\"3\\\\\"} 1\n",
+            "# TYPE mystery untyped\n",
+            "mystery NaN\n",
+            "# HELP lonely A HELP without a TYPE.\n",
+            "lonely -Inf\n",
+        );
+        assert_eq!(classic_from_openmetrics(openmetrics), classic);
+        assert_eq!(classic_from_openmetrics("# EOF\n"), "");
+    }
+
+    #[test]
+    fn content_types_name_the_formats() {
+        assert_eq!(
+            Format::OpenMetrics.content_type(),
+            "application/openmetrics-text; version=1.0.0; charset=utf-8"
+        );
+        assert_eq!(
+            Format::Classic.content_type(),
+            "text/plain; version=0.0.4; charset=utf-8"
+        );
     }
 }

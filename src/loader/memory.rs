@@ -75,7 +75,9 @@ impl MemoryLimit {
 /// 1024, an optional `i` and `B`: `512M`, `2GiB`).
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
     let text = text.trim();
-    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (number, unit) = text.split_at(digits);
     let number: u64 = number
         .parse()
@@ -100,7 +102,9 @@ fn footprint(file: &SnapshotFile, len: u64) -> u64 {
     let json = if file.is_gzip() {
         // The trailer holds the uncompressed size modulo 4 GiB; JSON
         // compresses 5 to 10 times, so a smaller figure has wrapped.
-        gzip_size(file).filter(|&size| size >= len).unwrap_or(len.saturating_mul(8))
+        gzip_size(file)
+            .filter(|&size| size >= len)
+            .unwrap_or(len.saturating_mul(8))
     } else {
         len
     };

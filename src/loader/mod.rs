@@ -23,8 +23,8 @@ use crate::snapshot;
 use crate::store::{Catalog, Store};
 use dir::{Fingerprint, file_fingerprint, list_snapshot_files};
 pub use files::FileStatus;
-pub use memory::{MemoryLimit, parse_bytes, resident_bytes};
 use files::{Files, ReadResult};
+pub use memory::{MemoryLimit, parse_bytes, resident_bytes};
 
 /// The outcome of one scan, for logs and for the reloader.
 #[derive(Debug, Default)]

@@ -19,6 +19,7 @@ mod limits;
 mod logs;
 mod meetings;
 mod metrics;
+mod metrics_format;
 mod openapi;
 mod operator;
 mod pagination;

@@ -244,7 +244,7 @@ pub async fn get_from(addr: SocketAddr, path: &str, key: Option<&str>) -> Result
 }
 
 /// Sends one request on a fresh connection, reads to end of stream and parses the answer.
-pub(super) async fn exchange(
+pub async fn exchange(
     addr: SocketAddr,
     method: &str,
     request: Vec<u8>,
