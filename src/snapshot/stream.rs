@@ -326,16 +326,16 @@ impl<R: Read> Window<R> {
     }
 
     /// Drops the consumed bytes and reads one more chunk. Returns how far
-    /// the bytes moved (so scans can adjust their indices), or `None` at
-    /// the end of the input.
-    fn fill(&mut self) -> Result<Option<usize>, GaveUp> {
-        if self.eof {
-            return Ok(None);
-        }
+    /// the bytes moved (so scans can adjust their indices) and whether any
+    /// were read (`false` at the end of the input).
+    fn fill(&mut self) -> Result<(usize, bool), GaveUp> {
         let shift = self.pos;
         if shift > 0 {
             self.buf.drain(..shift);
             self.pos = 0;
+        }
+        if self.eof {
+            return Ok((shift, false));
         }
         let len = self.buf.len();
         self.buf.resize(len + CHUNK, 0);
@@ -350,11 +350,8 @@ impl<R: Read> Window<R> {
             }
         };
         self.buf.truncate(len + read);
-        if read == 0 {
-            self.eof = true;
-            return Ok(None);
-        }
-        Ok(Some(shift))
+        self.eof = read == 0;
+        Ok((shift, read > 0))
     }
 
     /// The next `len` bytes (which a scan has made sure are there).
@@ -375,7 +372,7 @@ impl<R: Read> Window<R> {
                 }
                 self.pos += 1;
             }
-            if self.fill()?.is_none() {
+            if !self.fill()?.1 {
                 return Ok(None);
             }
         }
@@ -392,15 +389,16 @@ impl<R: Read> Window<R> {
         let scalar = !matches!(first, b'{' | b'[' | b'"');
         loop {
             if i >= self.buf.len() {
-                match self.fill()? {
-                    Some(shift) => {
-                        i -= shift;
-                        continue;
-                    }
-                    // A scalar may end the input; nothing else may.
-                    None if scalar && i > self.pos => return Ok(i - self.pos),
-                    None => return Err(GaveUp),
+                let (shift, more) = self.fill()?;
+                i -= shift;
+                if more {
+                    continue;
                 }
+                // A scalar may end the input; nothing else may.
+                return match i - self.pos {
+                    len if scalar && len > 0 => Ok(len),
+                    _ => Err(GaveUp),
+                };
             }
             if in_string {
                 match memchr::memchr2(b'"', b'\\', &self.buf[i..]) {
@@ -412,10 +410,11 @@ impl<R: Read> Window<R> {
                             continue;
                         }
                         // The escaped byte lies past the window's end.
-                        match self.fill()? {
-                            Some(shift) => i = backslash - shift,
-                            None => return Err(GaveUp),
+                        let (shift, more) = self.fill()?;
+                        if !more {
+                            return Err(GaveUp);
                         }
+                        i = backslash - shift;
                     }
                     Some(at) => {
                         i += at + 1;
@@ -497,6 +496,7 @@ mod tests {
             "null",
             "[]",
             r#""é\u00e9""#,
+            "true",
         ];
         let text = values.join(" \n");
         let expected: Vec<usize> = values.iter().map(|v| v.len()).collect();
