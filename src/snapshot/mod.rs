@@ -6,6 +6,7 @@
 //! [`Builder`] as soon as it is read. Reading files (and everything else
 //! that touches the disk) is the loader's.
 
+mod batches;
 mod diagnose;
 pub mod error;
 pub mod format;

@@ -29,6 +29,7 @@ use super::format::{
 };
 use super::header::{check_api_keys, check_format_version, check_version, check_workspace};
 use super::parse::{HasId, Header};
+use super::batches::{Sink, Workers, worker_count};
 use super::records::{self, RecordCheck};
 use crate::store::{Builder, Collection};
 
@@ -46,22 +47,40 @@ pub struct Streamed {
     pub content_hash: u64,
 }
 
-/// Parses a snapshot from `reader`, handing each record to `builder`.
+/// Parses a snapshot from `reader`, handing each record to `builder`; on
+/// a machine with more than one core, records are built on worker threads
+/// while the reading goes on ([`super::batches`]).
 pub fn parse_stream(
     file: &str,
     reader: impl Read,
     builder: &mut Builder,
     progress: &mut dyn FnMut(Collection, usize),
 ) -> Result<Streamed, GaveUp> {
+    match worker_count() {
+        0 => stream_into(file, reader, Sink::Inline(builder), progress),
+        count => std::thread::scope(|scope| {
+            let workers = Workers::start(scope, file, count, builder);
+            stream_into(file, reader, Sink::Workers(workers), progress)
+        }),
+    }
+}
+
+fn stream_into(
+    file: &str,
+    reader: impl Read,
+    sink: Sink<'_, '_>,
+    progress: &mut dyn FnMut(Collection, usize),
+) -> Result<Streamed, GaveUp> {
     let mut s = Stream {
         window: Window::new(reader),
         file,
-        builder,
+        sink,
         progress,
         records: 0,
         hash: rustc_hash::FxHasher::default(),
     };
     let top = s.document()?;
+    s.sink.finish()?;
     let header = Header {
         version: check_version(file, top.version.as_deref()).map_err(|_| GaveUp)?,
         key_hashes: check_api_keys(file, top.api_keys.as_deref().unwrap_or_default())
@@ -91,16 +110,16 @@ struct Top {
     api_keys: Option<Vec<Option<String>>>,
 }
 
-struct Stream<'f, 'b, R> {
+struct Stream<'f, 's, 'b, R> {
     window: Window<R>,
     file: &'f str,
-    builder: &'b mut Builder,
+    sink: Sink<'s, 'b>,
     progress: &'b mut dyn FnMut(Collection, usize),
     records: usize,
     hash: rustc_hash::FxHasher,
 }
 
-impl<R: Read> Stream<'_, '_, R> {
+impl<R: Read> Stream<'_, '_, '_, R> {
     /// `{ "key": value, ... }` and nothing after it but blanks.
     fn document(&mut self) -> Result<Top, GaveUp> {
         let mut top = Top::default();
@@ -240,46 +259,36 @@ impl<R: Read> Stream<'_, '_, R> {
         }
     }
 
-    /// Parses, checks and builds the record in the next `len` bytes. The
-    /// match is exhaustive: a new collection does not compile until it is
-    /// read here too.
+    /// Hands the record in the next `len` bytes to the sink.
     fn record(&mut self, collection: Collection, index: usize, len: usize) -> Result<(), GaveUp> {
         let bytes = self.window.peek(len);
         self.hash.write(bytes);
         self.hash.write_u8(0);
-        let (file, builder) = (self.file, &mut *self.builder);
-        use records::*;
-        match collection {
-            Collection::Companies => one::<Record<'_, CompanyAttrs<'_>>>(
-                file, collection, index, bytes, builder, company,
-            ),
-            Collection::Tasks => {
-                one::<Record<'_, TaskAttrs<'_>>>(file, collection, index, bytes, builder, task)
-            }
-            Collection::Roles => {
-                one::<Record<'_, RoleAttrs<'_>>>(file, collection, index, bytes, builder, role)
-            }
-            Collection::Feed => one::<Record<'_, FeedAttrs<'_>>>(
-                file, collection, index, bytes, builder, feed_entry,
-            ),
-            Collection::Notes => {
-                one::<Record<'_, NoteAttrs<'_>>>(file, collection, index, bytes, builder, note)
-            }
-            Collection::Metrics => {
-                one::<MetricRecord<'_>>(file, collection, index, bytes, builder, metric)
-            }
-            Collection::Meetings => one::<Record<'_, MeetingAttrs<'_>>>(
-                file, collection, index, bytes, builder, meeting,
-            ),
-            Collection::MeetingNotes => one::<Record<'_, MeetingNoteAttrs<'_>>>(
-                file,
-                collection,
-                index,
-                bytes,
-                builder,
-                meeting_note,
-            ),
-        }
+        self.sink.record(self.file, collection, index, bytes)
+    }
+}
+
+/// Parses, checks and builds one record of `collection` from `bytes`. The
+/// match is exhaustive: a new collection does not compile until it is read
+/// here too.
+pub fn build_record(
+    file: &str,
+    collection: Collection,
+    index: usize,
+    bytes: &[u8],
+    builder: &mut Builder,
+) -> Result<(), GaveUp> {
+    use records::*;
+    let c = collection;
+    match collection {
+        Collection::Companies => one::<Record<'_, CompanyAttrs<'_>>>(file, c, index, bytes, builder, company),
+        Collection::Tasks => one::<Record<'_, TaskAttrs<'_>>>(file, c, index, bytes, builder, task),
+        Collection::Roles => one::<Record<'_, RoleAttrs<'_>>>(file, c, index, bytes, builder, role),
+        Collection::Feed => one::<Record<'_, FeedAttrs<'_>>>(file, c, index, bytes, builder, feed_entry),
+        Collection::Notes => one::<Record<'_, NoteAttrs<'_>>>(file, c, index, bytes, builder, note),
+        Collection::Metrics => one::<MetricRecord<'_>>(file, c, index, bytes, builder, metric),
+        Collection::Meetings => one::<Record<'_, MeetingAttrs<'_>>>(file, c, index, bytes, builder, meeting),
+        Collection::MeetingNotes => one::<Record<'_, MeetingNoteAttrs<'_>>>(file, c, index, bytes, builder, meeting_note),
     }
 }
 

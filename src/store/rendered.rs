@@ -74,6 +74,13 @@ impl Renderer {
         self.ends.push(self.buf.len());
     }
 
+    /// Appends every record of `other` after this one's.
+    pub fn append(&mut self, other: Renderer) {
+        let offset = self.buf.len();
+        self.buf.extend_from_slice(&other.buf);
+        self.ends.extend(other.ends.into_iter().map(|end| end + offset));
+    }
+
     fn push_raw(&mut self, record: &[u8]) {
         self.buf.extend_from_slice(record);
         self.ends.push(self.buf.len());

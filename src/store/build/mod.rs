@@ -149,4 +149,36 @@ impl Builder {
     pub fn meeting_note(&mut self, key: Key, json: impl FnOnce(&mut Vec<u8>)) {
         self.push(Collection::MeetingNotes, key, json);
     }
+
+    /// Appends the records `other` received, as if they had been given to
+    /// this builder after its own: records can be built in batches on
+    /// several threads and joined in order.
+    pub fn append(&mut self, other: Builder) {
+        let Builder {
+            parts,
+            interner,
+            company_names,
+            company_priorities,
+            task_fields,
+            feed_types,
+            metric_names,
+        } = other;
+        for (mine, theirs) in self.parts.iter_mut().zip(parts) {
+            mine.rendered.append(theirs.rendered);
+            mine.keys.extend(theirs.keys);
+        }
+        let mut remap = |id: Option<u32>| self.interner.intern(id.map(|i| interner.text(i)));
+        let priorities: Vec<_> = company_priorities.into_iter().map(&mut remap).collect();
+        let tasks: Vec<_> = task_fields
+            .into_iter()
+            .map(|(status, priority)| (remap(status), remap(priority)))
+            .collect();
+        let types: Vec<_> = feed_types.into_iter().map(&mut remap).collect();
+        let names: Vec<_> = metric_names.into_iter().map(&mut remap).collect();
+        self.company_priorities.extend(priorities);
+        self.task_fields.extend(tasks);
+        self.feed_types.extend(types);
+        self.metric_names.extend(names);
+        self.company_names.extend(company_names);
+    }
 }
