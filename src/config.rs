@@ -38,8 +38,13 @@ pub enum Command {
     },
     /// Print the SHA-256 of an API key, to put in a snapshot's `api_keys`.
     HashKey {
-        /// The whole key, prefix included (e.g. cura_s3cret).
-        key: String,
+        /// The whole key, prefix included (e.g. cura_s3cret). Omit it, or
+        /// give `-`, to read it from stdin and keep it out of shell history.
+        #[arg(value_name = "KEY")]
+        key: Option<String>,
+        /// The prefix the server is run with: a key without it is refused.
+        #[arg(long, env = "PORTFOLIO_KEY_PREFIX", value_name = "TEXT", default_value = "cura", value_parser = parse_prefix)]
+        key_prefix: String,
     },
     /// Write realistic synthetic snapshots.
     Generate {

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 use portfolio_replica::config::{Cli, Command, LogFormat, ServeArgs};
-use portfolio_replica::store::key;
 use portfolio_replica::{ServeConfig, commands, generate};
 
 fn main() -> ExitCode {
@@ -27,10 +26,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
-        Command::HashKey { key } => {
-            println!("{}", key::to_hex(&key::hash_key(&key)));
-            ExitCode::SUCCESS
-        }
+        Command::HashKey { key, key_prefix } => hash_key(key.as_deref(), &key_prefix),
         Command::Generate { out, scale, seed } => match generate::generate(&out, scale, seed) {
             Ok(files) => {
                 for f in files {
@@ -53,6 +49,38 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+    }
+}
+
+/// `hash-key`: exit 2 for a key that could never authenticate, 1 when
+/// stdin cannot be read.
+fn hash_key(key: Option<&str>, prefix: &str) -> ExitCode {
+    let key = match key {
+        Some(key) if key != "-" => key.to_owned(),
+        _ => {
+            let stdin = std::io::stdin();
+            let terminal = std::io::IsTerminal::is_terminal(&stdin);
+            if terminal {
+                eprint!("key (then Enter): ");
+            }
+            match commands::read_key(stdin.lock(), terminal) {
+                Ok(key) => key,
+                Err(err) => {
+                    eprintln!("error: cannot read the key from stdin: {err}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+    };
+    match commands::hash_key(&key, prefix) {
+        Ok(hex) => {
+            println!("{hex}");
+            ExitCode::SUCCESS
+        }
+        Err(why) => {
+            eprintln!("error: {why}");
+            ExitCode::from(2)
+        }
     }
 }
 

@@ -1,38 +1,232 @@
-//! The command line: `hash-key` prints the SHA-256 that a snapshot lists,
-//! `check` exits 0 or 1, and `generate --scale small` writes snapshots that
+//! The command line: `hash-key` prints the SHA-256 that a snapshot lists
+//! (and refuses keys that could never authenticate), `check` exits 0 or 1, and `generate --scale small` writes snapshots that
 //! `check` accepts and the server serves with the demo keys (CONTRACT §4).
 
 use std::ffi::{OsStr, OsString};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::util::*;
 
+/// What a run is given on stdin: `None` for nothing (`/dev/null`).
+type Stdin<'a> = Option<&'a [u8]>;
+
+/// Variables added to a run's environment.
+type Env<'a> = Vec<(&'a str, &'a str)>;
+
+/// Runs `portfolio-replica args...` with `stdin` as its input (none: empty)
+/// and `env` added to an environment without `PORTFOLIO_*` and `RUST_LOG`.
+async fn run(args: &[&str], stdin: Option<&[u8]>, env: &[(&str, &str)]) -> CliOutput {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let stdin = stdin.map(<[u8]>::to_vec);
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    tokio::task::spawn_blocking(move || run_blocking(&args, stdin, &env))
+        .await
+        .expect("the command-line runner panicked")
+}
+
+fn run_blocking(args: &[String], stdin: Option<Vec<u8>>, env: &[(String, String)]) -> CliOutput {
+    use std::io::{Read, Write};
+    use std::process::{Command, Stdio};
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_portfolio-replica"));
+    for (k, _) in std::env::vars_os() {
+        if k.to_str()
+            .is_some_and(|k| k.starts_with("PORTFOLIO_") || k == "RUST_LOG")
+        {
+            cmd.env_remove(k);
+        }
+    }
+    let mut child = cmd
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start portfolio-replica");
+    if let Some(bytes) = stdin {
+        let mut pipe = child.stdin.take().expect("stdin");
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(&bytes);
+        });
+    }
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let out_reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = out.read_to_end(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = err.read_to_end(&mut s);
+        s
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for portfolio-replica") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("portfolio-replica {args:?} did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    CliOutput {
+        code: status.code(),
+        stdout: String::from_utf8_lossy(&out_reader.join().expect("stdout reader")).into_owned(),
+        stderr: String::from_utf8_lossy(&err_reader.join().expect("stderr reader")).into_owned(),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hash_key_prints_the_sha256_of_the_whole_key() {
     let mut failures = Vec::new();
-    for key in [
-        "cura_demo_acme_key",
-        "cura_test_key",
-        "x",
-        "cura_ünïcode_🔑",
-    ] {
-        let out = cli(&["hash-key", key]).await;
+    // (what, args, stdin, the key hashed)
+    let cases: Vec<(&str, Vec<&str>, Stdin, &str)> = vec![
+        (
+            "argument",
+            vec!["hash-key", "cura_demo_acme_key"],
+            None,
+            "cura_demo_acme_key",
+        ),
+        ("argument", vec!["hash-key", "cura_a_b"], None, "cura_a_b"),
+        (
+            "stdin, no argument",
+            vec!["hash-key"],
+            Some(b"cura_test_key\n"),
+            "cura_test_key",
+        ),
+        (
+            "stdin, no newline",
+            vec!["hash-key"],
+            Some(b"cura_test_key"),
+            "cura_test_key",
+        ),
+        (
+            "stdin, CRLF",
+            vec!["hash-key"],
+            Some(b"cura_test_key\r\n"),
+            "cura_test_key",
+        ),
+        (
+            "stdin via -",
+            vec!["hash-key", "-"],
+            Some(b"cura_s3cret\n"),
+            "cura_s3cret",
+        ),
+        (
+            "--key-prefix",
+            vec!["hash-key", "--key-prefix", "acme", "acme_k"],
+            None,
+            "acme_k",
+        ),
+    ];
+    for (what, args, stdin, key) in cases {
+        let out = run(&args, stdin, &[]).await;
         let want = key_hash(key);
-        if out.code != Some(0) || out.stdout.trim() != want {
+        if out.code != Some(0) || out.stdout != format!("{want}\n") {
             failures.push(format!(
-                "hash-key {key:?}: exit {:?}, stdout {:?}, expected {want}",
-                out.code, out.stdout
+                "hash-key ({what}) {args:?}: exit {:?}, stdout {:?}, stderr {:?}, expected {want}",
+                out.code, out.stdout, out.stderr
             ));
         }
-        let hex = out.stdout.trim();
-        if hex.len() != 64
-            || !hex
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        {
+    }
+    let env = run(
+        &["hash-key", "acme_k"],
+        None,
+        &[("PORTFOLIO_KEY_PREFIX", "acme")],
+    )
+    .await;
+    if env.code != Some(0) || env.stdout.trim() != key_hash("acme_k") {
+        failures.push(format!(
+            "PORTFOLIO_KEY_PREFIX=acme hash-key acme_k: {env:?}"
+        ));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hash_key_refuses_keys_that_can_never_authenticate() {
+    let no_prefix = "error: the key does not start with \"cura_\": keys are <prefix>_<secret> \
+                     and the prefix is \"cura\" (--key-prefix or PORTFOLIO_KEY_PREFIX, as given to the server)\n";
+    let not_ascii = "error: the key holds characters other than printable ASCII";
+    // (args, stdin, env, what stderr starts with)
+    let cases: Vec<(Vec<&str>, Stdin, Env, &str)> = vec![
+        (vec!["hash-key", "x"], None, vec![], no_prefix),
+        (vec!["hash-key", "s3cret"], None, vec![], no_prefix),
+        (vec!["hash-key"], Some(b"other_s3cret\n"), vec![], no_prefix),
+        (
+            vec!["hash-key", "cura_"],
+            None,
+            vec![],
+            "error: the key has nothing after \"cura_\": a key is cura_<secret> with a non-empty secret\n",
+        ),
+        (
+            vec!["hash-key", "--key-prefix", "acme", "cura_s3cret"],
+            None,
+            vec![],
+            "error: the key does not start with \"acme_\"",
+        ),
+        (
+            vec!["hash-key", "cura_s3cret"],
+            None,
+            vec![("PORTFOLIO_KEY_PREFIX", "acme")],
+            "error: the key does not start with \"acme_\"",
+        ),
+        (
+            vec!["hash-key"],
+            Some(b""),
+            vec![],
+            "error: no key given: pass it as the argument, or on stdin",
+        ),
+        (vec!["hash-key"], None, vec![], "error: no key given"),
+        (
+            vec!["hash-key", "-"],
+            Some(b"cura_s3cret\n\n"),
+            vec![],
+            not_ascii,
+        ),
+        (
+            vec!["hash-key", "cura_\u{fc}n\u{ef}code_\u{1f511}"],
+            None,
+            vec![],
+            not_ascii,
+        ),
+        (
+            vec!["hash-key"],
+            Some(b"cura_s3cret \n"),
+            vec![],
+            "error: the key starts or ends with a space or tab",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (args, stdin, env, says) in &cases {
+        let out = run(args, *stdin, env).await;
+        if out.code != Some(2) || !out.stdout.is_empty() || !out.stderr.starts_with(says) {
             failures.push(format!(
-                "hash-key {key:?}: {hex:?} is not 64 lowercase hex digits"
+                "hash-key {args:?} stdin {:?} env {env:?}: exit {:?}, stdout {:?}, stderr {:?}; \
+                 expected exit 2 and stderr starting {says:?}",
+                stdin.map(String::from_utf8_lossy),
+                out.code,
+                out.stdout,
+                out.stderr
+            ));
+        }
+        if out.stderr.contains("s3cret") {
+            failures.push(format!(
+                "hash-key {args:?}: the key is quoted back: {:?}",
+                out.stderr
             ));
         }
     }
