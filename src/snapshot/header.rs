@@ -101,8 +101,17 @@ pub fn check_version(file: &str, version: Option<&str>) -> Result<Option<String>
     Ok(Some(text.to_owned()))
 }
 
-pub fn check_api_keys(file: &str, keys: &[Option<String>]) -> Result<Vec<KeyHash>, SnapshotError> {
-    let mut hashes = Vec::new();
+/// The key hashes of `api_keys`, each once, and a warning when an entry
+/// repeats a hash listed before it (it counts once: often a second key was
+/// meant and the first pasted twice).
+pub fn check_api_keys(
+    file: &str,
+    keys: &[Option<String>],
+) -> Result<(Vec<KeyHash>, Option<String>), SnapshotError> {
+    let mut hashes: Vec<KeyHash> = Vec::new();
+    // (index of the first repeat, index of the entry it repeats), repeats
+    let mut first_repeat: Option<(usize, usize)> = None;
+    let mut repeats = 0;
     for (i, key) in keys.iter().enumerate() {
         let fail = |message: &str| {
             SnapshotError::at(
@@ -122,9 +131,50 @@ pub fn check_api_keys(file: &str, keys: &[Option<String>]) -> Result<Vec<KeyHash
         let hash = from_hex(text).ok_or_else(|| {
             fail("must be 64 hex digits: the SHA-256 of the whole key (see `portfolio-replica hash-key`)")
         })?;
-        if !hashes.contains(&hash) {
-            hashes.push(hash);
+        match hashes.iter().position(|h| *h == hash) {
+            Some(earlier) => {
+                repeats += 1;
+                first_repeat.get_or_insert((i, earlier));
+            }
+            None => hashes.push(hash),
         }
     }
-    Ok(hashes)
+    let warning = first_repeat.map(|(at, earlier)| {
+        let entries = if repeats == 1 {
+            "1 entry repeats a hash listed before it".to_owned()
+        } else {
+            format!("{repeats} entries repeat a hash listed before them")
+        };
+        format!(
+            "api_keys: {entries} (first: api_keys[{at}], the same as api_keys[{earlier}]); \
+             a hash counts once: was another key meant?"
+        )
+    });
+    Ok((hashes, warning))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::key::{hash_key, to_hex};
+
+    #[test]
+    fn a_repeated_key_hash_counts_once_with_a_warning() {
+        let a = Some(to_hex(&hash_key("cura_a")));
+        let b = Some(to_hex(&hash_key("cura_b")));
+        let upper_a = a.as_ref().map(|h| h.to_uppercase());
+        let (hashes, warning) = check_api_keys("f", &[a.clone(), b.clone()]).unwrap();
+        assert_eq!(hashes.len(), 2);
+        assert_eq!(warning, None);
+        let (hashes, warning) =
+            check_api_keys("f", &[a.clone(), b.clone(), upper_a, b.clone()]).unwrap();
+        assert_eq!(hashes, vec![hash_key("cura_a"), hash_key("cura_b")]);
+        assert_eq!(
+            warning.as_deref(),
+            Some(
+                "api_keys: 2 entries repeat a hash listed before them (first: api_keys[2], \
+                 the same as api_keys[0]); a hash counts once: was another key meant?"
+            )
+        );
+    }
 }

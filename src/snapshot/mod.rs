@@ -39,9 +39,10 @@ pub fn load(file: &str, bytes: &[u8]) -> Result<Loaded, SnapshotError> {
         key_hashes: header.key_hashes,
         content_hash: content_hash(bytes),
     };
-    let built = builder
+    let mut built = builder
         .finish(meta)
         .map_err(|err| repeated_id(file, &err))?;
+    built.warnings.extend(header.warnings);
     Ok(Loaded {
         dataset: built.dataset,
         warnings: built.warnings,

@@ -420,3 +420,48 @@ async fn generated_snapshots_pass_check_and_are_served() {
         }
     }
 }
+
+/// Runs `check` on `paths` with a clean environment.
+async fn check(paths: &[&std::path::Path]) -> CliOutput {
+    let mut args = vec!["check".to_owned()];
+    args.extend(paths.iter().map(|p| p.display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(&args, None, &[]).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_hash_listed_twice_is_a_warning_of_check_and_of_the_server() {
+    let dir = tempdir();
+    let mut snap = fixture("ws-twice", &[KEY, OTHER_KEY], 0);
+    // The first key again, spelled in upper case: the same hash.
+    snap["api_keys"]
+        .as_array_mut()
+        .expect("api_keys")
+        .push(json!({"sha256": key_hash(KEY).to_uppercase(), "label": "again"}));
+    let file = write_json(dir.path(), "twice.json", &snap);
+    let warning = "api_keys: 1 entry repeats a hash listed before it (first: api_keys[2], \
+                   the same as api_keys[0]); a hash counts once: was another key meant?";
+
+    let out = check(&[&file]).await;
+    assert_eq!(out.code, Some(0), "check: {out:?}");
+    let name = file.display();
+    assert!(
+        out.stdout.contains(&format!(
+            "ok: {name}: workspace ws-twice, version {}, 8 records, 1 warning(s)\n",
+            version_of("ws-twice")
+        )) && out
+            .stdout
+            .contains(&format!("warning: {name}: {warning}\n")),
+        "check's stdout: {:?}",
+        out.stdout
+    );
+
+    let server = TestServer::start_in(dir, |_| {}).await;
+    let status = server
+        .snapshot_status("twice.json")
+        .await
+        .expect("twice.json in /snapshots");
+    assert_eq!(status["warnings"], json!([warning]), "{status}");
+    server.get_ok("/tasks", KEY).await;
+    server.get_ok("/tasks", OTHER_KEY).await;
+}
