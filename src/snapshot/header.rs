@@ -1,7 +1,7 @@
 //! The checks of a snapshot's top level: format version, workspace,
 //! version text and API key hashes (docs/snapshot-format.md#validation).
 
-use super::error::{Location, SnapshotError, shorten};
+use super::error::{Location, SnapshotError, quote, shorten};
 use crate::store::key::{KeyHash, from_hex};
 
 /// The only `format_version` this build reads.
@@ -25,22 +25,31 @@ fn top_error(
 }
 
 pub fn check_format_version(file: &str, raw: Option<&str>) -> Result<(), SnapshotError> {
-    match raw {
-        None => Err(top_error(
-            file,
-            "format_version",
-            None,
-            "is missing (this server reads format_version 1)",
+    let problem = |message: String| Err(top_error(file, "format_version", None, message));
+    let Some(raw) = raw else {
+        return problem("is missing (this server reads format_version 1)".to_owned());
+    };
+    if raw == FORMAT_VERSION.to_string() {
+        return Ok(());
+    }
+    let not = |what: &str| problem(format!("must be the number {FORMAT_VERSION}, not {what}"));
+    match raw.as_bytes().first() {
+        Some(b'"') => {
+            let text = serde_json::from_str::<String>(raw).unwrap_or_else(|_| raw.to_owned());
+            not(&format!("the string {}", quote(&text)))
+        }
+        Some(b'{') => not("an object"),
+        Some(b'[') => not("an array"),
+        Some(b'n') => not("null"),
+        Some(b't') => not("true"),
+        Some(b'f') => not("false"),
+        _ if raw.parse::<f64>() == Ok(FORMAT_VERSION as f64) => problem(format!(
+            "must be written {FORMAT_VERSION}, not {}",
+            shorten(raw, 64)
         )),
-        Some(raw) if raw == FORMAT_VERSION.to_string() => Ok(()),
-        Some(raw) => Err(top_error(
-            file,
-            "format_version",
-            None,
-            format!(
-                "{} is not a known format version (this server reads {FORMAT_VERSION})",
-                shorten(raw, 64)
-            ),
+        _ => problem(format!(
+            "{} is not a known format version (this server reads {FORMAT_VERSION})",
+            shorten(raw, 64)
         )),
     }
 }
@@ -157,6 +166,39 @@ pub fn check_api_keys(
 mod tests {
     use super::*;
     use crate::store::key::{hash_key, to_hex};
+
+    #[test]
+    fn format_version_problems_say_what_was_found() {
+        assert_eq!(check_format_version("f", Some("1")), Ok(()));
+        for (raw, message) in [
+            (None, "is missing (this server reads format_version 1)"),
+            (Some("\"1\""), "must be the number 1, not the string \"1\""),
+            (
+                Some("\"one\""),
+                "must be the number 1, not the string \"one\"",
+            ),
+            (Some("1.0"), "must be written 1, not 1.0"),
+            (Some("1e0"), "must be written 1, not 1e0"),
+            (
+                Some("2"),
+                "2 is not a known format version (this server reads 1)",
+            ),
+            (
+                Some("-1"),
+                "-1 is not a known format version (this server reads 1)",
+            ),
+            (Some("null"), "must be the number 1, not null"),
+            (Some("true"), "must be the number 1, not true"),
+            (Some("[1]"), "must be the number 1, not an array"),
+            (Some("{}"), "must be the number 1, not an object"),
+        ] {
+            let err = check_format_version("f.json", raw).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("f.json: format_version: {message}")
+            );
+        }
+    }
 
     #[test]
     fn a_repeated_key_hash_counts_once_with_a_warning() {

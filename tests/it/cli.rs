@@ -465,3 +465,106 @@ async fn a_key_hash_listed_twice_is_a_warning_of_check_and_of_the_server() {
     server.get_ok("/tasks", KEY).await;
     server.get_ok("/tasks", OTHER_KEY).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_names_the_problem_in_the_operators_terms() {
+    let dir = tempdir();
+    let good = serde_json::to_vec(&fixture("ws-good", &[KEY], 0)).expect("serialize");
+    let with_format = |value: Value| {
+        let mut snap = fixture("ws-good", &[KEY], 0);
+        snap["format_version"] = value;
+        serde_json::to_vec(&snap).expect("serialize")
+    };
+    let mut workspace_string = fixture("ws-good", &[KEY], 0);
+    workspace_string["workspace"] = json!("ws-good");
+    let mut attributes_array = fixture("ws-good", &[KEY], 0);
+    attributes_array["tasks"][0]["attributes"] = json!(["a title"]);
+    let object =
+        r#"a snapshot is a JSON object {"format_version": 1, "workspace": {"id": ...}, ...}"#;
+    // (file name, content, the whole of stderr after "error: <path>: ")
+    let cases: Vec<(&str, Vec<u8>, String)> = vec![
+        (
+            "bom.json",
+            [b"\xEF\xBB\xBF".as_slice(), &good].concat(),
+            "the file starts with a UTF-8 byte order mark (EF BB BF); save it without a BOM".into(),
+        ),
+        (
+            "array.json",
+            b"[]".to_vec(),
+            format!("{object}, not an array"),
+        ),
+        (
+            "array_of_one.json",
+            [b"[".as_slice(), &good, b"]"].concat(),
+            format!("{object}, not an array"),
+        ),
+        (
+            "string.json",
+            b"\"ws\"".to_vec(),
+            format!("{object}, not a string"),
+        ),
+        (
+            "format_string.json",
+            with_format(json!("1")),
+            r#"format_version: must be the number 1, not the string "1""#.into(),
+        ),
+        (
+            "format_float.json",
+            with_format(json!(1.0)),
+            "format_version: must be written 1, not 1.0".into(),
+        ),
+        (
+            "format_two.json",
+            with_format(json!(2)),
+            "format_version: 2 is not a known format version (this server reads 1)".into(),
+        ),
+        (
+            "workspace_string.json",
+            serde_json::to_vec(&workspace_string).expect("serialize"),
+            r#"workspace: expected an object, found the string "ws-good""#.into(),
+        ),
+        (
+            "attributes_array.json",
+            serde_json::to_vec(&attributes_array).expect("serialize"),
+            format!(
+                "tasks[0] (id {}): attributes: expected an object, found an array",
+                uuid(2)
+            ),
+        ),
+        (
+            "twice.json",
+            [br#"{"workspace":{"id":"w"},"#.as_slice(), &good[1..]].concat(),
+            r#"top level: duplicate key "workspace": a key may appear only once in an object"#
+                .into(),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, bytes, want) in &cases {
+        let path = write_bytes(dir.path(), name, bytes);
+        let out = check(&[&path]).await;
+        let prefix = format!("error: {}: {want}", path.display());
+        // The position, where serde_json gives one, follows in parentheses.
+        let rest = out.stderr.strip_prefix(&prefix);
+        let fits =
+            rest.is_some_and(|r| r == "\n" || (r.starts_with(" (line ") && r.ends_with(")\n")));
+        if out.code != Some(1) || !fits {
+            failures.push(format!(
+                "check {name}: exit {:?}, stderr {:?}; expected exit 1 and {prefix:?}",
+                out.code, out.stderr
+            ));
+        }
+        for rust in [
+            "struct",
+            "sequence",
+            "SnapshotDoc",
+            "expected value",
+            "floating point",
+            "integer `",
+        ] {
+            if out.stderr.contains(rust) {
+                failures.push(format!("check {name}: {rust:?} in {:?}", out.stderr));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
