@@ -3,14 +3,21 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use portfolio_replica::config::{Cli, Command, LogFormat, ServeArgs};
 use portfolio_replica::{ServeConfig, commands, generate};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command.unwrap_or(Command::Serve(cli.serve)) {
+    let command = cli.command.unwrap_or(Command::Serve(cli.serve));
+    if let Command::Serve(args) = &command
+        && let Some(conflict) = args.listeners_conflict()
+    {
+        Cli::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, conflict)
+            .exit();
+    }
+    match command {
         Command::Serve(args) => match run_server(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => {
@@ -104,12 +111,14 @@ fn run_server(args: &ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let api = tokio::net::TcpListener::bind(&args.listen)
-            .await
-            .with_context(|| format!("cannot listen on {}", args.listen))?;
-        let admin = tokio::net::TcpListener::bind(&args.admin_listen)
-            .await
-            .with_context(|| format!("cannot listen on {} (admin)", args.admin_listen))?;
+        let api = bind(&args.listen, "the API", "--listen", "PORTFOLIO_LISTEN").await?;
+        let admin = bind(
+            &args.admin_listen,
+            "the admin endpoints",
+            "--admin-listen",
+            "PORTFOLIO_ADMIN_LISTEN",
+        )
+        .await?;
         tracing::info!(
             listen = %api.local_addr()?,
             admin_listen = %admin.local_addr()?,
@@ -117,6 +126,32 @@ fn run_server(args: &ServeArgs) -> anyhow::Result<()> {
             "serving"
         );
         portfolio_replica::serve(ServeConfig::from(args), api, admin, shutdown_signal()).await
+    })
+}
+
+/// Binds one listener; a failure says which one, and what to do about it.
+async fn bind(
+    addr: &str,
+    what: &str,
+    flag: &str,
+    env: &str,
+) -> anyhow::Result<tokio::net::TcpListener> {
+    use std::io::ErrorKind;
+    tokio::net::TcpListener::bind(addr).await.map_err(|err| {
+        let hint = match err.kind() {
+            ErrorKind::AddrInUse => format!(
+                "another process is listening there: stop it, or choose another address with {flag} ({env})"
+            ),
+            ErrorKind::PermissionDenied => format!(
+                "ports below 1024 need privileges: choose a port of 1024 or more with {flag} ({env})"
+            ),
+            ErrorKind::AddrNotAvailable => format!(
+                "no interface of this machine has that address: use 127.0.0.1 (this machine only) \
+                 or 0.0.0.0 (every interface) with {flag} ({env})"
+            ),
+            _ => format!("check the address given with {flag} ({env})"),
+        };
+        anyhow::anyhow!("cannot listen on {addr} for {what} ({flag}): {err}; {hint}")
     })
 }
 

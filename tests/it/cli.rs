@@ -568,3 +568,116 @@ async fn check_names_the_problem_in_the_operators_terms() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listen_addresses_are_checked_on_the_command_line() {
+    let shape = "expected HOST:PORT such as 127.0.0.1:8080 or 0.0.0.0:8080";
+    // (args, env, exit code, what stderr contains)
+    let cases: Vec<(Vec<&str>, Env, i32, String)> = vec![
+        (
+            vec!["--listen", "19082"],
+            vec![],
+            2,
+            format!(
+                "error: invalid value '19082' for '--listen <ADDR>': 19082 has no host: {shape} \
+                 (127.0.0.1:19082 for this machine only, 0.0.0.0:19082 for every interface)"
+            ),
+        ),
+        (
+            vec!["serve"],
+            vec![("PORTFOLIO_ADMIN_LISTEN", "9090")],
+            2,
+            format!("9090 has no host: {shape}"),
+        ),
+        (
+            vec!["--listen", ":8080"],
+            vec![],
+            2,
+            format!("no host before the port: {shape}"),
+        ),
+        (
+            vec!["--admin-listen", "127.0.0.1:70000"],
+            vec![],
+            2,
+            format!("\"70000\" is not a port (0 to 65535): {shape}"),
+        ),
+        (
+            vec![
+                "--listen",
+                "127.0.0.1:18080",
+                "--admin-listen",
+                "127.0.0.1:18080",
+            ],
+            vec![],
+            2,
+            "error: --listen 127.0.0.1:18080 and --admin-listen 127.0.0.1:18080 (or \
+             PORTFOLIO_LISTEN and PORTFOLIO_ADMIN_LISTEN) are the same address: the API and \
+             the admin endpoints need different ones, e.g. --admin-listen 127.0.0.1:9090"
+                .into(),
+        ),
+        (
+            vec!["serve", "--admin-listen", "127.0.0.1:18080"],
+            vec![("PORTFOLIO_LISTEN", "0.0.0.0:18080")],
+            2,
+            "error: --listen 0.0.0.0:18080 and --admin-listen 127.0.0.1:18080".into(),
+        ),
+        // Host names still work: the command line accepts localhost, binds,
+        // and stops at the missing snapshot directory.
+        (
+            vec![
+                "--listen",
+                "localhost:0",
+                "--admin-listen",
+                "localhost:0",
+                "--snapshots",
+                "/nonexistent/snapshots",
+            ],
+            vec![],
+            1,
+            "snapshot directory /nonexistent/snapshots cannot be read".into(),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (args, env, code, says) in &cases {
+        let out = run(args, None, env).await;
+        if out.code != Some(*code) || !out.stderr.contains(says.as_str()) {
+            failures.push(format!(
+                "{args:?} {env:?}: exit {:?}, stderr {:?}; expected exit {code} and {says:?}",
+                out.code, out.stderr
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_that_cannot_bind_is_named_with_what_to_do() {
+    let dir = tempdir();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a port");
+    let port = taken.local_addr().expect("local address").to_string();
+    let snapshots = dir.path().display().to_string();
+    for (flag, other, what, env) in [
+        ("--listen", "--admin-listen", "the API", "PORTFOLIO_LISTEN"),
+        (
+            "--admin-listen",
+            "--listen",
+            "the admin endpoints",
+            "PORTFOLIO_ADMIN_LISTEN",
+        ),
+    ] {
+        let args = ["--snapshots", &snapshots, flag, &port, other, "127.0.0.1:0"];
+        let out = run(&args, None, &[]).await;
+        let want = format!(
+            "cannot listen on {port} for {what} ({flag}): Address already in use (os error 98); \
+             another process is listening there: stop it, or choose another address with \
+             {flag} ({env})"
+        );
+        assert!(
+            out.code == Some(1) && out.stderr.contains(&want),
+            "{flag} {port} taken: exit {:?}, stderr {:?}; expected exit 1 and {want:?}",
+            out.code,
+            out.stderr
+        );
+    }
+    drop(taken);
+}
