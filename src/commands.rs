@@ -1,54 +1,189 @@
 //! The one-shot subcommands: `check` and `hash-key`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::loader::read::read_file;
-use crate::snapshot;
-use crate::store::key;
+use crate::loader::read::{is_snapshot_name, read_file};
+use crate::snapshot::{self, SnapshotError};
+use crate::store::key::{self, KeyHash};
 
-/// Validates each file as the server would; prints one line per file to
-/// `out` (valid) or `err` (rejected). Returns whether all were valid.
-/// Two files naming the same workspace are a conflict, as in the server.
-pub fn check(files: &[PathBuf], out: &mut impl Write, err: &mut impl Write) -> bool {
-    let mut ok = true;
-    let mut owners: HashMap<String, String> = HashMap::new();
-    for path in files {
-        let name = path.display().to_string();
-        let result = read_file(path).and_then(|bytes| snapshot::load(&name, &bytes));
-        match result {
-            Ok(loaded) => {
-                let ds = &loaded.dataset;
-                if let Some(owner) = owners.get(&ds.workspace_id) {
-                    ok = false;
-                    let _ = writeln!(
-                        err,
-                        "error: {name}: workspace {:?} is already named by {owner}; {name} names it too and is rejected",
-                        ds.workspace_id
-                    );
-                    continue;
-                }
-                owners.insert(ds.workspace_id.clone(), name.clone());
-                let _ = writeln!(
-                    out,
-                    "ok: {name}: workspace {}, version {}, {} records, {} warning(s)",
-                    ds.workspace_id,
-                    ds.version,
-                    ds.counts.total(),
-                    loaded.warnings.len()
-                );
-                for warning in &loaded.warnings {
-                    let _ = writeln!(out, "warning: {name}: {warning}");
-                }
-            }
-            Err(e) => {
-                ok = false;
-                let _ = writeln!(err, "error: {e}");
-            }
+/// What the server reads of a directory, for the messages about names.
+const SNAPSHOT_NAMES: &str = "only *.json and *.json.gz that do not start with '.'";
+
+/// Validates snapshot files as the server would, and prints one line per
+/// file to `out` (valid, with its warnings) or `err` (rejected). A directory
+/// stands for the files the server would read in it, by name. The files are
+/// checked together: two naming one workspace, or sharing a key hash, are a
+/// conflict as in the server, and the later one is rejected. Returns whether
+/// nothing was rejected.
+pub fn check(paths: &[PathBuf], out: &mut impl Write, err: &mut impl Write) -> bool {
+    let mut checker = Checker::default();
+    for path in paths {
+        if path.is_dir() {
+            checker.dir(path, out, err);
+        } else {
+            checker.file(path, true, out, err);
         }
     }
-    ok
+    checker.ok
+}
+
+/// The files checked so far, and what they claimed.
+struct Checker {
+    ok: bool,
+    /// Workspace id → the file that names it.
+    workspaces: HashMap<String, String>,
+    /// Key hash → (workspace, file).
+    keys: HashMap<KeyHash, (String, String)>,
+    /// Files already checked (a directory and one of its files both given).
+    seen: HashSet<PathBuf>,
+}
+
+impl Default for Checker {
+    fn default() -> Checker {
+        Checker {
+            ok: true,
+            workspaces: HashMap::new(),
+            keys: HashMap::new(),
+            seen: HashSet::new(),
+        }
+    }
+}
+
+impl Checker {
+    /// Checks the files of `dir` that the server would read, in name order
+    /// (the server's order at startup), after a line saying what it skips.
+    fn dir(&mut self, dir: &Path, out: &mut impl Write, err: &mut impl Write) {
+        let shown = dir.display();
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(e) => {
+                self.ok = false;
+                let _ = writeln!(err, "error: {shown}: cannot read the directory: {e}");
+                return;
+            }
+        };
+        let mut snapshots = Vec::new();
+        let mut ignored = Vec::new();
+        for entry in entries {
+            match entry {
+                Ok(entry) => match entry.file_name().to_str() {
+                    Some(name) if is_snapshot_name(name) => snapshots.push(name.to_owned()),
+                    Some(name) => ignored.push(name.to_owned()),
+                    None => ignored.push(entry.file_name().to_string_lossy().into_owned()),
+                },
+                Err(e) => {
+                    self.ok = false;
+                    let _ = writeln!(err, "error: {shown}: cannot read the directory: {e}");
+                    return;
+                }
+            }
+        }
+        snapshots.sort();
+        ignored.sort();
+        let mut line = format!(
+            "{shown}: {} snapshot name(s) to check; {} other name(s) ignored, as the server ignores them ({SNAPSHOT_NAMES})",
+            snapshots.len(),
+            ignored.len()
+        );
+        if !ignored.is_empty() {
+            const LISTED: usize = 10;
+            line.push_str(": ");
+            line.push_str(&ignored[..ignored.len().min(LISTED)].join(", "));
+            if ignored.len() > LISTED {
+                line.push_str(&format!(", … ({} more)", ignored.len() - LISTED));
+            }
+        }
+        let _ = writeln!(out, "{line}");
+        if snapshots.is_empty() {
+            let _ = writeln!(
+                out,
+                "warning: {shown}: no snapshot files: the server would serve no workspace from it"
+            );
+        }
+        for name in snapshots {
+            self.file(&dir.join(name), false, out, err);
+        }
+    }
+
+    /// Checks one file. `given`: named on the command line, so its name may
+    /// be one the server ignores (said as a warning; the content is checked).
+    fn file(&mut self, path: &Path, given: bool, out: &mut impl Write, err: &mut impl Write) {
+        if !self
+            .seen
+            .insert(path.canonicalize().unwrap_or_else(|_| path.to_owned()))
+        {
+            return;
+        }
+        let name = path.display().to_string();
+        let file_name = path.file_name().map(|n| n.to_string_lossy());
+        if given && !file_name.as_deref().is_some_and(is_snapshot_name) {
+            let _ = writeln!(
+                out,
+                "warning: {name}: the server ignores this name ({SNAPSHOT_NAMES})"
+            );
+        }
+        // In a directory, what the server's listing says of a name that is
+        // not a readable regular file (a dangling link, a directory).
+        let unreadable = match std::fs::metadata(path) {
+            _ if given => None,
+            Ok(meta) if meta.is_file() => None,
+            Ok(_) => Some("not a regular file".to_owned()),
+            Err(e) => Some(e.to_string()),
+        };
+        let result = match unreadable {
+            Some(reason) => Err(SnapshotError::new(
+                &name,
+                format!("cannot read the file: {reason}"),
+            )),
+            None => read_file(path).and_then(|bytes| snapshot::load(&name, &bytes)),
+        };
+        let loaded = match result {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                self.ok = false;
+                let _ = writeln!(err, "error: {e}");
+                return;
+            }
+        };
+        let ds = &loaded.dataset;
+        if let Some(owner) = self.workspaces.get(&ds.workspace_id) {
+            self.ok = false;
+            let _ = writeln!(
+                err,
+                "error: {name}: workspace {:?} is already named by {owner}; {name} names it too and is rejected",
+                ds.workspace_id
+            );
+            return;
+        }
+        if let Some((workspace, owner)) = ds.key_hashes.iter().find_map(|h| self.keys.get(h)) {
+            self.ok = false;
+            let _ = writeln!(
+                err,
+                "error: {name}: an api_keys entry of {name} is already a key of workspace {workspace:?} \
+                 in {owner}; one key must not open two workspaces, so {name} is rejected"
+            );
+            return;
+        }
+        self.workspaces
+            .insert(ds.workspace_id.clone(), name.clone());
+        for hash in &ds.key_hashes {
+            self.keys
+                .insert(*hash, (ds.workspace_id.clone(), name.clone()));
+        }
+        let _ = writeln!(
+            out,
+            "ok: {name}: workspace {}, version {}, {} records, {} warning(s)",
+            ds.workspace_id,
+            ds.version,
+            ds.counts.total(),
+            loaded.warnings.len()
+        );
+        for warning in &loaded.warnings {
+            let _ = writeln!(out, "warning: {name}: {warning}");
+        }
+    }
 }
 
 /// The longest key `hash-key` reads from stdin: far more than any key, and

@@ -31,10 +31,11 @@ pub struct Cli {
 pub enum Command {
     /// Serve the API (the default).
     Serve(ServeArgs),
-    /// Validate snapshot files; exit 1 if any is rejected.
+    /// Validate snapshot files as the server would; exit 1 if any is rejected.
     Check {
-        /// Snapshot files (`.json` or `.json.gz`).
-        #[arg(required = true, value_name = "FILE")]
+        /// Snapshot files (`.json` or `.json.gz`), or directories: a
+        /// directory stands for the files the server would read in it.
+        #[arg(required = true, value_name = "FILE|DIR")]
         files: Vec<PathBuf>,
     },
     /// Print the SHA-256 of an API key, to put in a snapshot's `api_keys`.

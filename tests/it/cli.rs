@@ -3,6 +3,7 @@
 //! `check` accepts and the server serves with the demo keys (CONTRACT §4).
 
 use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -680,4 +681,156 @@ async fn a_listener_that_cannot_bind_is_named_with_what_to_do() {
         );
     }
     drop(taken);
+}
+
+const SNAPSHOT_NAMES: &str = "only *.json and *.json.gz that do not start with '.'";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_of_a_directory_checks_what_the_server_would_read() {
+    let dir = tempdir();
+    write_json(dir.path(), "b.json", &fixture("ws-b", &[OTHER_KEY], 1000));
+    write_json(dir.path(), "a.json", &fixture("ws-a", &[KEY], 0));
+    // Names the server ignores, with contents it would reject.
+    write_bytes(dir.path(), ".hidden.json", b"{");
+    write_bytes(dir.path(), "a.json.tmp", b"[]");
+    write_bytes(dir.path(), "notes.txt", b"not a snapshot");
+    std::fs::create_dir(dir.path().join("sub")).expect("mkdir sub");
+    let d = dir.path().display();
+
+    let out = check(&[dir.path()]).await;
+    let want = format!(
+        "{d}: 2 snapshot name(s) to check; 4 other name(s) ignored, as the server ignores them \
+         ({SNAPSHOT_NAMES}): .hidden.json, a.json.tmp, notes.txt, sub\n\
+         ok: {d}/a.json: workspace ws-a, version {}, 8 records, 0 warning(s)\n\
+         ok: {d}/b.json: workspace ws-b, version {}, 8 records, 0 warning(s)\n",
+        version_of("ws-a"),
+        version_of("ws-b"),
+    );
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (Some(0), want.as_str(), ""),
+        "check DIR"
+    );
+
+    // A name that looks like a snapshot but is a directory is rejected, as
+    // by the server; an empty directory is a warning.
+    std::fs::create_dir(dir.path().join("c.json")).expect("mkdir c.json");
+    let out = check(&[dir.path()]).await;
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert_eq!(
+        out.stderr,
+        format!("error: {d}/c.json: cannot read the file: not a regular file\n")
+    );
+    let empty = tempdir();
+    let out = check(&[empty.path()]).await;
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(
+        out.stdout.contains(&format!(
+            "warning: {}: no snapshot files: the server would serve no workspace from it\n",
+            empty.path().display()
+        )),
+        "{out:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_of_a_directory_rejects_what_the_server_rejects_for_conflicts() {
+    let dir = tempdir();
+    write_json(dir.path(), "a.json", &fixture("ws-a", &[KEY], 0));
+    // Its own workspace, but KEY opens ws-a already.
+    write_json(
+        dir.path(),
+        "b.json",
+        &fixture("ws-b", &[OTHER_KEY, KEY], 1000),
+    );
+    // ws-a again.
+    write_json(
+        dir.path(),
+        "c.json",
+        &fixture("ws-a", &["cura_c_key"], 2000),
+    );
+    write_json(
+        dir.path(),
+        "d.json",
+        &fixture("ws-d", &["cura_d_key"], 3000),
+    );
+    let d = dir.path().display();
+
+    let out = check(&[dir.path()]).await;
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert_eq!(
+        out.stderr,
+        format!(
+            "error: {d}/b.json: an api_keys entry of {d}/b.json is already a key of workspace \
+             \"ws-a\" in {d}/a.json; one key must not open two workspaces, so {d}/b.json is rejected\n\
+             error: {d}/c.json: workspace \"ws-a\" is already named by {d}/a.json; {d}/c.json \
+             names it too and is rejected\n"
+        )
+    );
+    for ok in ["a.json", "d.json"] {
+        assert!(
+            out.stdout.contains(&format!("ok: {d}/{ok}: ")),
+            "{ok}: {:?}",
+            out.stdout
+        );
+    }
+    // Files given one by one are checked together too.
+    let files: Vec<PathBuf> = ["a.json", "b.json"]
+        .iter()
+        .map(|n| dir.path().join(n))
+        .collect();
+    let out = check(&[&files[0], &files[1]]).await;
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("is already a key of workspace \"ws-a\""),
+        "{out:?}"
+    );
+
+    // The server agrees: the same two files are rejected, the others serve.
+    let server = TestServer::start_in(dir, |_| {}).await;
+    for (name, rejected) in [
+        ("a.json", false),
+        ("b.json", true),
+        ("c.json", true),
+        ("d.json", false),
+    ] {
+        let status = server.snapshot_status(name).await.expect(name);
+        assert_eq!(status["error"].is_string(), rejected, "{name}: {status}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_of_a_name_the_server_ignores_says_so_and_still_checks_it() {
+    let dir = tempdir();
+    let tmp = write_json(dir.path(), "acme.json.tmp", &fixture("ws-acme", &[KEY], 0));
+    let hidden = write_bytes(dir.path(), ".acme.json", b"{");
+    let out = check(&[&tmp]).await;
+    let t = tmp.display();
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (
+            Some(0),
+            format!(
+                "warning: {t}: the server ignores this name ({SNAPSHOT_NAMES})\n\
+                 ok: {t}: workspace ws-acme, version {}, 8 records, 0 warning(s)\n",
+                version_of("ws-acme")
+            )
+            .as_str(),
+            ""
+        ),
+        "check acme.json.tmp"
+    );
+    let out = check(&[&hidden]).await;
+    let h = hidden.display();
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert_eq!(
+        out.stdout,
+        format!("warning: {h}: the server ignores this name ({SNAPSHOT_NAMES})\n")
+    );
+    assert!(
+        out.stderr
+            .starts_with(&format!("error: {h}: file is truncated")),
+        "{out:?}"
+    );
 }
