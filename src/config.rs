@@ -48,6 +48,21 @@ pub enum Command {
         #[arg(long, env = "PORTFOLIO_KEY_PREFIX", value_name = "TEXT", default_value = "cura", value_parser = parse_prefix)]
         key_prefix: String,
     },
+    /// Exit 0 if URL answers 200 within the timeout, else 1 with the reason:
+    /// a health check for images without a shell or curl.
+    Probe {
+        /// An http:// URL (no TLS).
+        #[arg(
+            long,
+            env = "PORTFOLIO_PROBE_URL",
+            value_name = "URL",
+            default_value = "http://127.0.0.1:8080/readyz"
+        )]
+        url: crate::commands::HttpUrl,
+        /// Seconds to wait for the status line, connecting included (fractions allowed).
+        #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_timeout)]
+        timeout: Duration,
+    },
     /// Write realistic synthetic snapshots.
     Generate {
         /// Directory to write into (created if missing).
@@ -204,6 +219,13 @@ impl ServeArgs {
                  endpoints need different ones, e.g. --admin-listen 127.0.0.1:9090"
             )
         })
+    }
+}
+
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs <= 3600.0 => Ok(Duration::from_secs_f64(secs)),
+        _ => Err("the timeout is seconds, more than 0 and at most 3600 (e.g. 2 or 0.5)".into()),
     }
 }
 

@@ -34,6 +34,16 @@ fn main() -> ExitCode {
             }
         }
         Command::HashKey { key, key_prefix } => hash_key(key.as_deref(), &key_prefix),
+        Command::Probe { url, timeout } => match commands::probe(&url, timeout) {
+            Ok(status) => {
+                println!("ok: {url} answered {status}");
+                ExitCode::SUCCESS
+            }
+            Err(why) => {
+                eprintln!("error: {why}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Generate { out, scale, seed } => match generate::generate(&out, scale, seed) {
             Ok(files) => {
                 for f in files {
