@@ -18,13 +18,7 @@ fn main() -> ExitCode {
             .exit();
     }
     match command {
-        Command::Serve(args) => match run_server(&args) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(err) => {
-                eprintln!("error: {err:#}");
-                ExitCode::FAILURE
-            }
-        },
+        Command::Serve(args) => serve(&args),
         Command::Check { files } => {
             let ok = commands::check(&files, &mut std::io::stdout(), &mut std::io::stderr());
             if ok {
@@ -115,8 +109,23 @@ fn init_tracing(format: LogFormat) {
     }
 }
 
-fn run_server(args: &ServeArgs) -> anyhow::Result<()> {
+/// Runs the server. From here on everything goes through tracing, so that
+/// with `--log-format json` a fatal error is one JSON line too, and the last
+/// line says the process stopped and with what exit status.
+fn serve(args: &ServeArgs) -> ExitCode {
     init_tracing(args.log_format);
+    let (code, exit_code) = match run_server(args) {
+        Ok(()) => (ExitCode::SUCCESS, 0),
+        Err(err) => {
+            tracing::error!(error = %format_args!("{err:#}"), "cannot serve");
+            (ExitCode::FAILURE, 1)
+        }
+    };
+    tracing::info!(exit_code, "stopped");
+    code
+}
+
+fn run_server(args: &ServeArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
