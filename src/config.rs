@@ -3,6 +3,7 @@
 //! Every `serve` flag can also come from a `PORTFOLIO_*` environment variable;
 //! a flag on the command line wins over the variable.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -31,16 +32,37 @@ pub struct Cli {
 pub enum Command {
     /// Serve the API (the default).
     Serve(ServeArgs),
-    /// Validate snapshot files; exit 1 if any is rejected.
+    /// Validate snapshot files as the server would; exit 1 if any is rejected.
     Check {
-        /// Snapshot files (`.json` or `.json.gz`).
-        #[arg(required = true, value_name = "FILE")]
+        /// Snapshot files (`.json` or `.json.gz`), or directories: a
+        /// directory stands for the files the server would read in it.
+        #[arg(required = true, value_name = "FILE|DIR")]
         files: Vec<PathBuf>,
     },
     /// Print the SHA-256 of an API key, to put in a snapshot's `api_keys`.
     HashKey {
-        /// The whole key, prefix included (e.g. cura_s3cret).
-        key: String,
+        /// The whole key, prefix included (e.g. cura_s3cret). Omit it, or
+        /// give `-`, to read it from stdin and keep it out of shell history.
+        #[arg(value_name = "KEY")]
+        key: Option<String>,
+        /// The prefix the server is run with: a key without it is refused.
+        #[arg(long, env = "PORTFOLIO_KEY_PREFIX", value_name = "TEXT", default_value = "cura", value_parser = parse_prefix)]
+        key_prefix: String,
+    },
+    /// Exit 0 if URL answers 200 within the timeout, else 1 with the reason:
+    /// a health check for images without a shell or curl.
+    Probe {
+        /// An http:// URL (no TLS).
+        #[arg(
+            long,
+            env = "PORTFOLIO_PROBE_URL",
+            value_name = "URL",
+            default_value = "http://127.0.0.1:8080/readyz"
+        )]
+        url: crate::commands::HttpUrl,
+        /// Seconds to wait for the status line, connecting included (fractions allowed).
+        #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_timeout)]
+        timeout: Duration,
     },
     /// Write realistic synthetic snapshots.
     Generate {
@@ -71,7 +93,8 @@ pub struct ServeArgs {
         long,
         env = "PORTFOLIO_LISTEN",
         value_name = "ADDR",
-        default_value = "127.0.0.1:8080"
+        default_value = "127.0.0.1:8080",
+        value_parser = parse_listen
     )]
     pub listen: String,
     /// Address of the operators' endpoints (/metrics, /snapshots).
@@ -79,7 +102,8 @@ pub struct ServeArgs {
         long,
         env = "PORTFOLIO_ADMIN_LISTEN",
         value_name = "ADDR",
-        default_value = "127.0.0.1:9090"
+        default_value = "127.0.0.1:9090",
+        value_parser = parse_listen
     )]
     pub admin_listen: String,
     /// API keys are `<prefix>_<secret>`.
@@ -166,6 +190,75 @@ fn parse_prefix(text: &str) -> Result<String, String> {
         return Err("the key prefix must be non-empty visible ASCII without spaces".into());
     }
     Ok(text.to_owned())
+}
+
+/// A listening address: `HOST:PORT` with an IP address (`[::1]:8080` for
+/// IPv6) or a host name to resolve (`localhost:8080`).
+fn parse_listen(text: &str) -> Result<String, String> {
+    const SHAPE: &str = "expected HOST:PORT such as 127.0.0.1:8080 or 0.0.0.0:8080";
+    if text.parse::<SocketAddr>().is_ok() {
+        return Ok(text.to_owned());
+    }
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "{text} has no host: {SHAPE} (127.0.0.1:{text} for this machine only, \
+             0.0.0.0:{text} for every interface)"
+        ));
+    }
+    match text.rsplit_once(':') {
+        Some(("", _)) => Err(format!("no host before the port: {SHAPE}")),
+        Some((host, port)) if is_host_name(host) => match port.parse::<u16>() {
+            Ok(_) => Ok(text.to_owned()),
+            Err(_) => Err(format!("{port:?} is not a port (0 to 65535): {SHAPE}")),
+        },
+        _ => Err(SHAPE.to_owned()),
+    }
+}
+
+/// A DNS name or a dotted address: labels of letters, digits and `-`.
+fn is_host_name(host: &str) -> bool {
+    host.len() <= 253
+        && host.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+}
+
+impl ServeArgs {
+    /// Why the two listeners cannot both bind, when that is plain from the
+    /// addresses alone: the same address, or the same port where one of
+    /// them is every interface.
+    pub fn listeners_conflict(&self) -> Option<String> {
+        let (api, admin) = (&self.listen, &self.admin_listen);
+        let clash = match (api.parse::<SocketAddr>(), admin.parse::<SocketAddr>()) {
+            (Ok(a), Ok(b)) => {
+                let covers = |wide: SocketAddr, other: SocketAddr| {
+                    wide.ip().is_unspecified() && (wide.is_ipv6() || other.is_ipv4())
+                };
+                a.port() == b.port()
+                    && a.port() != 0
+                    && (a.ip() == b.ip() || covers(a, b) || covers(b, a))
+            }
+            _ => api.eq_ignore_ascii_case(admin) && !api.ends_with(":0"),
+        };
+        clash.then(|| {
+            format!(
+                "--listen {api} and --admin-listen {admin} (or PORTFOLIO_LISTEN and \
+                 PORTFOLIO_ADMIN_LISTEN) are the same address: the API and the admin \
+                 endpoints need different ones, e.g. --admin-listen 127.0.0.1:9090"
+            )
+        })
+    }
+}
+
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs <= 3600.0 => Ok(Duration::from_secs_f64(secs)),
+        _ => Err("the timeout is seconds, more than 0 and at most 3600 (e.g. 2 or 0.5)".into()),
+    }
 }
 
 fn parse_poll_interval(text: &str) -> Result<u64, String> {
@@ -271,5 +364,62 @@ mod tests {
         assert!(Cli::try_parse_from(["portfolio-replica", "check"]).is_err());
         assert!(Cli::try_parse_from(["portfolio-replica", "--poll-interval", "0"]).is_err());
         assert!(Cli::try_parse_from(["portfolio-replica", "--key-prefix", ""]).is_err());
+    }
+
+    #[test]
+    fn listen_addresses_are_host_and_port() {
+        for good in [
+            "127.0.0.1:8080",
+            "0.0.0.0:0",
+            "[::1]:8080",
+            "[::]:80",
+            "localhost:8080",
+            "my-host.internal:9090",
+        ] {
+            assert_eq!(parse_listen(good).as_deref(), Ok(good));
+        }
+        for (bad, says) in [
+            (
+                "19082",
+                "19082 has no host: expected HOST:PORT such as 127.0.0.1:8080 or 0.0.0.0:8080 (127.0.0.1:19082 for this machine only, 0.0.0.0:19082 for every interface)",
+            ),
+            (":8080", "no host before the port: expected HOST:PORT"),
+            (
+                "127.0.0.1:99999",
+                "\"99999\" is not a port (0 to 65535): expected HOST:PORT",
+            ),
+            ("localhost", "expected HOST:PORT such as"),
+            ("::1:8080", "expected HOST:PORT such as"),
+            ("http://x:80", "expected HOST:PORT such as"),
+            ("", "expected HOST:PORT such as"),
+        ] {
+            let err = parse_listen(bad).unwrap_err();
+            assert!(err.starts_with(says), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn listeners_on_one_address_conflict() {
+        let conflict = |api: &str, admin: &str| {
+            let cli = Cli::try_parse_from([
+                "portfolio-replica",
+                "--listen",
+                api,
+                "--admin-listen",
+                admin,
+            ])
+            .unwrap();
+            cli.serve.listeners_conflict().is_some()
+        };
+        assert!(conflict("127.0.0.1:8080", "127.0.0.1:8080"));
+        assert!(conflict("0.0.0.0:8080", "127.0.0.1:8080"));
+        assert!(conflict("127.0.0.1:8080", "0.0.0.0:8080"));
+        assert!(conflict("[::]:8080", "127.0.0.1:8080"));
+        assert!(conflict("localhost:8080", "LOCALHOST:8080"));
+        assert!(!conflict("127.0.0.1:8080", "127.0.0.1:9090"));
+        assert!(!conflict("127.0.0.1:0", "127.0.0.1:0"));
+        assert!(!conflict("127.0.0.1:8080", "127.0.0.2:8080"));
+        assert!(!conflict("0.0.0.0:8080", "[::1]:8080"));
+        assert!(!conflict("localhost:0", "localhost:0"));
     }
 }

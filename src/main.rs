@@ -3,22 +3,22 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use portfolio_replica::config::{self, Cli, Command, LogFormat, ServeArgs};
-use portfolio_replica::store::key;
 use portfolio_replica::{ServeConfig, commands, generate};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command.unwrap_or(Command::Serve(cli.serve)) {
-        Command::Serve(args) => match run_server(&args) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(err) => {
-                eprintln!("error: {err:#}");
-                ExitCode::FAILURE
-            }
-        },
+    let command = cli.command.unwrap_or(Command::Serve(cli.serve));
+    if let Command::Serve(args) = &command
+        && let Some(conflict) = args.listeners_conflict()
+    {
+        Cli::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, conflict)
+            .exit();
+    }
+    match command {
+        Command::Serve(args) => serve(&args),
         Command::Check { files } => {
             let ok = commands::check(&files, &mut std::io::stdout(), &mut std::io::stderr());
             if ok {
@@ -27,10 +27,17 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
-        Command::HashKey { key } => {
-            println!("{}", key::to_hex(&key::hash_key(&key)));
-            ExitCode::SUCCESS
-        }
+        Command::HashKey { key, key_prefix } => hash_key(key.as_deref(), &key_prefix),
+        Command::Probe { url, timeout } => match commands::probe(&url, timeout) {
+            Ok(status) => {
+                println!("ok: {url} answered {status}");
+                ExitCode::SUCCESS
+            }
+            Err(why) => {
+                eprintln!("error: {why}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Generate { out, scale, seed } => {
             match generate::generate(&out, generator_scale(scale), seed) {
                 Ok(files) => {
@@ -67,6 +74,38 @@ fn generator_scale(scale: config::Scale) -> generate::Scale {
     }
 }
 
+/// `hash-key`: exit 2 for a key that could never authenticate, 1 when
+/// stdin cannot be read.
+fn hash_key(key: Option<&str>, prefix: &str) -> ExitCode {
+    let key = match key {
+        Some(key) if key != "-" => key.to_owned(),
+        _ => {
+            let stdin = std::io::stdin();
+            let terminal = std::io::IsTerminal::is_terminal(&stdin);
+            if terminal {
+                eprint!("key (then Enter): ");
+            }
+            match commands::read_key(stdin.lock(), terminal) {
+                Ok(key) => key,
+                Err(err) => {
+                    eprintln!("error: cannot read the key from stdin: {err}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+    };
+    match commands::hash_key(&key, prefix) {
+        Ok(hex) => {
+            println!("{hex}");
+            ExitCode::SUCCESS
+        }
+        Err(why) => {
+            eprintln!("error: {why}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -81,18 +120,35 @@ fn init_tracing(format: LogFormat) {
     }
 }
 
-fn run_server(args: &ServeArgs) -> anyhow::Result<()> {
+/// Runs the server. From here on everything goes through tracing, so that
+/// with `--log-format json` a fatal error is one JSON line too, and the last
+/// line says the process stopped and with what exit status.
+fn serve(args: &ServeArgs) -> ExitCode {
     init_tracing(args.log_format);
+    let (code, exit_code) = match run_server(args) {
+        Ok(()) => (ExitCode::SUCCESS, 0),
+        Err(err) => {
+            tracing::error!(error = %format_args!("{err:#}"), "cannot serve");
+            (ExitCode::FAILURE, 1)
+        }
+    };
+    tracing::info!(exit_code, "stopped");
+    code
+}
+
+fn run_server(args: &ServeArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let api = tokio::net::TcpListener::bind(&args.listen)
-            .await
-            .with_context(|| format!("cannot listen on {}", args.listen))?;
-        let admin = tokio::net::TcpListener::bind(&args.admin_listen)
-            .await
-            .with_context(|| format!("cannot listen on {} (admin)", args.admin_listen))?;
+        let api = bind(&args.listen, "the API", "--listen", "PORTFOLIO_LISTEN").await?;
+        let admin = bind(
+            &args.admin_listen,
+            "the admin endpoints",
+            "--admin-listen",
+            "PORTFOLIO_ADMIN_LISTEN",
+        )
+        .await?;
         tracing::info!(
             listen = %api.local_addr()?,
             admin_listen = %admin.local_addr()?,
@@ -100,6 +156,32 @@ fn run_server(args: &ServeArgs) -> anyhow::Result<()> {
             "serving"
         );
         portfolio_replica::serve(ServeConfig::from(args), api, admin, shutdown_signal()).await
+    })
+}
+
+/// Binds one listener; a failure says which one, and what to do about it.
+async fn bind(
+    addr: &str,
+    what: &str,
+    flag: &str,
+    env: &str,
+) -> anyhow::Result<tokio::net::TcpListener> {
+    use std::io::ErrorKind;
+    tokio::net::TcpListener::bind(addr).await.map_err(|err| {
+        let hint = match err.kind() {
+            ErrorKind::AddrInUse => format!(
+                "another process is listening there: stop it, or choose another address with {flag} ({env})"
+            ),
+            ErrorKind::PermissionDenied => format!(
+                "ports below 1024 need privileges: choose a port of 1024 or more with {flag} ({env})"
+            ),
+            ErrorKind::AddrNotAvailable => format!(
+                "no interface of this machine has that address: use 127.0.0.1 (this machine only) \
+                 or 0.0.0.0 (every interface) with {flag} ({env})"
+            ),
+            _ => format!("check the address given with {flag} ({env})"),
+        };
+        anyhow::anyhow!("cannot listen on {addr} for {what} ({flag}): {err}; {hint}")
     })
 }
 

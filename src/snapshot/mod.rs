@@ -90,6 +90,7 @@ pub fn load_from(
             key_hashes: streamed.header.key_hashes,
             content_hash: streamed.content_hash,
         },
+        streamed.header.warnings,
     )
 }
 
@@ -114,10 +115,17 @@ fn derive_version_of(file: &str, source: &(impl Source + ?Sized)) -> Result<Stri
     Ok(version_text(&hasher.finalize()))
 }
 
-fn finish(file: &str, builder: Builder, meta: Meta) -> Result<Loaded, SnapshotError> {
-    let built = builder
+/// Finishes the dataset; the header's warnings come after the builder's.
+fn finish(
+    file: &str,
+    builder: Builder,
+    meta: Meta,
+    header_warnings: Vec<String>,
+) -> Result<Loaded, SnapshotError> {
+    let mut built = builder
         .finish(meta)
         .map_err(|err| repeated_id(file, &err))?;
+    built.warnings.extend(header_warnings);
     Ok(Loaded {
         dataset: built.dataset,
         warnings: built.warnings,
@@ -139,7 +147,7 @@ fn load_buffer(
         key_hashes: header.key_hashes,
         content_hash: content_hash(bytes),
     };
-    finish(file, builder, meta)
+    finish(file, builder, meta, header.warnings)
 }
 
 /// A fast hash of the snapshot's bytes, for ETags. FxHash has no

@@ -32,6 +32,8 @@ pub struct Header {
     /// The exporter's version text, if it gave one.
     pub version: Option<String>,
     pub key_hashes: Vec<KeyHash>,
+    /// What the top-level checks noticed that does not reject the file.
+    pub warnings: Vec<String>,
 }
 
 /// How often a long parse reports progress, in records.
@@ -64,12 +66,14 @@ pub fn parse(
             check_format_version(file, top.format_version.as_deref())?;
             let workspace = check_workspace(file, top.workspace.as_ref())?;
             let version = check_version(file, top.version.as_deref())?;
-            let key_hashes = check_api_keys(file, top.api_keys.as_deref().unwrap_or_default())?;
+            let (key_hashes, keys_warning) =
+                check_api_keys(file, top.api_keys.as_deref().unwrap_or_default())?;
             Ok(Header {
                 workspace_id: workspace.0,
                 workspace_name: workspace.1,
                 version,
                 key_hashes,
+                warnings: keys_warning.into_iter().collect(),
             })
         }
         // A record failed a check. An unknown format version explains that

@@ -23,13 +23,13 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
+use super::batches::{Sink, Workers, worker_count};
 use super::format::{
     ApiKeyDoc, CompanyAttrs, FeedAttrs, MeetingAttrs, MeetingNoteAttrs, MetricRecord, NoteAttrs,
     Record, RoleAttrs, TaskAttrs, Text, WorkspaceDoc,
 };
 use super::header::{check_api_keys, check_format_version, check_version, check_workspace};
 use super::parse::{HasId, Header};
-use super::batches::{Sink, Workers, worker_count};
 use super::records::{self, RecordCheck};
 use crate::store::{Builder, Collection};
 
@@ -81,21 +81,20 @@ fn stream_into(
     };
     let top = s.document()?;
     s.sink.finish()?;
-    let header = Header {
-        version: check_version(file, top.version.as_deref()).map_err(|_| GaveUp)?,
-        key_hashes: check_api_keys(file, top.api_keys.as_deref().unwrap_or_default())
-            .map_err(|_| GaveUp)?,
-        workspace_id: String::new(),
-        workspace_name: None,
-    };
+    // The same checks, in the same order, as the whole-buffer parse.
     check_format_version(file, top.format_version.as_deref()).map_err(|_| GaveUp)?;
     let (workspace_id, workspace_name) =
         check_workspace(file, top.workspace.as_ref()).map_err(|_| GaveUp)?;
+    let version = check_version(file, top.version.as_deref()).map_err(|_| GaveUp)?;
+    let (key_hashes, keys_warning) =
+        check_api_keys(file, top.api_keys.as_deref().unwrap_or_default()).map_err(|_| GaveUp)?;
     Ok(Streamed {
         header: Header {
             workspace_id,
             workspace_name,
-            ..header
+            version,
+            key_hashes,
+            warnings: keys_warning.into_iter().collect(),
         },
         content_hash: s.hash.finish(),
     })
@@ -281,14 +280,22 @@ pub fn build_record(
     use records::*;
     let c = collection;
     match collection {
-        Collection::Companies => one::<Record<'_, CompanyAttrs<'_>>>(file, c, index, bytes, builder, company),
+        Collection::Companies => {
+            one::<Record<'_, CompanyAttrs<'_>>>(file, c, index, bytes, builder, company)
+        }
         Collection::Tasks => one::<Record<'_, TaskAttrs<'_>>>(file, c, index, bytes, builder, task),
         Collection::Roles => one::<Record<'_, RoleAttrs<'_>>>(file, c, index, bytes, builder, role),
-        Collection::Feed => one::<Record<'_, FeedAttrs<'_>>>(file, c, index, bytes, builder, feed_entry),
+        Collection::Feed => {
+            one::<Record<'_, FeedAttrs<'_>>>(file, c, index, bytes, builder, feed_entry)
+        }
         Collection::Notes => one::<Record<'_, NoteAttrs<'_>>>(file, c, index, bytes, builder, note),
         Collection::Metrics => one::<MetricRecord<'_>>(file, c, index, bytes, builder, metric),
-        Collection::Meetings => one::<Record<'_, MeetingAttrs<'_>>>(file, c, index, bytes, builder, meeting),
-        Collection::MeetingNotes => one::<Record<'_, MeetingNoteAttrs<'_>>>(file, c, index, bytes, builder, meeting_note),
+        Collection::Meetings => {
+            one::<Record<'_, MeetingAttrs<'_>>>(file, c, index, bytes, builder, meeting)
+        }
+        Collection::MeetingNotes => {
+            one::<Record<'_, MeetingNoteAttrs<'_>>>(file, c, index, bytes, builder, meeting_note)
+        }
     }
 }
 

@@ -78,7 +78,8 @@ impl Renderer {
     pub fn append(&mut self, other: Renderer) {
         let offset = self.buf.len();
         self.buf.extend_from_slice(&other.buf);
-        self.ends.extend(other.ends.into_iter().map(|end| end + offset));
+        self.ends
+            .extend(other.ends.into_iter().map(|end| end + offset));
     }
 
     fn push_raw(&mut self, record: &[u8]) {
