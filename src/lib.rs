@@ -106,6 +106,13 @@ pub async fn serve(
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let limits = config.limits;
+    // Said once everything that can fail at startup has not.
+    tracing::info!(
+        listen = %api.local_addr()?,
+        admin_listen = %admin.local_addr()?,
+        snapshots = %config.snapshots.display(),
+        "serving"
+    );
     let api_task = tokio::spawn(server::serve(
         api,
         api::routes(state),

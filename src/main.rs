@@ -149,12 +149,6 @@ fn run_server(args: &ServeArgs) -> anyhow::Result<()> {
             "PORTFOLIO_ADMIN_LISTEN",
         )
         .await?;
-        tracing::info!(
-            listen = %api.local_addr()?,
-            admin_listen = %admin.local_addr()?,
-            snapshots = %args.snapshots.display(),
-            "serving"
-        );
         portfolio_replica::serve(ServeConfig::from(args), api, admin, shutdown_signal()).await
     })
 }

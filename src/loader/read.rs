@@ -63,6 +63,16 @@ impl Source for SnapshotFile {
     fn read_all(&self) -> Result<Vec<u8>, SnapshotError> {
         read_file(&self.path)
     }
+
+    /// The size on disk; a gzip file holds several times as much JSON.
+    fn size_hint(&self) -> u64 {
+        let len = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+        if self.is_gzip() {
+            len.saturating_mul(6)
+        } else {
+            len
+        }
+    }
 }
 
 /// Reads a snapshot file whole and, for `.json.gz`, decompresses it.

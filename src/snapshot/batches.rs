@@ -57,10 +57,15 @@ pub struct Workers<'s, 'b> {
     _scope: std::marker::PhantomData<&'s ()>,
 }
 
-/// How many threads may build records: one per core this process may run
-/// on, or none (build inline) with a single core.
-pub fn worker_count() -> usize {
+/// Below this many bytes, starting threads costs more than they save.
+const PARALLEL_FROM: u64 = 4 << 20;
+
+/// How many threads may build the records of about `size` bytes: one per
+/// core this process may run on, or none (build inline) with a single core
+/// or a small snapshot.
+pub fn worker_count(size: u64) -> usize {
     match std::thread::available_parallelism().map_or(1, |n| n.get()) {
+        _ if size < PARALLEL_FROM => 0,
         1 => 0,
         n => n.min(4),
     }

@@ -41,6 +41,9 @@ pub trait Source {
 
     /// The whole content in one buffer (the error path).
     fn read_all(&self) -> Result<Vec<u8>, SnapshotError>;
+
+    /// About how many bytes the content has, if known cheaply.
+    fn size_hint(&self) -> u64;
 }
 
 impl Source for [u8] {
@@ -50,6 +53,10 @@ impl Source for [u8] {
 
     fn read_all(&self) -> Result<Vec<u8>, SnapshotError> {
         Ok(self.to_vec())
+    }
+
+    fn size_hint(&self) -> u64 {
+        self.len() as u64
     }
 }
 
@@ -70,7 +77,13 @@ pub fn load_from(
     progress: &mut dyn FnMut(Collection, usize),
 ) -> Result<Loaded, SnapshotError> {
     let mut builder = Builder::default();
-    let streamed = stream::parse_stream(file, source.open()?, &mut builder, progress);
+    let streamed = stream::parse_stream(
+        file,
+        source.open()?,
+        source.size_hint(),
+        &mut builder,
+        progress,
+    );
     let Ok(streamed) = streamed else {
         drop(builder);
         let bytes = source.read_all()?;

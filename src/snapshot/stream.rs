@@ -53,10 +53,11 @@ pub struct Streamed {
 pub fn parse_stream(
     file: &str,
     reader: impl Read,
+    size_hint: u64,
     builder: &mut Builder,
     progress: &mut dyn FnMut(Collection, usize),
 ) -> Result<Streamed, GaveUp> {
-    match worker_count() {
+    match worker_count(size_hint) {
         0 => stream_into(file, reader, Sink::Inline(builder), progress),
         count => std::thread::scope(|scope| {
             let workers = Workers::start(scope, file, count, builder);
@@ -354,9 +355,13 @@ impl<R: Read> Window<R> {
             return Ok((shift, false));
         }
         let len = self.buf.len();
-        self.buf.resize(len + CHUNK, 0);
+        self.buf.reserve(CHUNK);
+        // read_to_end fills the spare capacity without zeroing it first.
         let read = loop {
-            match self.reader.read(&mut self.buf[len..]) {
+            match (&mut self.reader)
+                .take(CHUNK as u64)
+                .read_to_end(&mut self.buf)
+            {
                 Ok(n) => break n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => {
@@ -365,7 +370,6 @@ impl<R: Read> Window<R> {
                 }
             }
         };
-        self.buf.truncate(len + read);
         self.eof = read == 0;
         Ok((shift, read > 0))
     }

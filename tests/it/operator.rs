@@ -393,3 +393,39 @@ fn a_duplicate_workspace_is_never_logged_as_loaded_and_its_removal_unloads_nothi
         "b.json served nothing: {removal}"
     );
 }
+
+#[test]
+fn a_missing_snapshot_directory_is_a_fatal_error_never_preceded_by_serving() {
+    let dir = tempdir();
+    let missing = dir.path().join("no-such-dir");
+    let output = Command::new(env!("CARGO_BIN_EXE_portfolio-replica"))
+        .arg("--snapshots")
+        .arg(&missing)
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+            "--log-format",
+            "json",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("the binary runs");
+    assert_eq!(output.status.code(), Some(1));
+    let lines: Vec<Value> = String::from_utf8_lossy(&output.stderr)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(
+        !lines.iter().any(|l| message(l) == "serving"),
+        "nothing serves: {lines:#?}"
+    );
+    let fatal = lines
+        .iter()
+        .find(|l| l["level"] == "ERROR")
+        .unwrap_or_else(|| panic!("an ERROR line: {lines:#?}"));
+    let error = fatal["fields"]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("no-such-dir"), "{fatal}");
+}
