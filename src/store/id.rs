@@ -10,40 +10,58 @@
 //! lower-case text.
 
 /// Parses `text` if it matches the id pattern.
+///
+/// Every record of a snapshot has an id and most point at a company, so
+/// this runs millions of times per load: a table lookup per hex digit and
+/// one check of all the bits that must be clear, no branch per character.
 pub fn parse_id(text: &str) -> Option<u128> {
     const NIL: &str = "00000000-0000-0000-0000-000000000000";
     const MAX: &str = "ffffffff-ffff-ffff-ffff-ffffffffffff";
     let b = text.as_bytes();
-    if b.len() != 36 {
+    if b.len() != 36 || b[8] != b'-' || b[13] != b'-' || b[18] != b'-' || b[23] != b'-' {
         return None;
-    }
-    if text == NIL {
-        return Some(0);
-    }
-    if text == MAX {
-        return Some(u128::MAX);
     }
     if !matches!(b[14], b'1'..=b'8') || !matches!(b[19], b'8' | b'9' | b'a' | b'b' | b'A' | b'B') {
-        return None;
+        return if text == NIL {
+            Some(0)
+        } else if text == MAX {
+            Some(u128::MAX)
+        } else {
+            None
+        };
     }
     let mut value: u128 = 0;
-    for (i, &c) in b.iter().enumerate() {
-        if matches!(i, 8 | 13 | 18 | 23) {
-            if c != b'-' {
-                return None;
-            }
-            continue;
-        }
-        let nibble = match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'f' => c - b'a' + 10,
-            b'A'..=b'F' => c - b'A' + 10,
-            _ => return None,
-        };
-        value = (value << 4) | u128::from(nibble);
+    let mut invalid = 0u8;
+    for &c in b[0..8]
+        .iter()
+        .chain(&b[9..13])
+        .chain(&b[14..18])
+        .chain(&b[19..23])
+        .chain(&b[24..36])
+    {
+        let nibble = HEX_VALUE[c as usize];
+        invalid |= nibble;
+        value = (value << 4) | u128::from(nibble & 0x0f);
     }
-    Some(value)
+    (invalid & 0xf0 == 0).then_some(value)
 }
+
+/// The value of each hex digit; `0xff` for every other byte.
+const HEX_VALUE: [u8; 256] = {
+    let mut table = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        table[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        table[b'a' as usize + i] = 10 + i as u8;
+        table[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    table
+};
 
 /// Formats an id in the canonical lower-case text form.
 pub fn format_id(id: u128) -> String {

@@ -9,7 +9,8 @@ use crate::store::collection::{Collection, RecordCounts};
 use crate::store::id::{IdMap, format_id};
 use crate::store::rendered::Rendered;
 use crate::store::{
-    Companies, Dataset, Feed, LatestMetrics, MeetingNotes, Meetings, Notes, Positions, Roles, Tasks,
+    Companies, Dataset, Feed, LatestMetrics, MeetingNotes, Meetings, Notes, Positions, Roles,
+    Tasks, TextIndex,
 };
 
 impl Builder {
@@ -25,8 +26,21 @@ impl Builder {
             feed_types,
             metric_names,
         } = self;
-        let mut ids = check_ids(&parts)?;
-        let mut warnings = dangling_references(&parts, &ids);
+        // The task list is most of a large dataset: its orders are built on
+        // a second thread while this one indexes ids.
+        let (task_indexes, checked) = std::thread::scope(|scope| {
+            let keys = &parts[Collection::Tasks.index()].keys;
+            let tasks = scope.spawn(|| task_indexes(keys, &task_fields, &interner));
+            let checked = check_ids(&parts).map(|ids| {
+                let warnings = dangling_references(&parts, &ids);
+                (ids, warnings)
+            });
+            let tasks = tasks
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (tasks, checked)
+        });
+        let (mut ids, mut warnings) = checked?;
         if meta.key_hashes.is_empty() {
             warnings.push("api_keys is empty: no key can read this workspace".to_owned());
         }
@@ -60,7 +74,15 @@ impl Builder {
                 &company_priorities,
                 &interner,
             ),
-            tasks: tasks_by_filters(tasks, task_at, &task_fields, &interner),
+            tasks: Tasks {
+                records: tasks.rendered.finish(),
+                order: task_indexes.order,
+                at: task_at,
+                by_status: task_indexes.by_status,
+                by_priority: task_indexes.by_priority,
+                by_status_priority: task_indexes.by_status_priority,
+                by_company: task_indexes.by_company,
+            },
             roles: roles(take(Collection::Roles).0),
             feed: feed(take(Collection::Feed).0, &feed_types, &interner),
             notes: notes_by_company(notes, note_at),
@@ -160,22 +182,28 @@ fn companies_by_name(
 
 /// Tasks: newest first, ties by id descending; indexed by each filter, by
 /// both at once, and by company.
-fn tasks_by_filters(
-    part: Part,
-    at: IdMap<u32>,
+fn task_indexes(
+    keys: &[Key],
     fields: &[(Option<u32>, Option<u32>)],
     interner: &Interner,
-) -> Tasks {
-    let order = newest_first(&part.keys);
-    Tasks {
+) -> TaskIndexes {
+    let order = newest_first(keys);
+    TaskIndexes {
         by_status: group_by(&order, interner, |i| fields[i].0),
         by_priority: group_by(&order, interner, |i| fields[i].1),
         by_status_priority: group_by_pair(&order, interner, |i| fields[i]),
-        by_company: group_by_parent(&order, &part.keys),
-        records: part.rendered.finish(),
+        by_company: group_by_parent(&order, keys),
         order,
-        at,
     }
+}
+
+/// The list orders of the tasks, built apart from their records.
+struct TaskIndexes {
+    order: Positions,
+    by_status: TextIndex,
+    by_priority: TextIndex,
+    by_status_priority: rustc_hash::FxHashMap<Box<str>, TextIndex>,
+    by_company: IdMap<Positions>,
 }
 
 /// Roles: newest `opened_at` first; `/roles` is built once as a whole body.
