@@ -8,6 +8,7 @@
 //! Run: `cargo bench --bench store` (add `-- page/` to run one group).
 
 use std::hint::black_box;
+use std::io::{Read, Write};
 use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -17,6 +18,7 @@ use portfolio_replica::api::{ApiState, bearer_key_hash, respond as respond_fn};
 use portfolio_replica::generate::{Scale, generate};
 use portfolio_replica::metrics::Metrics;
 use portfolio_replica::snapshot::load as load_snapshot;
+use portfolio_replica::snapshot::{self, SnapshotError, Source};
 use portfolio_replica::store::key::hash_key;
 use portfolio_replica::store::{Catalog, Cursor, Dataset, FeedQuery, OffsetPage, Store};
 use warp::http::{HeaderMap, HeaderValue, Method};
@@ -245,12 +247,44 @@ fn respond(c: &mut Criterion, f: &Fixture) {
     group.finish();
 }
 
+/// A gzip snapshot in memory, read the way the loader reads a `.json.gz`
+/// file: inflated as a stream.
+struct Gzipped<'a>(&'a [u8]);
+
+impl Source for Gzipped<'_> {
+    fn open(&self) -> Result<Box<dyn Read + '_>, SnapshotError> {
+        Ok(Box::new(flate2::read::MultiGzDecoder::new(self.0)))
+    }
+
+    fn read_all(&self) -> Result<Vec<u8>, SnapshotError> {
+        let mut out = Vec::new();
+        self.open()?
+            .read_to_end(&mut out)
+            .map_err(|e| SnapshotError::new("bench.json.gz", e.to_string()))?;
+        Ok(out)
+    }
+
+    fn size_hint(&self) -> u64 {
+        self.0.len() as u64 * 6
+    }
+}
+
+/// Loading per MB of JSON: plain, and inflated from gzip as a stream.
+/// Throughput is counted in bytes of JSON either way.
 fn load(c: &mut Criterion, f: &Fixture) {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&f.json).expect("gzip in memory");
+    let gz = gz.finish().expect("gzip in memory");
     let mut group = c.benchmark_group("load");
     group.sample_size(10);
     group.throughput(Throughput::Bytes(f.json.len() as u64));
     group.bench_function("snapshot", |b| {
         b.iter(|| load_snapshot("bench.json", black_box(&f.json)).is_ok())
+    });
+    group.bench_function("snapshot_gzip", |b| {
+        b.iter(|| {
+            snapshot::load_from("bench.json.gz", &Gzipped(black_box(&gz)), &mut |_, _| {}).is_ok()
+        })
     });
     group.finish();
 }

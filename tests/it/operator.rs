@@ -6,7 +6,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use portfolio_replica::api::Cors;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::util::*;
 
@@ -428,4 +428,142 @@ fn a_missing_snapshot_directory_is_a_fatal_error_never_preceded_by_serving() {
         .unwrap_or_else(|| panic!("an ERROR line: {lines:#?}"));
     let error = fatal["fields"]["error"].as_str().unwrap_or_default();
     assert!(error.contains("no-such-dir"), "{fatal}");
+}
+
+/// The peak resident memory of a process (VmHWM), in bytes.
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the process runs");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .expect("VmHWM");
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .expect("a number");
+    kib * 1024
+}
+
+/// A replacement several times larger than `--memory-limit` is refused
+/// before it is built: the previous version keeps serving, `/snapshots`
+/// says why, and the process's peak memory stays under the limit (a build
+/// would have taken about the file's size).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_that_would_not_fit_the_memory_limit_is_refused_and_the_old_one_serves() {
+    const LIMIT_MIB: u64 = 96;
+    let dir = tempdir();
+    let mut small = snapshot("ws-a", &[KEY]);
+    add(&mut small, "companies", [company(1, "A")]);
+    write_json(dir.path(), "a.json", &small);
+    let log = dir.path().join(".server.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_portfolio-replica"))
+        .arg("--snapshots")
+        .arg(dir.path())
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+            "--poll-interval",
+            "50",
+            "--log-format",
+            "json",
+            "--memory-limit",
+            &format!("{LIMIT_MIB}M"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("a log file"))
+        .spawn()
+        .expect("the binary starts");
+    struct Kill(u32);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = Command::new("kill").arg(self.0.to_string()).status();
+        }
+    }
+    let _kill = Kill(child.id());
+    let lines = || -> Vec<Value> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (api, admin) = loop {
+        if let Some(serving) = lines().into_iter().find(|l| message(l) == "serving") {
+            let addr = |f: &str| {
+                serving["fields"][f]
+                    .as_str()
+                    .expect("an address")
+                    .parse()
+                    .expect("an address")
+            };
+            break (addr("listen"), addr("admin_listen"));
+        }
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "the server exited: {:#?}",
+            lines()
+        );
+        assert!(Instant::now() < deadline, "never served: {:#?}", lines());
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    };
+    let version = version_of("ws-a");
+    eventually("the small file serves", || async {
+        let resp = get_from(api, "/portfolio", Some(KEY)).await?;
+        (resp.header("x-snapshot-version") == Some(version.as_str()))
+            .then_some(())
+            .ok_or_else(|| format!("status {}", resp.status))
+    })
+    .await;
+
+    // A replacement of about three times the limit: one company whose
+    // description is a long text.
+    let mut big = snapshot("ws-a", &[KEY]);
+    big["version"] = "big".into();
+    let text = "a snapshot far larger than the limit ".repeat((3 * LIMIT_MIB as usize) << 20 >> 5);
+    add(
+        &mut big,
+        "companies",
+        [with(company(1, "A"), json!({ "description": text }))],
+    );
+    replace_json(dir.path(), "a.json", &big);
+    drop(big);
+
+    let status = loop {
+        let resp = get_from(admin, "/snapshots", None)
+            .await
+            .expect("/snapshots");
+        let body = resp.json();
+        let file = body["files"][0].clone();
+        if !file["error"].is_null() {
+            break file;
+        }
+        assert!(
+            Instant::now() < deadline + Duration::from_secs(20),
+            "never refused: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let error = status["error"].as_str().unwrap_or_default();
+    assert!(error.contains("memory limit"), "{error}");
+    assert_eq!(status["serving_version"], version.as_str(), "{status}");
+    let resp = get_from(api, "/portfolio", Some(KEY))
+        .await
+        .expect("the API");
+    assert_eq!(resp.header("x-snapshot-version"), Some(version.as_str()));
+    let peak = peak_rss(child.id());
+    assert!(
+        peak < LIMIT_MIB << 20,
+        "peak RSS {} MiB: the refused file was built anyway",
+        peak >> 20
+    );
+    assert!(
+        lines()
+            .iter()
+            .any(|l| message(l).starts_with("snapshot refused")),
+        "the refusal is logged"
+    );
 }
