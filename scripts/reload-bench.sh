@@ -1,80 +1,101 @@
 #!/usr/bin/env bash
-# Hot reload under load, measured: reload time of the `large` snapshot, peak
-# RSS during reloads as a multiple of the file size, p99 latency of small
-# requests during reloads against without them (same run), and RSS after ten
-# replacements against after the first load.
+# Reload cost, measured (BENCHMARKS.md, "Reload cost"): load speed, peak
+# memory of a first load, of a replacement and of two replacements in a
+# row (VmHWM, reset through /proc/PID/clear_refs before each), steady RSS,
+# and what requests see during a replacement: p99 of small requests and
+# req/s while a large snapshot is replaced, against the same without, in
+# one run, with the reload's time idle and under that load.
 #
-#   scripts/reload-bench.sh [DATA_DIR]      (default ./bench-data)
+#   scripts/reload-bench.sh [FILE]      (default bench-data/large/large.json)
 #
-# Loopback only, bounded: about three minutes. The server is pinned to CPU 0
-# and wrk to CPU 1 (taskset), so reloads compete with serving on one core.
+# Loopback only, bounded: about two minutes for the 1 GB file. The server is
+# pinned to CPU 0 and wrk to CPU 1 (taskset), so reloads and requests share
+# one core, the hard case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DATA=${1:-bench-data}
+FILE=${1:-bench-data/large/large.json}
 PORT=${PORT:-18480}
 ADMIN=${ADMIN:-18490}
-REPLACEMENTS=${REPLACEMENTS:-10}
+LOAD_SECONDS=${LOAD_SECONDS:-30}
 command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
 
 cargo build --release --quiet
 BIN=target/release/portfolio-replica
-mkdir -p "$DATA/reload"
-[ -f "$DATA/large.json" ] || $BIN generate --out "$DATA" --scale large --seed 42 >/dev/null
-cp snapshots/acme.json "$DATA/reload/acme.json"
-cp "$DATA/large.json" "$DATA/reload/large.json"
-SIZE=$(stat -c %s "$DATA/reload/large.json")
-
-taskset -c 0 $BIN --snapshots "$DATA/reload" --listen 127.0.0.1:$PORT --admin-listen 127.0.0.1:$ADMIN \
-  2>"$DATA/reload-server.log" &
-PID=$!
-trap 'kill $PID 2>/dev/null || true' EXIT
-
-rss_kb() { awk '/VmRSS/ {print $2}' /proc/$PID/status; }
-loaded_at() { curl -s "http://127.0.0.1:$ADMIN/snapshots" | grep -o '"file":"large.json"[^}]*"loaded_at":"[^"]*"' | sed 's/.*"loaded_at":"//;s/"$//'; }
+if [ ! -f "$FILE" ]; then
+  $BIN generate --out "$(dirname "$FILE")" --scale large --seed 42 >/dev/null
+fi
+DIR=$(mktemp -d)
+NAME=$(basename "$FILE")
+cp snapshots/acme.json "$DIR/acme.json"
+cp "$FILE" "$DIR/$NAME"
+SIZE=$(stat -c %s "$FILE")
+echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD) $0 $FILE ($SIZE bytes)"
 
 start=$(date +%s.%N)
-until curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null; do sleep 0.1; done
-first_load=$(echo "$(date +%s.%N) - $start" | bc)
-sleep 2
-rss_loaded=$(rss_kb)
+taskset -c 0 $BIN --snapshots "$DIR" --listen 127.0.0.1:$PORT --admin-listen 127.0.0.1:$ADMIN \
+  2>"$DIR/.server.log" &
+PID=$!
+trap 'kill $PID 2>/dev/null || true; rm -rf "$DIR"' EXIT
 
-# One replacement: copy to a temp name, rename into place, wait for the reload.
-replace() {
+kb() { awk -v k="$1:" '$1 == k {print $2}' /proc/$PID/status; }
+reset_peak() { echo 5 > /proc/$PID/clear_refs; }
+x() { echo "scale=2; $1 * 1024 / $SIZE" | bc; }
+loaded_at() { curl -s "http://127.0.0.1:$ADMIN/snapshots" | grep -o "\"file\":\"$NAME\"[^}]*\"loaded_at\":\"[^\"]*\"" | sed 's/.*"loaded_at":"//;s/"$//'; }
+wait_reload() { local before=$1; while [ "$(loaded_at)" = "$before" ]; do sleep 0.02; done; }
+# Copies the file to a temporary name and renames it into place.
+replace() { cp "$FILE" "$DIR/$NAME.tmp"; mv "$DIR/$NAME.tmp" "$DIR/$NAME"; }
+timed_replace() {
   local before; before=$(loaded_at)
-  cp "$DATA/large.json" "$DATA/reload/large.json.tmp"
+  replace
   local t0; t0=$(date +%s.%N)
-  mv "$DATA/reload/large.json.tmp" "$DATA/reload/large.json"
-  while [ "$(loaded_at)" = "$before" ]; do sleep 0.05; done
+  wait_reload "$before"
   echo "$(date +%s.%N) - $t0" | bc
 }
 
+until curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null; do sleep 0.05; done
+first_load=$(echo "$(date +%s.%N) - $start" | bc)
+first_peak=$(kb VmHWM)
+sleep 1
+steady=$(kb VmRSS)
+
+reset_peak
+idle_reload=$(timed_replace)
+replace_peak=$(kb VmHWM)
+sleep 1
+
+# Two replacements in a row: the second lands while the first is built.
+reset_peak
+before=$(loaded_at)
+replace
+sleep 1
+replace
+wait_reload "$before"
+before=$(loaded_at)
+wait_reload "$before" 2>/dev/null || true
+twice_peak=$(kb VmHWM)
+sleep 1
+
 KEY='Authorization: Bearer cura_demo_acme_key'
 URL="http://127.0.0.1:$PORT/portfolio?limit=5"
-wrk_p99() { taskset -c 1 wrk -t1 -c16 -d"$1"s --latency -H "$KEY" "$URL" | awk '/ 99%/ {print $2} /Requests\/sec/ {print $2}' | paste -sd' '; }
+wrk_run() { taskset -c 1 wrk -t1 -c16 -d"$1"s --latency -H "$KEY" "$URL" | awk '/ 99%/ {p=$2} /Requests\/sec/ {r=$2} END {print p, r}'; }
 
-echo "== baseline: no reload (10 s)"
-base=$(wrk_p99 10)
-
-echo "== during reloads (3 replacements)"
-peak=0
-( while kill -0 $PID 2>/dev/null; do r=$(rss_kb); [ "$r" -gt "$peak" ] && peak=$r && echo $peak > "$DATA/reload-peak"; sleep 0.05; done ) &
-SAMPLER=$!
-: > "$DATA/reload-times"
-( for _ in 1 2 3; do replace >> "$DATA/reload-times"; done ) &
+quiet=$(wrk_run 10)
+: > "$DIR/.reloads"
+( sleep 2; while :; do timed_replace >> "$DIR/.reloads"; done ) &
 REPLACER=$!
-during=$(wrk_p99 25)
-wait $REPLACER
-for _ in $(seq 4 "$REPLACEMENTS"); do replace >> "$DATA/reload-times"; done
-sleep 3
-rss_after=$(rss_kb)
-kill $SAMPLER 2>/dev/null || true
-peak=$(cat "$DATA/reload-peak" 2>/dev/null || echo 0)
+during=$(wrk_run "$LOAD_SECONDS")
+kill $REPLACER 2>/dev/null || true
+wait $REPLACER 2>/dev/null || true
+steady_after=$(kb VmRSS)
 
-echo
-echo "file: $SIZE bytes; first load (to ready): ${first_load}s"
-echo "reload times (s): $(paste -sd' ' "$DATA/reload-times")"
-echo "RSS after first load: $((rss_loaded/1024)) MiB ($(echo "scale=2; $rss_loaded*1024/$SIZE" | bc)x file)"
-echo "peak RSS during reloads: $((peak/1024)) MiB ($(echo "scale=2; $peak*1024/$SIZE" | bc)x file)"
-echo "RSS after $REPLACEMENTS replacements: $((rss_after/1024)) MiB ($(echo "scale=2; $rss_after*1024/$SIZE" | bc)x file)"
-echo "p99 / req/s without reload: $base"
-echo "p99 / req/s during reloads: $during"
+mb=$(echo "scale=1; $SIZE / 1000000" | bc)
+echo "first load, process start to ready: ${first_load}s ($(echo "scale=0; $mb / $first_load" | bc) MB/s)"
+echo "peak RSS, first load:             $((first_peak/1024)) MiB ($(x "$first_peak")x the file)"
+echo "steady RSS after loading:         $((steady/1024)) MiB ($(x "$steady")x)"
+echo "reload, idle:                     ${idle_reload}s"
+echo "peak RSS, replacing:              $((replace_peak/1024)) MiB ($(x "$replace_peak")x)"
+echo "peak RSS, two replacements:       $((twice_peak/1024)) MiB ($(x "$twice_peak")x)"
+echo "reloads under load (s):           $(paste -sd' ' "$DIR/.reloads")"
+echo "p99 / req/s, no reload:           $quiet"
+echo "p99 / req/s, during reloads:      $during"
+echo "steady RSS after all:             $((steady_after/1024)) MiB ($(x "$steady_after")x)"

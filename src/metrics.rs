@@ -71,6 +71,9 @@ pub struct Metrics {
     requests: Vec<Vec<Counter>>,
     latency: Vec<Histogram>,
     in_flight: Gauge,
+    /// Requests answered since start, all routes: the reloader reads it to
+    /// tell whether requests are flowing.
+    answered: AtomicU64,
     loads: Family<FileLabels, Counter>,
     failures: Family<FileLabels, Counter>,
     last_load: Family<WorkspaceLabels, Gauge<f64, AtomicU64>>,
@@ -158,6 +161,7 @@ impl Metrics {
             requests,
             latency,
             in_flight,
+            answered: AtomicU64::new(0),
             loads,
             failures,
             last_load,
@@ -174,11 +178,18 @@ impl Metrics {
     /// the list the metrics were made with (the last one if out of range).
     pub fn finish(&self, route: usize, status: u16, elapsed: Duration) {
         self.in_flight.dec();
+        self.answered
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let r = route.min(self.requests.len().saturating_sub(1));
         if let (Some(counters), Some(latency)) = (self.requests.get(r), self.latency.get(r)) {
             counters[status_index(status)].inc();
             latency.observe(elapsed.as_secs_f64());
         }
+    }
+
+    /// Requests answered since start.
+    pub fn answered(&self) -> u64 {
+        self.answered.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Records a successful load of `file` serving `workspace`.

@@ -201,7 +201,7 @@ impl Snapshots {
                 if fingerprint.len >= LARGE_FILE {
                     tracing::info!(file = %name, bytes = fingerprint.len, "loading a large snapshot");
                 }
-                load_logging_progress(&name, &file, started)
+                load_logging_progress(&name, &file, started, &self.metrics)
             }
         };
         if file_fingerprint(&path).ok() != Some(fingerprint) {
@@ -224,14 +224,20 @@ const LARGE_FILE: u64 = 100 << 20;
 const PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
 
 /// Loads a snapshot; a load that takes long logs its progress every few
-/// seconds, so that it is never mistaken for a hang.
+/// seconds, so that it is never mistaken for a hang. On a single core the
+/// load is paced so that requests do not notice it ([`Pacer`]).
 fn load_logging_progress(
     name: &str,
     file: &read::SnapshotFile,
     started: Clock,
+    metrics: &Metrics,
 ) -> Result<snapshot::Loaded, snapshot::SnapshotError> {
     let mut last = started;
+    let mut pacer = Pacer::on_a_single_core(metrics);
     snapshot::load_from(name, file, &mut |collection, records| {
+        if let Some(pacer) = &mut pacer {
+            pacer.pace();
+        }
         if last.elapsed() >= PROGRESS_INTERVAL {
             last = Clock::now();
             tracing::info!(
@@ -243,6 +249,48 @@ fn load_logging_progress(
             );
         }
     })
+}
+
+/// How long the reloader works before it looks whether requests came.
+const PACE_RUN: Duration = Duration::from_micros(250);
+
+/// How long it then steps aside if they did.
+const PACE_PAUSE: Duration = Duration::from_micros(500);
+
+/// Keeps a load from delaying requests when the reloader and the request
+/// worker share one core (a replica given one CPU). The reloader works in
+/// slices of [`PACE_RUN`]; after a slice in which requests were answered it
+/// sleeps [`PACE_PAUSE`], so a request waits at most one slice, and under
+/// full load the reload still gets a third of the core (it takes at most
+/// about three times as long). With no requests it never pauses. With more
+/// cores the scheduler runs both at once and nothing is paced.
+struct Pacer<'m> {
+    metrics: &'m Metrics,
+    slice: Clock,
+    seen: u64,
+}
+
+impl<'m> Pacer<'m> {
+    fn on_a_single_core(metrics: &'m Metrics) -> Option<Pacer<'m>> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        (cores == 1).then(|| Pacer {
+            metrics,
+            slice: Clock::now(),
+            seen: metrics.answered(),
+        })
+    }
+
+    fn pace(&mut self) {
+        if self.slice.elapsed() < PACE_RUN {
+            return;
+        }
+        let answered = self.metrics.answered();
+        if answered != self.seen {
+            self.seen = answered;
+            std::thread::sleep(PACE_PAUSE);
+        }
+        self.slice = Clock::now();
+    }
 }
 
 /// Hands memory freed by a load (the file's bytes, the parsed document) and

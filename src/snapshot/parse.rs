@@ -36,8 +36,9 @@ pub struct Header {
     pub warnings: Vec<String>,
 }
 
-/// How often a long parse reports progress, in records.
-pub(super) const PROGRESS_EVERY: usize = 1 << 16;
+/// How often a parse reports progress, in records: often enough that the
+/// loader can pace a load on a shared core ([`crate::loader`]), and cheap.
+pub(super) const PROGRESS_EVERY: usize = 64;
 
 /// Parses and validates one snapshot, handing each record to `builder`.
 /// `file` only names the file in errors. `progress` is told, every
