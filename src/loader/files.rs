@@ -242,38 +242,35 @@ pub fn resolve_conflicts(files: &mut Files, report: &mut ScanReport) {
                 format!("an api_keys entry of {name} is already a key of the workspace served from {owner}")
             })
         };
-        match conflict {
-            Some(message) => {
-                let message = format!("{name}: {message}");
-                // The version this file served before its new content, if it
-                // claims nothing already claimed, keeps serving.
-                let previous = entry.previous.take().filter(|(previous, _)| {
-                    !workspace_owner.contains_key(&previous.workspace_id)
-                        && !previous
-                            .key_hashes
-                            .iter()
-                            .any(|h| key_owner.contains_key(h))
-                });
-                match previous {
-                    Some((previous, status)) => {
-                        entry.dataset = Some(previous);
-                        entry.status = status;
-                    }
-                    None => {
-                        entry.dataset = None;
-                        entry.status.version = None;
-                        entry.status.loaded_at = None;
-                        entry.status.records = None;
-                        entry.status.serving_version = None;
-                    }
+        if let Some(message) = conflict {
+            let message = format!("{name}: {message}");
+            // The version this file served before its new content, if it
+            // claims nothing already claimed, keeps serving.
+            let previous = entry.previous.take().filter(|(previous, _)| {
+                !workspace_owner.contains_key(&previous.workspace_id)
+                    && !previous
+                        .key_hashes
+                        .iter()
+                        .any(|h| key_owner.contains_key(h))
+            });
+            match previous {
+                Some((previous, status)) => {
+                    entry.dataset = Some(previous);
+                    entry.status = status;
                 }
-                log_rejected(&name, entry, &message);
-                entry.status.fail(message);
-                entry.conflict = true;
-                report.loaded.retain(|n| n != &name);
-                report.rejected.push(name.clone());
+                None => {
+                    entry.dataset = None;
+                    entry.status.version = None;
+                    entry.status.loaded_at = None;
+                    entry.status.records = None;
+                    entry.status.serving_version = None;
+                }
             }
-            None => {}
+            log_rejected(&name, entry, &message);
+            entry.status.fail(message);
+            entry.conflict = true;
+            report.loaded.retain(|n| n != &name);
+            report.rejected.push(name.clone());
         }
         if let Some(dataset) = &entry.dataset {
             workspace_owner.insert(dataset.workspace_id.clone(), name.clone());
