@@ -81,14 +81,13 @@ wrk_run() { taskset -c 1 wrk -t1 -c16 -d"$1"s --latency -H "$KEY" "$URL" | awk '
 
 quiet=$(wrk_run 10)
 : > "$DIR/.reloads"
-( sleep 2; while :; do timed_replace >> "$DIR/.reloads"; done ) &
+( sleep 2; until [ -e "$DIR/.stop" ]; do timed_replace >> "$DIR/.reloads"; done ) &
 REPLACER=$!
 during=$(wrk_run "$LOAD_SECONDS")
-kill $REPLACER 2>/dev/null || true
-wait $REPLACER 2>/dev/null || true
-# A replacement may still be building: wait until loads have stopped.
-last=$(loaded_at); sleep 3
-while [ "$(loaded_at)" != "$last" ]; do last=$(loaded_at); sleep 3; done
+# The replacer stops after the reload in progress.
+touch "$DIR/.stop"
+wait $REPLACER
+sleep 2
 steady_after=$(kb VmRSS)
 
 mb=$(echo "scale=1; $SIZE / 1000000" | bc)

@@ -109,12 +109,15 @@ pub fn forget_removed(files: &mut Files, present: &Listing, report: &mut ScanRep
     for name in gone {
         let served = files.remove(&name).and_then(|entry| entry.dataset);
         match served {
-            Some(dataset) => tracing::info!(
-                file = %name,
-                workspace = %dataset.workspace_id,
-                version = %dataset.version,
-                "snapshot file removed; its workspace is unloaded"
-            ),
+            Some(dataset) => {
+                tracing::info!(
+                    file = %name,
+                    workspace = %dataset.workspace_id,
+                    version = %dataset.version,
+                    "snapshot file removed; its workspace is unloaded"
+                );
+                report.retire(dataset);
+            }
             None => tracing::info!(
                 file = %name,
                 "snapshot file removed; it served no workspace, so nothing is unloaded"
@@ -278,7 +281,9 @@ pub fn resolve_conflicts(files: &mut Files, report: &mut ScanReport) {
                 key_owner.insert(*hash, name.clone());
             }
         }
-        entry.previous = None;
+        if let Some((replaced, _)) = entry.previous.take() {
+            report.retire(replaced);
+        }
     }
 }
 

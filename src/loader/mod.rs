@@ -35,6 +35,45 @@ pub struct ScanReport {
     /// Files modified so recently that they may still be being written;
     /// they are left for a later scan.
     pub settling: Vec<String>,
+    /// Datasets that no longer serve, to be freed by the reloader.
+    retired: Retired,
+}
+
+/// Datasets replaced or unloaded. The reloader frees each one itself once
+/// no request uses it any more, so that freeing a gigabyte (and the page
+/// table work that comes with it) never falls to a request thread that
+/// happened to hold the last reference.
+#[derive(Default)]
+struct Retired(Vec<Arc<crate::store::Dataset>>);
+
+impl std::fmt::Debug for Retired {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} dataset(s)", self.0.len())
+    }
+}
+
+impl ScanReport {
+    /// Hands a dataset that no longer serves to the reloader to free.
+    fn retire(&mut self, dataset: Arc<crate::store::Dataset>) {
+        self.retired.0.push(dataset);
+    }
+}
+
+impl Retired {
+    /// How long requests may hold a retired dataset before the reloader
+    /// stops waiting and leaves the freeing to the last of them.
+    const PATIENCE: Duration = Duration::from_secs(10);
+
+    /// Frees each dataset once this is its last reference.
+    fn free(self) {
+        let deadline = Clock::now() + Retired::PATIENCE;
+        for dataset in self.0 {
+            while Arc::strong_count(&dataset) > 1 && Clock::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            drop(dataset);
+        }
+    }
 }
 
 /// How long a file must have been left alone before it is read: a writer
@@ -112,6 +151,7 @@ impl Snapshots {
             self.settle(&mut files, serving_before, Vec::new(), step, &mut report);
             to_read
         };
+        self.free_retired(&mut report);
 
         // Each file: read and build without the lock, then settle it.
         for (name, fingerprint) in to_read {
@@ -122,8 +162,22 @@ impl Snapshots {
             let serving_before = files::serving_workspaces(&files);
             let step = ScanReport::default();
             self.settle(&mut files, serving_before, vec![result], step, &mut report);
+            drop(files);
+            self.free_retired(&mut report);
         }
         Ok(report)
+    }
+
+    /// Frees the datasets that stopped serving (outside the files lock:
+    /// it waits for requests still using them), then hands the memory
+    /// back to the OS.
+    fn free_retired(&self, report: &mut ScanReport) {
+        let retired = std::mem::take(&mut report.retired);
+        let any = !retired.0.is_empty();
+        retired.free();
+        if any || !report.loaded.is_empty() {
+            release_free_memory();
+        }
     }
 
     /// Applies what a step read, resolves conflicts, publishes the catalog
@@ -154,9 +208,7 @@ impl Snapshots {
         for workspace in serving_before.difference(&serving_after) {
             self.metrics.unloaded(workspace);
         }
-        if !step.loaded.is_empty() || !step.removed.is_empty() {
-            release_free_memory();
-        }
+        report.retired.0.append(&mut step.retired.0);
         report.loaded.append(&mut step.loaded);
         report.rejected.append(&mut step.rejected);
         report.removed.append(&mut step.removed);
