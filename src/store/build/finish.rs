@@ -48,16 +48,30 @@ impl Builder {
         for c in Collection::ALL {
             counts[c] = parts[c.index()].keys.len();
         }
+        // Free what is no longer needed before building the rest: the peak
+        // of a load is here, next to the old dataset still serving. Only
+        // four collections are served by id; the others' maps only checked
+        // for repeats. The task keys went into the task orders.
+        for c in [
+            Collection::Roles,
+            Collection::Feed,
+            Collection::Metrics,
+            Collection::MeetingNotes,
+        ] {
+            ids[c.index()] = IdMap::default();
+        }
         let mut take = |c: Collection| {
             (
                 std::mem::take(&mut parts[c.index()]),
                 std::mem::take(&mut ids[c.index()]),
             )
         };
+        let (tasks, task_at) = take(Collection::Tasks);
+        let tasks_records = tasks.rendered.finish();
+        drop(tasks.keys);
         let (companies, company_at) = take(Collection::Companies);
         let metrics = take(Collection::Metrics).0;
         let metrics = latest_metrics(metrics, &metric_names, &interner, &company_at);
-        let (tasks, task_at) = take(Collection::Tasks);
         let (notes, note_at) = take(Collection::Notes);
         let (meetings, meeting_at) = take(Collection::Meetings);
         let dataset = Dataset {
@@ -75,7 +89,7 @@ impl Builder {
                 &interner,
             ),
             tasks: Tasks {
-                records: tasks.rendered.finish(),
+                records: tasks_records,
                 order: task_indexes.order,
                 at: task_at,
                 by_status: task_indexes.by_status,
