@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::Parser;
 use portfolio_replica::config::{self, Cli, Command, LogFormat, ServeArgs};
 use portfolio_replica::store::key;
-use portfolio_replica::{ServeConfig, commands, generate};
+use portfolio_replica::{ServeConfig, commands, generate, publish};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -31,6 +31,39 @@ fn main() -> ExitCode {
             println!("{}", key::to_hex(&key::hash_key(&key)));
             ExitCode::SUCCESS
         }
+        Command::Publish {
+            files,
+            to,
+            keep,
+            storage,
+        } => exit(publish::publish(
+            &files,
+            &to,
+            keep as usize,
+            &storage.options(None),
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        )),
+        Command::Rollback {
+            workspace,
+            to,
+            version,
+            storage,
+        } => exit(publish::rollback(
+            &workspace,
+            &to,
+            version.as_deref(),
+            &storage.options(None),
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        )),
+        Command::Versions { to, json, storage } => exit(publish::versions(
+            &to,
+            json,
+            &storage.options(None),
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        )),
         Command::Generate { out, scale, seed } => {
             match generate::generate(&out, generator_scale(scale), seed) {
                 Ok(files) => {
@@ -55,6 +88,15 @@ fn main() -> ExitCode {
                 }
             }
         }
+    }
+}
+
+/// Exit 0 when the command did what it was asked, 1 otherwise.
+fn exit(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 
