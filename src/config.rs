@@ -254,7 +254,7 @@ fn parse_prefix(text: &str) -> Result<String, String> {
     Ok(text.to_owned())
 }
 
-/// A poll interval in milliseconds: `1s`, `1.5s`, `500ms`, `2m`, or a plain
+/// A poll interval in milliseconds: `1s`, `1.5s`, `500ms`, `2m`, `1h`, or a plain
 /// number of milliseconds (what the flag took before units), 10 ms to 1 h.
 fn parse_poll_interval(text: &str) -> Result<u64, String> {
     let text = text.trim();
@@ -266,6 +266,7 @@ fn parse_poll_interval(text: &str) -> Result<u64, String> {
         "" | "ms" => 1.0,
         "s" => 1000.0,
         "m" => 60_000.0,
+        "h" => 3_600_000.0,
         _ => f64::NAN,
     };
     let ms = number.parse::<f64>().map(|n| n * scale).unwrap_or(f64::NAN);
@@ -388,7 +389,7 @@ mod tests {
             let cli = Cli::try_parse_from(["portfolio-replica", "--poll-interval", text]).unwrap();
             assert_eq!(cli.serve.poll_interval, Some(ms), "{text}");
         }
-        for bad in ["5", "2h", "1 s x", "s", "-1s"] {
+        for bad in ["5", "2h", "1 s x", "s", "-1s", "1d"] {
             assert!(
                 Cli::try_parse_from(["portfolio-replica", "--poll-interval", bad]).is_err(),
                 "{bad}"

@@ -184,6 +184,16 @@ impl ObjectOrigin {
                     ))
                 })
         });
+        tracing::debug!(
+            url = %self.url,
+            outcome = match &polled {
+                Ok(Polled::Objects(objects)) => format!("listed {} objects", objects.len()),
+                Ok(Polled::Manifest(bytes, etag)) => format!("manifest of {} bytes, etag {etag:?}", bytes.len()),
+                Ok(Polled::Unmodified) => "manifest unmodified".to_owned(),
+                Err(e) => e.to_string(),
+            },
+            "polled the object store"
+        );
         let mut state = self.state();
         let listing = polled.and_then(|polled| self.read_poll(&mut state, polled));
         match listing {

@@ -344,7 +344,7 @@ fn render_versions(manifest: &Manifest, display: &str) -> String {
         }
     }
     text.push_str(
-        "\n* serves now; `portfolio-replica rollback WORKSPACE --to URL [--version V]` moves it\n",
+        "\n(* serves now; `portfolio-replica rollback WORKSPACE --to URL [--version V]` moves it)\n",
     );
     text
 }
