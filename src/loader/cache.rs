@@ -69,13 +69,14 @@ impl Cache {
     pub fn open(dir: Option<&Path>) -> std::io::Result<Cache> {
         let (dir, keep) = match dir {
             Some(dir) => (dir.to_owned(), true),
-            None => (
-                std::env::temp_dir().join(format!(
-                    "portfolio-replica-downloads-{}",
-                    std::process::id()
-                )),
-                false,
-            ),
+            // One directory per cache: several servers may run in one
+            // process, and each deletes its own directory when it stops.
+            None => {
+                static CACHES: AtomicU64 = AtomicU64::new(0);
+                let n = CACHES.fetch_add(1, Ordering::Relaxed);
+                let dir = format!("portfolio-replica-downloads-{}-{n}", std::process::id());
+                (std::env::temp_dir().join(dir), false)
+            }
         };
         std::fs::create_dir_all(&dir)?;
         let cache = Cache {
@@ -95,6 +96,9 @@ impl Cache {
     /// A fresh path to download an object with `key` to. Its name keeps
     /// the key's ending, which says whether it is gzip.
     pub fn download_path(&self, key: &str) -> PathBuf {
+        // A temporary directory may have been cleaned up under us (tmpwatch,
+        // systemd-tmpfiles): make it again.
+        let _ = std::fs::create_dir_all(&self.dir);
         let n = self.downloads.fetch_add(1, Ordering::Relaxed);
         self.dir.join(format!(
             ".download-{}-{n}{}",

@@ -89,7 +89,10 @@ async fn wait_after_outage(server: &TestServer, version: &str) {
             .header("x-snapshot-version")
         {
             Some(v) if v == version => Ok(()),
-            other => Err(format!("{other:?}")),
+            other => Err(format!(
+                "{other:?}; /snapshots: {}",
+                server.admin_get("/snapshots").await.text()
+            )),
         },
     )
     .await;
