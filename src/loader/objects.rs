@@ -463,6 +463,7 @@ impl ObjectOrigin {
                 .then_some(version.tag.as_str()),
         };
         let path = self.cache.download_path(&version.key);
+        let started = std::time::Instant::now();
         self.log.clear();
         let metrics = &self.metrics;
         let result = self.block_on(download(
@@ -479,6 +480,13 @@ impl ObjectOrigin {
                 return self.download_failed(version, in_manifest, error);
             }
         };
+        tracing::info!(
+            file = %name,
+            key = %version.key,
+            bytes = downloaded.len,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "object downloaded"
+        );
         Fetch::Ready(Local {
             path,
             label: version.key.clone(),
