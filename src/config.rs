@@ -93,6 +93,10 @@ pub enum Command {
         /// Print the manifest itself, as JSON.
         #[arg(long)]
         json: bool,
+        /// A replica's admin address: show what it serves against the
+        /// manifest (repeat for each replica).
+        #[arg(long = "replica", value_name = "HOST:PORT")]
+        replicas: Vec<String>,
         #[command(flatten)]
         storage: StorageArgs,
     },

@@ -57,9 +57,15 @@ fn main() -> ExitCode {
             &mut std::io::stdout(),
             &mut std::io::stderr(),
         )),
-        Command::Versions { to, json, storage } => exit(publish::versions(
+        Command::Versions {
+            to,
+            json,
+            replicas,
+            storage,
+        } => exit(publish::versions(
             &to,
             json,
+            &replicas,
             &storage.options(None),
             &mut std::io::stdout(),
             &mut std::io::stderr(),

@@ -4,6 +4,7 @@
 //! them, always with a conditional write, so that publishers running at once
 //! never lose each other's update.
 
+mod fleet;
 mod update;
 mod upload;
 
@@ -276,11 +277,14 @@ pub fn rollback(
     }
 }
 
-/// `portfolio-replica versions --to URL`: every workspace with its kept
-/// versions, the current one marked, sizes and publish times.
+/// `portfolio-replica versions --to URL [--replica HOST:PORT]...`: every
+/// workspace with its kept versions, the current one marked, sizes and
+/// publish times; and, for each replica's admin address given, what it
+/// serves against that.
 pub fn versions(
     to: &str,
     json: bool,
+    replicas: &[String],
     options: &StorageOptions,
     out: &mut impl Write,
     err: &mut impl Write,
@@ -312,6 +316,9 @@ pub fn versions(
         return true;
     }
     let _ = write!(out, "{}", render_versions(&manifest, &target.display));
+    if !replicas.is_empty() {
+        let _ = write!(out, "{}", fleet::report(&manifest, replicas));
+    }
     true
 }
 

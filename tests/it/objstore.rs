@@ -380,6 +380,23 @@ async fn two_replicas_converge_on_every_publish_and_rollback() {
     assert_eq!(out.code, Some(0), "{out:?}");
     a.wait_version("/portfolio", KEY, "v2").await;
     b.wait_version("/portfolio", KEY, "v2").await;
+
+    // One command shows what each replica serves against the manifest.
+    let (ra, rb) = (a.admin.to_string(), b.admin.to_string());
+    let out = cli_env(
+        &["versions", "--to", &url, "--replica", &ra, "--replica", &rb],
+        &env,
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{out:?}");
+    for admin in [&ra, &rb] {
+        assert!(
+            out.stdout
+                .contains(&format!("{admin}  ws-acme  v2 (current)  revision 4")),
+            "{}",
+            out.stdout
+        );
+    }
 }
 
 #[tokio::test]
