@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::api::Cors;
-use crate::loader::parse_bytes;
+use crate::loader::{StorageOptions, parse_bytes};
 use crate::server::HttpLimits;
 
 #[derive(Debug, Parser)]
@@ -76,15 +76,97 @@ pub enum Command {
         #[arg(long, default_value_t = 42)]
         seed: u64,
     },
+    /// Check snapshot files and publish them to object storage: each is
+    /// uploaded as an immutable object and made current in the manifest.
+    Publish {
+        /// Snapshot files (`.json` or `.json.gz`); nothing is published if
+        /// any is rejected.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// The replicas' `--snapshots` URL (s3://bucket/prefix/, file:///path/).
+        #[arg(long, env = "PORTFOLIO_PUBLISH_TO", value_name = "URL")]
+        to: String,
+        /// Versions of each workspace the manifest keeps (for rollback).
+        #[arg(long, value_name = "N", default_value_t = 10,
+              value_parser = clap::value_parser!(u64).range(1..=1000))]
+        keep: u64,
+        #[command(flatten)]
+        storage: StorageArgs,
+    },
+    /// Point a workspace back at an earlier published version (by default
+    /// the one before the current); the fleet follows on its next poll.
+    Rollback {
+        /// The workspace id.
+        workspace: String,
+        /// The replicas' `--snapshots` URL.
+        #[arg(long, env = "PORTFOLIO_PUBLISH_TO", value_name = "URL")]
+        to: String,
+        /// The version to serve: a snapshot version, or 8+ digits of its sha256.
+        #[arg(long, value_name = "V")]
+        version: Option<String>,
+        #[command(flatten)]
+        storage: StorageArgs,
+    },
+    /// List each workspace's current and earlier versions in the manifest.
+    Versions {
+        /// The replicas' `--snapshots` URL.
+        #[arg(long, env = "PORTFOLIO_PUBLISH_TO", value_name = "URL")]
+        to: String,
+        /// Print the manifest itself, as JSON.
+        #[arg(long)]
+        json: bool,
+        /// A replica's admin address: show what it serves against the
+        /// manifest (repeat for each replica).
+        #[arg(long = "replica", value_name = "HOST:PORT")]
+        replicas: Vec<String>,
+        #[command(flatten)]
+        storage: StorageArgs,
+    },
+}
+
+/// Object storage settings beyond the URL; each defaults to the standard
+/// environment variables (docs/object-storage.md#configuration).
+#[derive(Clone, Debug, Args)]
+pub struct StorageArgs {
+    /// S3-compatible endpoint (MinIO, Ceph, R2); default AWS_ENDPOINT_URL.
+    #[arg(long, env = "PORTFOLIO_STORAGE_ENDPOINT", value_name = "URL")]
+    pub storage_endpoint: Option<String>,
+    /// Region of the bucket; default AWS_REGION.
+    #[arg(long, env = "PORTFOLIO_STORAGE_REGION", value_name = "REGION")]
+    pub storage_region: Option<String>,
+    /// Allow a plain-HTTP endpoint; default AWS_ALLOW_HTTP.
+    #[arg(long, env = "PORTFOLIO_STORAGE_ALLOW_HTTP", value_name = "BOOL")]
+    pub storage_allow_http: Option<bool>,
+    /// Seconds one listing or manifest request may take, and a download may
+    /// go without receiving a byte.
+    #[arg(long, env = "PORTFOLIO_STORAGE_TIMEOUT", value_name = "SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub storage_timeout: u64,
+}
+
+impl StorageArgs {
+    /// The settings, with downloads kept in `cache_dir`.
+    pub fn options(&self, cache_dir: Option<PathBuf>) -> StorageOptions {
+        StorageOptions {
+            endpoint: self.storage_endpoint.clone(),
+            region: self.storage_region.clone(),
+            allow_http: self.storage_allow_http,
+            timeout: Duration::from_secs(self.storage_timeout),
+            cache_dir,
+            ..StorageOptions::default()
+        }
+    }
 }
 
 #[derive(Clone, Debug, Args)]
 pub struct ServeArgs {
-    /// Directory of snapshot files, one per workspace.
+    /// Directory of snapshot files, one per workspace, or an object store
+    /// URL: s3://bucket/prefix/, gs://bucket/prefix/, az://container/prefix/,
+    /// file:///path/.
     #[arg(
         long,
         env = "PORTFOLIO_SNAPSHOTS",
-        value_name = "DIR",
+        value_name = "DIR|URL",
         default_value = "./snapshots"
     )]
     pub snapshots: PathBuf,
@@ -109,8 +191,10 @@ pub struct ServeArgs {
     /// API keys are `<prefix>_<secret>`.
     #[arg(long, env = "PORTFOLIO_KEY_PREFIX", value_name = "TEXT", default_value = "cura", value_parser = parse_prefix)]
     pub key_prefix: String,
-    /// Poll the directory every MS milliseconds instead of waiting for file events.
-    #[arg(long, env = "PORTFOLIO_POLL_INTERVAL", value_name = "MS", value_parser = parse_poll_interval)]
+    /// Poll the directory (or object store) this often: `1s`, `500ms`, `2m`,
+    /// or plain milliseconds. A directory is otherwise watched for file
+    /// events; an object store is polled every 10s by default.
+    #[arg(long, env = "PORTFOLIO_POLL_INTERVAL", value_name = "DURATION", value_parser = parse_poll_interval)]
     pub poll_interval: Option<u64>,
     /// Most connections served at once; accepting pauses at the cap.
     #[arg(long, env = "PORTFOLIO_MAX_CONNECTIONS", value_name = "N", default_value_t = 10_000,
@@ -158,6 +242,12 @@ pub struct ServeArgs {
     /// cgroup's memory limit, when there is one.
     #[arg(long, env = "PORTFOLIO_MEMORY_LIMIT", value_name = "BYTES", value_parser = parse_bytes)]
     pub memory_limit: Option<u64>,
+    /// Object storage: keep the last good object of each workspace in this
+    /// directory, to serve from at a restart while storage is unreachable.
+    #[arg(long, env = "PORTFOLIO_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub storage: StorageArgs,
 }
 
 /// How much data `generate` writes, as the command line spells it; the
@@ -261,10 +351,29 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// A poll interval in milliseconds: `1s`, `1.5s`, `500ms`, `2m`, `1h`, or a plain
+/// number of milliseconds (what the flag took before units), 10 ms to 1 h.
 fn parse_poll_interval(text: &str) -> Result<u64, String> {
-    match text.parse::<u64>() {
-        Ok(ms) if (10..=3_600_000).contains(&ms) => Ok(ms),
-        _ => Err("the poll interval is milliseconds, from 10 to 3600000".into()),
+    let text = text.trim();
+    let (number, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(text.len()),
+    );
+    let scale = match unit.trim() {
+        "" | "ms" => 1.0,
+        "s" => 1000.0,
+        "m" => 60_000.0,
+        "h" => 3_600_000.0,
+        _ => f64::NAN,
+    };
+    let ms = number.parse::<f64>().map(|n| n * scale).unwrap_or(f64::NAN);
+    if (10.0..=3_600_000.0).contains(&ms) {
+        Ok(ms.round() as u64)
+    } else {
+        Err(
+            "the poll interval is a duration from 10ms to 1h: 1s, 500ms, 2m, or plain milliseconds"
+                .into(),
+        )
     }
 }
 
@@ -287,6 +396,8 @@ pub struct ServeConfig {
     pub cors: Option<Cors>,
     /// Loads that would not fit are refused; `None`: the cgroup's limit.
     pub memory_limit: Option<u64>,
+    /// Object storage: client settings and the download cache.
+    pub storage: StorageOptions,
 }
 
 impl ServeConfig {
@@ -302,6 +413,7 @@ impl ServeConfig {
             require_workspaces: 0,
             cors: None,
             memory_limit: None,
+            storage: StorageOptions::default(),
         }
     }
 }
@@ -324,6 +436,7 @@ impl From<&ServeArgs> for ServeConfig {
             require_workspaces: args.require_workspaces,
             cors: args.cors_allow_origin.clone(),
             memory_limit: args.memory_limit,
+            storage: args.storage.options(args.cache_dir.clone()),
         }
     }
 }
@@ -363,6 +476,22 @@ mod tests {
         ));
         assert!(Cli::try_parse_from(["portfolio-replica", "check"]).is_err());
         assert!(Cli::try_parse_from(["portfolio-replica", "--poll-interval", "0"]).is_err());
+        for (text, ms) in [
+            ("1000", 1000),
+            ("1s", 1000),
+            ("1.5s", 1500),
+            ("250ms", 250),
+            ("2m", 120_000),
+        ] {
+            let cli = Cli::try_parse_from(["portfolio-replica", "--poll-interval", text]).unwrap();
+            assert_eq!(cli.serve.poll_interval, Some(ms), "{text}");
+        }
+        for bad in ["5", "2h", "1 s x", "s", "-1s", "1d"] {
+            assert!(
+                Cli::try_parse_from(["portfolio-replica", "--poll-interval", bad]).is_err(),
+                "{bad}"
+            );
+        }
         assert!(Cli::try_parse_from(["portfolio-replica", "--key-prefix", ""]).is_err());
     }
 

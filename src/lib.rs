@@ -10,8 +10,9 @@
 //! - [`store`]: the immutable dataset built from a validated document
 //!   (pre-sorted, pre-rendered, indexed), page and cursor logic, and the
 //!   `ArcSwap` that publishes the catalog of workspaces; no IO, no HTTP.
-//! - [`loader`]: the snapshot directory; loads changed files, resolves
-//!   conflicts between them, publishes, and keeps each file's status.
+//! - [`loader`]: the snapshot source, a directory or a prefix of an object
+//!   store; loads changed files, resolves conflicts between them,
+//!   publishes, and keeps each file's status.
 //! - [`api`]: warp filter, auth, query parsing, routing, error replies; the
 //!   only module that knows HTTP.
 //! - [`reload`]: the reloader thread: file events (debounced), polling and
@@ -20,7 +21,8 @@
 //!   limits and timeouts, graceful shutdown with a grace period.
 //! - [`ops`]: the operators' listener (`/metrics`, `/snapshots`).
 //! - [`config`]: the command line; [`commands`]: `check` and `hash-key`;
-//!   [`generate`]: synthetic snapshots.
+//!   [`generate`]: synthetic snapshots; [`publish`]: `publish`, `rollback`
+//!   and `versions`, the fleet's publisher side of object storage.
 //!
 //! [`serve`] runs the whole server on listeners the caller bound, until a
 //! shutdown future completes; tests bind `127.0.0.1:0` and stop it at will.
@@ -33,6 +35,7 @@ pub mod loader;
 pub mod mem;
 pub mod metrics;
 pub mod ops;
+pub mod publish;
 pub mod reload;
 pub mod reply;
 pub mod server;
@@ -60,22 +63,18 @@ pub async fn serve(
     admin: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let meta = std::fs::metadata(&config.snapshots).with_context(|| {
-        format!(
-            "snapshot directory {} cannot be read",
-            config.snapshots.display()
-        )
-    })?;
-    anyhow::ensure!(
-        meta.is_dir(),
-        "{} is not a directory",
-        config.snapshots.display()
-    );
-
     let store = Arc::new(store::Store::default());
-    let metrics = Arc::new(metrics::Metrics::new(&api::Route::LABELS));
+    let location =
+        loader::Location::parse(&config.snapshots.to_string_lossy()).map_err(anyhow::Error::msg)?;
+    let mut metrics = metrics::Metrics::new(&api::Route::LABELS);
+    if let loader::Location::Url(_) = location {
+        metrics = metrics.with_object_store();
+    }
+    let metrics = Arc::new(metrics);
+    let origin = loader::Origin::open(&location, &config.storage, Arc::clone(&metrics))
+        .map_err(anyhow::Error::msg)?;
     let snapshots = Arc::new(loader::Snapshots::new(
-        config.snapshots.clone(),
+        origin,
         Arc::clone(&store),
         Arc::clone(&metrics),
         loader::MemoryLimit::given_or_cgroup(config.memory_limit),

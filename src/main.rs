@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 use portfolio_replica::config::{self, Cli, Command, LogFormat, ServeArgs};
-use portfolio_replica::{ServeConfig, commands, generate};
+use portfolio_replica::{ServeConfig, commands, generate, publish};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -38,6 +38,45 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Publish {
+            files,
+            to,
+            keep,
+            storage,
+        } => exit(publish::publish(
+            &files,
+            &to,
+            keep as usize,
+            &storage.options(None),
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        )),
+        Command::Rollback {
+            workspace,
+            to,
+            version,
+            storage,
+        } => exit(publish::rollback(
+            &workspace,
+            &to,
+            version.as_deref(),
+            &storage.options(None),
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        )),
+        Command::Versions {
+            to,
+            json,
+            replicas,
+            storage,
+        } => exit(publish::versions(
+            &to,
+            json,
+            &replicas,
+            &storage.options(None),
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        )),
         Command::Generate { out, scale, seed } => {
             match generate::generate(&out, generator_scale(scale), seed) {
                 Ok(files) => {
@@ -62,6 +101,15 @@ fn main() -> ExitCode {
                 }
             }
         }
+    }
+}
+
+/// Exit 0 when the command did what it was asked, 1 otherwise.
+fn exit(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 

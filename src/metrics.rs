@@ -59,6 +59,16 @@ struct WorkspaceLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestKindLabels {
+    request: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RecordLabels {
     workspace: String,
     collection: &'static str,
@@ -78,6 +88,16 @@ pub struct Metrics {
     failures: Family<FileLabels, Counter>,
     last_load: Family<WorkspaceLabels, Gauge<f64, AtomicU64>>,
     records: Family<RecordLabels, Gauge>,
+    /// Object storage only ([`Metrics::with_object_store`]): a server
+    /// reading a directory exposes none of these.
+    source: Option<SourceMetrics>,
+}
+
+struct SourceMetrics {
+    last_success: Gauge<f64, AtomicU64>,
+    errors: Family<KindLabels, Counter>,
+    bytes: Counter,
+    requests: Family<RequestKindLabels, Counter>,
 }
 
 impl Metrics {
@@ -166,6 +186,77 @@ impl Metrics {
             failures,
             last_load,
             records,
+            source: None,
+        }
+    }
+
+    /// The same metrics, plus those of an object store source
+    /// (`portfolio_replica_source_*`); the last success is 0 until a poll
+    /// succeeds.
+    pub fn with_object_store(mut self) -> Metrics {
+        let source = SourceMetrics {
+            last_success: Gauge::default(),
+            errors: Family::default(),
+            bytes: Counter::default(),
+            requests: Family::default(),
+        };
+        self.registry.register(
+            "source_last_success_timestamp_seconds",
+            "Unix time of the last successful poll of the object store",
+            source.last_success.clone(),
+        );
+        self.registry.register(
+            "source_errors",
+            "Failed object store polls and downloads, by kind",
+            source.errors.clone(),
+        );
+        self.registry.register(
+            "source_bytes_fetched",
+            "Bytes downloaded from the object store",
+            source.bytes.clone(),
+        );
+        self.registry.register(
+            "source_requests",
+            "HTTP requests sent to the object store (retries included), by kind",
+            source.requests.clone(),
+        );
+        self.source = Some(source);
+        self
+    }
+
+    /// A poll of the object store succeeded at `at`.
+    pub fn source_success(&self, at: std::time::SystemTime) {
+        if let Some(source) = &self.source {
+            let seconds = at
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            source.last_success.set(seconds);
+        }
+    }
+
+    /// A poll or a download failed; `kind` names why (`network`,
+    /// `throttling`, ...).
+    pub fn source_error(&self, kind: &'static str) {
+        if let Some(source) = &self.source {
+            source.errors.get_or_create(&KindLabels { kind }).inc();
+        }
+    }
+
+    /// `bytes` more were downloaded.
+    pub fn source_bytes(&self, bytes: u64) {
+        if let Some(source) = &self.source {
+            source.bytes.inc_by(bytes);
+        }
+    }
+
+    /// One HTTP request to the object store (`list`, `get`,
+    /// `conditional_get`, `head`, `put`, `delete`, `other`).
+    pub fn source_request(&self, request: &'static str) {
+        if let Some(source) = &self.source {
+            source
+                .requests
+                .get_or_create(&RequestKindLabels { request })
+                .inc();
         }
     }
 
@@ -455,6 +546,41 @@ mod tests {
         m.unloaded("ws-acme");
         for format in [Format::Classic, Format::OpenMetrics] {
             assert!(!m.encode(format).contains("workspace=\"ws-acme\""));
+        }
+    }
+
+    #[test]
+    fn source_series_appear_only_for_an_object_store() {
+        let m = Metrics::new(&["other"]);
+        m.source_error("network");
+        assert!(!m.encode(Format::Classic).contains("source_"));
+        let m = Metrics::new(&["other"]).with_object_store();
+        let text = m.encode(Format::Classic);
+        assert!(
+            text.contains("\nportfolio_replica_source_last_success_timestamp_seconds 0.0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nportfolio_replica_source_bytes_fetched_total 0\n"),
+            "{text}"
+        );
+        m.source_success(std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000));
+        m.source_error("throttling");
+        m.source_bytes(42);
+        m.source_request("conditional_get");
+        for format in [Format::Classic, Format::OpenMetrics] {
+            let text = m.encode(format);
+            for expected in [
+                "\nportfolio_replica_source_last_success_timestamp_seconds 1700000000.0\n",
+                "\nportfolio_replica_source_errors_total{kind=\"throttling\"} 1\n",
+                "\nportfolio_replica_source_bytes_fetched_total 42\n",
+                "\nportfolio_replica_source_requests_total{request=\"conditional_get\"} 1\n",
+            ] {
+                assert!(
+                    text.contains(expected),
+                    "{format:?}: missing {expected:?} in\n{text}"
+                );
+            }
         }
     }
 

@@ -12,6 +12,10 @@
 //! - a file it skipped because it was still being written has settled.
 //!
 //! Scans are cheap when nothing changed: a `stat` per file.
+//!
+//! An object store has no events: it is polled, every `--poll-interval`
+//! (10 s by default) jittered by ±20%, and less often while it fails
+//! (`loader::Origin::next_poll`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -36,6 +40,9 @@ const SETTLE_RETRY: Duration = Duration::from_millis(200);
 /// before it reads them anyway.
 const FIRST_SCAN_PATIENCE: Duration = Duration::from_secs(10);
 
+/// How often an object store is polled without `--poll-interval`.
+const OBJECT_STORE_POLL: Duration = Duration::from_secs(10);
+
 enum Message {
     Rescan,
     Stop,
@@ -58,14 +65,15 @@ impl Reloader {
         ready: Arc<AtomicBool>,
     ) -> std::io::Result<Reloader> {
         let (tx, rx) = mpsc::channel();
-        let (watcher, poll_interval) = match poll_interval {
-            Some(interval) => (None, Some(interval)),
-            None => match watch(snapshots.dir(), tx.clone()) {
+        let (watcher, poll_interval) = match (poll_interval, snapshots.origin().directory()) {
+            (Some(interval), _) => (None, Some(interval)),
+            (None, None) => (None, Some(OBJECT_STORE_POLL)),
+            (None, Some(dir)) => match watch(dir, tx.clone()) {
                 Ok(watcher) => (Some(watcher), None),
                 Err(err) => {
                     let fallback = Duration::from_secs(1);
                     tracing::warn!(
-                        dir = %snapshots.dir().display(),
+                        dir = %dir.display(),
                         error = %err,
                         poll_interval_ms = fallback.as_millis() as u64,
                         "cannot watch the snapshot directory; polling instead"
@@ -142,13 +150,15 @@ fn run(
     poll: Option<Duration>,
     ready: &AtomicBool,
 ) {
-    first_scan(snapshots);
+    if !first_scan(snapshots, rx, poll) {
+        return;
+    }
     ready.store(true, Ordering::Release);
     let mut retry_at: Option<std::time::Instant> = None;
     loop {
         let wait = match (poll, retry_at) {
             (_, Some(at)) => at.saturating_duration_since(std::time::Instant::now()),
-            (Some(interval), None) => interval,
+            (Some(interval), None) => snapshots.origin().next_poll(interval),
             (None, None) => Duration::from_secs(3600),
         };
         match rx.recv_timeout(wait) {
@@ -173,24 +183,36 @@ fn run(
 }
 
 /// The first scan waits (within reason) for files still being written, so
-/// that ready means "every file present at startup has been judged".
-fn first_scan(snapshots: &Snapshots) {
+/// that ready means "every file present at startup has been judged". An
+/// object store must have been listed (or, while unreachable, the cache
+/// restored) first: it is polled again, backing off, until then. Returns
+/// false if the reloader was stopped meanwhile.
+fn first_scan(snapshots: &Snapshots, rx: &mpsc::Receiver<Message>, poll: Option<Duration>) -> bool {
     let started = std::time::Instant::now();
+    let is_directory = snapshots.origin().directory().is_some();
     loop {
         let report = scan(snapshots);
-        if report.settling.is_empty() {
+        let wait = if !is_directory && !report.listed {
+            snapshots
+                .origin()
+                .next_poll(poll.unwrap_or(OBJECT_STORE_POLL))
+        } else if report.settling.is_empty() {
             tracing::info!(
-                dir = %snapshots.dir().display(),
+                dir = %snapshots.origin().describe(),
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 "first scan finished"
             );
-            return;
-        }
-        if started.elapsed() > FIRST_SCAN_PATIENCE {
+            return true;
+        } else if started.elapsed() > FIRST_SCAN_PATIENCE {
             tracing::warn!(files = ?report.settling, "files still changing after the first scan's patience; ready anyway");
-            return;
+            return true;
+        } else {
+            SETTLE_RETRY
+        };
+        match rx.recv_timeout(wait) {
+            Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return false,
+            Ok(Message::Rescan) | Err(RecvTimeoutError::Timeout) => {}
         }
-        std::thread::sleep(SETTLE_RETRY);
     }
 }
 
@@ -198,7 +220,7 @@ fn scan(snapshots: &Snapshots) -> ScanReport {
     match snapshots.scan() {
         Ok(report) => report,
         Err(err) => {
-            tracing::error!(dir = %snapshots.dir().display(), error = %err, "cannot scan the snapshot directory");
+            tracing::error!(dir = %snapshots.origin().describe(), error = %err, "cannot scan the snapshot directory");
             ScanReport::default()
         }
     }

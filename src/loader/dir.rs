@@ -1,30 +1,32 @@
-//! The snapshot directory on disk: which names are snapshots, and what
-//! identifies a file's content without reading it.
+//! The snapshot directory on disk: which names are snapshots, what
+//! identifies a file's content without reading it, and when a file is
+//! settled enough to be read.
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use super::read::is_snapshot_name;
+use super::source::{Fetch, Fingerprint, Listing, Local};
+
+/// How long a file must have been left alone before it is read: a writer
+/// that rewrites in place is given this long to finish.
+const SETTLE: Duration = Duration::from_millis(150);
 
 /// What identifies a file's content without reading it: a rename into place
 /// changes the inode, a rewrite the size or the change time, a Kubernetes
 /// `..data` flip the inode behind the symlink.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Fingerprint {
+pub struct FileFingerprint {
     pub len: u64,
     pub modified: Option<SystemTime>,
     pub changed: (i64, i64),
     pub inode: (u64, u64),
 }
 
-/// Each snapshot file in a directory listing: its fingerprint, or why it
-/// cannot be read.
-pub type Listing = BTreeMap<String, Result<Fingerprint, String>>;
-
 /// The snapshot files in `dir` by name, each with its fingerprint or the
 /// reason it cannot be read; and how many other names the directory holds.
-pub fn list_snapshot_files(dir: &Path) -> std::io::Result<(Listing, usize)> {
+pub fn list_snapshot_files(dir: &Path) -> std::io::Result<Listing> {
     let mut out = BTreeMap::new();
     let mut ignored = 0;
     for entry in std::fs::read_dir(dir)? {
@@ -47,22 +49,45 @@ pub fn list_snapshot_files(dir: &Path) -> std::io::Result<(Listing, usize)> {
             {
                 continue;
             }
-            result => result.map_err(|e| e.to_string()),
+            result => result.map(Fingerprint::File).map_err(|e| e.to_string()),
         };
         out.insert(name, fingerprint);
     }
-    Ok((out, ignored))
+    Ok(Listing {
+        entries: out,
+        ignored,
+        names_are_workspaces: false,
+        fresh: false,
+    })
+}
+
+/// A file is read where it lies, once it has settled: one modified too
+/// recently may still be being written, and is left for a later scan.
+pub fn fetch(dir: &Path, name: &str, fingerprint: &FileFingerprint) -> Fetch {
+    if fingerprint
+        .modified
+        .is_some_and(|m| m.elapsed().is_ok_and(|age| age < SETTLE))
+    {
+        return Fetch::Settling;
+    }
+    Fetch::Ready(Local {
+        path: dir.join(name),
+        label: name.to_owned(),
+        len: fingerprint.len,
+        source: None,
+        download: false,
+    })
 }
 
 /// The fingerprint of a regular file, following symlinks (a Kubernetes
 /// volume is symlinks into `..data/`).
-pub fn file_fingerprint(path: &Path) -> std::io::Result<Fingerprint> {
+pub fn file_fingerprint(path: &Path) -> std::io::Result<FileFingerprint> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path)?;
     if !meta.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }
-    Ok(Fingerprint {
+    Ok(FileFingerprint {
         len: meta.len(),
         modified: meta.modified().ok(),
         changed: (meta.ctime(), meta.ctime_nsec()),

@@ -4,13 +4,13 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
 use super::ScanReport;
-use super::dir::{Fingerprint, Listing};
+use super::source::{Fingerprint, Listing, SourceError, SourceStatus};
 use crate::snapshot::{Loaded, SnapshotError};
 use crate::store::{Dataset, RecordCounts};
 
@@ -33,6 +33,20 @@ pub struct FileStatus {
     /// content: after a rejected replacement, the previous version; `null`
     /// when the file serves nothing.
     pub serving_version: Option<String>,
+    /// Object storage: the object the serving version came from (key, ETag
+    /// or SHA-256, manifest revision, when it was fetched); `null` for a
+    /// directory, or when nothing serves.
+    pub source: Option<SourceStatus>,
+    /// Object storage: seconds since a successful poll last found this
+    /// entry serving what storage names; `null` for a directory.
+    pub stale_seconds: Option<f64>,
+    /// Object storage: why newer content could not be downloaded (the
+    /// serving version keeps serving); `null` when nothing is wrong.
+    pub source_error: Option<String>,
+    /// Its kind, as `portfolio_replica_source_errors_total` labels it.
+    pub source_error_kind: Option<&'static str>,
+    /// Since when that problem has lasted (RFC 3339, UTC).
+    pub source_error_since: Option<String>,
 }
 
 impl FileStatus {
@@ -47,6 +61,11 @@ impl FileStatus {
             error: None,
             failed_at: None,
             serving_version: None,
+            source: None,
+            stale_seconds: None,
+            source_error: None,
+            source_error_kind: None,
+            source_error_since: None,
         }
     }
 
@@ -73,6 +92,12 @@ pub struct FileEntry {
     /// with the status that went with it, restored if the new one loses a
     /// conflict (a rejected replacement never unloads what was serving).
     previous: Option<(Arc<Dataset>, FileStatus)>,
+    /// Object storage: why the content the listing names could not be
+    /// downloaded, and since when; cleared by the next download.
+    pub source_error: Option<(SourceError, String)>,
+    /// Object storage: when a successful poll last found this entry
+    /// serving (or having judged) what storage names.
+    pub confirmed: Option<SystemTime>,
 }
 
 impl FileEntry {
@@ -83,7 +108,24 @@ impl FileEntry {
             dataset: None,
             conflict: false,
             previous: None,
+            source_error: None,
+            confirmed: None,
         }
+    }
+
+    /// The status `/snapshots` shows, with the fields that depend on the
+    /// time of asking filled in.
+    pub fn status_now(&self, now: SystemTime) -> FileStatus {
+        let mut status = self.status.clone();
+        status.stale_seconds = self
+            .confirmed
+            .map(|at| now.duration_since(at).unwrap_or_default().as_secs_f64());
+        if let Some((error, since)) = &self.source_error {
+            status.source_error = Some(error.message.clone());
+            status.source_error_kind = Some(error.kind.label());
+            status.source_error_since = Some(since.clone());
+        }
+        status
     }
 }
 
@@ -96,14 +138,17 @@ pub struct ReadResult {
     pub fingerprint: Fingerprint,
     pub result: Result<Loaded, SnapshotError>,
     pub elapsed: Duration,
+    /// Object storage: the object it was read from.
+    pub source: Option<SourceStatus>,
 }
 
-/// Step 1: forgets files that are gone. Files rejected for a conflict are
-/// read again, since the file they conflicted with may be the one gone.
-pub fn forget_removed(files: &mut Files, present: &Listing, report: &mut ScanReport) {
+/// Step 1: forgets files that are gone (`present` says which are not).
+/// Files rejected for a conflict are read again, since the file they
+/// conflicted with may be the one gone.
+pub fn forget_removed(files: &mut Files, present: impl Fn(&str) -> bool, report: &mut ScanReport) {
     let gone: Vec<String> = files
         .keys()
-        .filter(|name| !present.contains_key(*name))
+        .filter(|name| !present(name))
         .cloned()
         .collect();
     for name in gone {
@@ -142,10 +187,14 @@ pub fn changed_files(
     report: &mut ScanReport,
 ) -> Vec<(String, Fingerprint)> {
     let mut to_read = Vec::new();
-    for (name, fingerprint) in present {
+    for (name, fingerprint) in &present.entries {
         match fingerprint {
-            Ok(fp) if files.get(name).is_none_or(|e| e.fingerprint != Some(*fp)) => {
-                to_read.push((name.clone(), *fp));
+            Ok(fp)
+                if files
+                    .get(name)
+                    .is_none_or(|e| e.fingerprint.as_ref() != Some(fp)) =>
+            {
+                to_read.push((name.clone(), fp.clone()));
             }
             Ok(_) => {}
             Err(reason) => {
@@ -179,6 +228,7 @@ pub fn apply(
         fingerprint,
         result,
         elapsed,
+        source,
     } in results
     {
         let elapsed_ms = elapsed.as_millis() as u64;
@@ -187,6 +237,9 @@ pub fn apply(
             .or_insert_with(|| FileEntry::new(&name));
         entry.fingerprint = Some(fingerprint);
         entry.conflict = false;
+        if entry.source_error.take().is_some() {
+            tracing::info!(file = %name, "downloaded after earlier failures");
+        }
         match result {
             Ok(loaded) => {
                 let status = FileStatus {
@@ -199,6 +252,8 @@ pub fn apply(
                     error: None,
                     failed_at: None,
                     serving_version: Some(loaded.dataset.version.clone()),
+                    source,
+                    ..FileStatus::new(&name)
                 };
                 let replaced = std::mem::replace(&mut entry.status, status);
                 entry.previous = entry.dataset.take().map(|d| (d, replaced));
@@ -267,6 +322,7 @@ pub fn resolve_conflicts(files: &mut Files, report: &mut ScanReport) {
                     entry.status.loaded_at = None;
                     entry.status.records = None;
                     entry.status.serving_version = None;
+                    entry.status.source = None;
                 }
             }
             log_rejected(&name, entry, &message);
@@ -341,7 +397,76 @@ pub fn serving_workspaces(files: &Files) -> HashSet<String> {
         .collect()
 }
 
-fn now_rfc3339() -> String {
+/// Object storage: entries whose content is what the listing names (read
+/// before, loaded or rejected) are confirmed fresh as of `now`.
+pub fn confirm(files: &mut Files, present: &Listing, now: SystemTime) {
+    for (name, fingerprint) in &present.entries {
+        if let (Some(entry), Ok(fp)) = (files.get_mut(name), fingerprint)
+            && entry.fingerprint.as_ref() == Some(fp)
+        {
+            entry.confirmed = Some(now);
+        }
+    }
+}
+
+/// Object storage: records that the content of `name` could not be
+/// downloaded. Nothing is unloaded; the entry keeps serving what it served,
+/// and the next poll tries again. Logged once per change of the problem.
+pub fn fetch_failed(files: &mut Files, name: &str, error: SourceError) {
+    let entry = files
+        .entry(name.to_owned())
+        .or_insert_with(|| FileEntry::new(name));
+    // Not read: the next poll tries again.
+    entry.fingerprint = None;
+    // Logged when the kind of problem changes; the message (which may
+    // name attempts and timings) is kept up to date.
+    if let Some((seen, _)) = &mut entry.source_error
+        && seen.kind == error.kind
+    {
+        seen.message = error.message;
+        return;
+    }
+    match &entry.dataset {
+        Some(serving) => tracing::warn!(
+            file = %name,
+            kind = error.kind.label(),
+            error = %error.message,
+            workspace = %serving.workspace_id,
+            serving_version = %serving.version,
+            "cannot download the new snapshot; the previous version keeps serving"
+        ),
+        None => tracing::warn!(
+            file = %name,
+            kind = error.kind.label(),
+            error = %error.message,
+            "cannot download the snapshot; it serves nothing yet"
+        ),
+    }
+    entry.source_error = Some((error, now_rfc3339()));
+}
+
+/// Manifest mode: the entries that left the listing but whose workspace a
+/// listed entry names, by name. They keep serving until that entry's new
+/// version is published, in the same swap, so a workspace that moves from
+/// one name to another (a prefix switching to a manifest) is never unloaded
+/// in between.
+pub fn successors(files: &Files, present: &Listing) -> HashMap<String, String> {
+    if !present.names_are_workspaces {
+        return HashMap::new();
+    }
+    files
+        .iter()
+        .filter(|(name, _)| !present.contains(name))
+        .filter_map(|(name, entry)| {
+            let workspace = &entry.dataset.as_ref()?.workspace_id;
+            present
+                .contains(workspace)
+                .then(|| (name.clone(), workspace.clone()))
+        })
+        .collect()
+}
+
+pub(crate) fn now_rfc3339() -> String {
     let now: DateTime<Utc> = Utc::now();
     now.to_rfc3339_opts(SecondsFormat::Millis, true)
 }

@@ -1,30 +1,38 @@
-//! The loader: the snapshot directory, the only part of the crate that
-//! reads snapshot files. It knows which files are there, what each one
-//! loaded (or why it was rejected), resolves conflicts between them and
-//! publishes the resulting catalog.
+//! The loader: the snapshot source (a directory, or a prefix of an object
+//! store), the only part of the crate that reads snapshots. It knows which
+//! entries are there, what each one loaded (or why it was rejected),
+//! resolves conflicts between them and publishes the resulting catalog.
 //!
 //! [`Snapshots::scan`] reads what changed since the last scan, loads it
 //! through [`crate::snapshot::load`], and publishes one new catalog. It
 //! blocks; call it off the async runtime (the reloader thread does).
 
+mod cache;
+mod client;
 mod dir;
+mod fetch;
 mod files;
+pub mod location;
+pub mod manifest;
 mod memory;
+mod objects;
 pub mod read;
+pub mod source;
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant as Clock};
+use std::time::{Duration, Instant as Clock, SystemTime};
 
 use crate::metrics::Metrics;
 use crate::snapshot;
 use crate::store::{Catalog, Store};
-use dir::{Fingerprint, file_fingerprint, list_snapshot_files};
 pub use files::FileStatus;
 use files::{Files, ReadResult};
+pub use location::{Location, StorageOptions};
 pub use memory::{MemoryLimit, parse_bytes, resident_bytes};
+use source::{Fetch, Fingerprint, ListError};
+pub use source::{Origin, OriginStatus};
 
 /// The outcome of one scan, for logs and for the reloader.
 #[derive(Debug, Default)]
@@ -35,6 +43,12 @@ pub struct ScanReport {
     /// Files modified so recently that they may still be being written;
     /// they are left for a later scan.
     pub settling: Vec<String>,
+    /// Object storage: the listing was read (from storage, or from the
+    /// cache at startup); false when the poll failed.
+    pub listed: bool,
+    /// Object storage: the poll, or a download, failed in a way that calls
+    /// for backing off.
+    pub source_failed: bool,
     /// Datasets that no longer serve, to be freed by the reloader.
     retired: Retired,
 }
@@ -76,13 +90,9 @@ impl Retired {
     }
 }
 
-/// How long a file must have been left alone before it is read: a writer
-/// that rewrites in place is given this long to finish.
-const SETTLE: Duration = Duration::from_millis(150);
-
-/// The snapshot directory and the state of every file in it.
+/// The snapshot source and the state of every entry in it.
 pub struct Snapshots {
-    dir: PathBuf,
+    origin: Origin,
     store: Arc<Store>,
     metrics: Arc<Metrics>,
     /// Per-file state, by file name. A std mutex: it is held only to read or
@@ -100,13 +110,13 @@ pub struct Snapshots {
 
 impl Snapshots {
     pub fn new(
-        dir: PathBuf,
+        origin: Origin,
         store: Arc<Store>,
         metrics: Arc<Metrics>,
         memory: MemoryLimit,
     ) -> Snapshots {
         Snapshots {
-            dir,
+            origin,
             store,
             metrics,
             files: Mutex::new(Files::new()),
@@ -116,13 +126,19 @@ impl Snapshots {
         }
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    pub fn origin(&self) -> &Origin {
+        &self.origin
     }
 
     /// The status of every snapshot file seen, by file name.
     pub fn statuses(&self) -> Vec<FileStatus> {
-        self.files().values().map(|e| e.status.clone()).collect()
+        let now = SystemTime::now();
+        self.files().values().map(|e| e.status_now(now)).collect()
+    }
+
+    /// The object store's state; `None` for a directory.
+    pub fn source_status(&self) -> Option<OriginStatus> {
+        self.origin.status()
     }
 
     fn files(&self) -> MutexGuard<'_, Files> {
@@ -138,18 +154,33 @@ impl Snapshots {
     pub fn scan(&self) -> std::io::Result<ScanReport> {
         let _scanning = self.scanning.lock().unwrap_or_else(|p| p.into_inner());
         let mut report = ScanReport::default();
-        let (present, ignored) = list_snapshot_files(&self.dir)?;
-        self.warn_if_empty(present.is_empty(), ignored);
+        let present = match self.origin.list() {
+            Ok(present) => present,
+            Err(ListError::Io(err)) => return Err(err),
+            // Logged by the origin; nothing changes.
+            Err(ListError::Source { backs_off }) => {
+                report.source_failed = backs_off;
+                self.origin.polled(backs_off);
+                return Ok(report);
+            }
+        };
+        report.listed = true;
+        self.warn_if_empty(present.entries.is_empty(), present.ignored);
 
         // Under the lock: forget deleted files, decide what to read.
-        let to_read = {
+        let (to_read, mut successors) = {
             let mut files = self.files();
             let serving_before = files::serving_workspaces(&files);
             let mut step = ScanReport::default();
-            files::forget_removed(&mut files, &present, &mut step);
+            let successors = files::successors(&files, &present);
+            files::forget_removed(
+                &mut files,
+                |name| present.contains(name) || successors.contains_key(name),
+                &mut step,
+            );
             let to_read = files::changed_files(&mut files, &present, &mut step);
             self.settle(&mut files, serving_before, Vec::new(), step, &mut report);
-            to_read
+            (to_read, successors)
         };
         self.free_retired(&mut report);
 
@@ -160,11 +191,35 @@ impl Snapshots {
             };
             let mut files = self.files();
             let serving_before = files::serving_workspaces(&files);
-            let step = ScanReport::default();
+            let mut step = ScanReport::default();
+            // The entry this one succeeds leaves in the same swap.
+            if let Ok(loaded) = &result.result {
+                let workspace = &loaded.dataset.workspace_id;
+                successors.retain(|old, successor| {
+                    let replaced = successor == workspace;
+                    if replaced {
+                        files::forget_removed(&mut files, |name| name != old, &mut step);
+                    }
+                    !replaced
+                });
+            }
             self.settle(&mut files, serving_before, vec![result], step, &mut report);
             drop(files);
             self.free_retired(&mut report);
         }
+
+        // Entries whose successor did not load leave now.
+        if !successors.is_empty() {
+            let mut files = self.files();
+            let serving_before = files::serving_workspaces(&files);
+            let mut step = ScanReport::default();
+            files::forget_removed(&mut files, |name| !successors.contains_key(name), &mut step);
+            self.settle(&mut files, serving_before, Vec::new(), step, &mut report);
+        }
+        if present.fresh {
+            files::confirm(&mut self.files(), &present, SystemTime::now());
+        }
+        self.origin.polled(report.source_failed);
         Ok(report)
     }
 
@@ -208,6 +263,9 @@ impl Snapshots {
         for workspace in serving_before.difference(&serving_after) {
             self.metrics.unloaded(workspace);
         }
+        for name in &step.removed {
+            self.origin.forgotten(name);
+        }
         report.retired.0.append(&mut step.retired.0);
         report.loaded.append(&mut step.loaded);
         report.rejected.append(&mut step.rejected);
@@ -221,50 +279,59 @@ impl Snapshots {
         let was_empty = self.empty.swap(empty, Ordering::Relaxed);
         if empty && !was_empty {
             tracing::warn!(
-                dir = %self.dir.display(),
+                dir = %self.origin.describe(),
                 ignored_names = ignored,
                 "the snapshot directory holds no snapshot files (*.json, *.json.gz): no workspace is served and every key gets 401"
             );
         }
     }
 
-    /// Step 3: reads and loads one changed file. A file modified too
-    /// recently, or that changed while it was read, may be half written: it
-    /// is left for a later scan rather than judged (`None`).
+    /// Step 3: fetches (downloads, for an object store) and loads one
+    /// changed entry. A file modified too recently, or that changed while
+    /// it was read, may be half written: it is left for a later scan rather
+    /// than judged (`None`). An object that cannot be downloaded now is
+    /// recorded as such and left for the next poll (`None`).
     fn read_one(
         &self,
         name: String,
         fingerprint: Fingerprint,
         report: &mut ScanReport,
     ) -> Option<ReadResult> {
-        if fingerprint
-            .modified
-            .is_some_and(|m| m.elapsed().is_ok_and(|age| age < SETTLE))
-        {
-            report.settling.push(name);
-            return None;
-        }
         let started = Clock::now();
-        let path = self.dir.join(&name);
-        let file = read::SnapshotFile::new(&path);
-        let result = match self.memory.refusal(&name, &file, fingerprint.len) {
-            Some(refused) => Err(refused),
-            None => {
-                if fingerprint.len >= LARGE_FILE {
-                    tracing::info!(file = %name, bytes = fingerprint.len, "loading a large snapshot");
-                }
-                load_logging_progress(&name, &file, started, &self.metrics)
+        let local = match self.origin.fetch(&name, &fingerprint) {
+            Fetch::Ready(local) => local,
+            Fetch::Settling => {
+                report.settling.push(name);
+                return None;
+            }
+            Fetch::Failed(error) => {
+                report.source_failed |= error.kind.backs_off();
+                files::fetch_failed(&mut self.files(), &name, error);
+                return None;
             }
         };
-        if file_fingerprint(&path).ok() != Some(fingerprint) {
+        let file = read::SnapshotFile::named(&local.path, &local.label);
+        let result = match self.memory.refusal(&local.label, &file, local.len) {
+            Some(refused) => Err(refused),
+            None => {
+                if local.len >= LARGE_FILE {
+                    tracing::info!(file = %name, bytes = local.len, "loading a large snapshot");
+                }
+                load_logging_progress(&local.label, &file, started, &self.metrics)
+            }
+        };
+        if !self.origin.unchanged(&name, &fingerprint) {
             report.settling.push(name);
             return None;
         }
+        let source = local.source.clone();
+        self.origin.loaded(&name, local, result.is_ok());
         Some(ReadResult {
             name,
             fingerprint,
             result,
             elapsed: started.elapsed(),
+            source,
         })
     }
 }

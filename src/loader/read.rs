@@ -20,6 +20,8 @@ pub struct SnapshotFile {
     path: PathBuf,
     /// The name errors give: the file name, or the path when it has none.
     name: String,
+    /// Whether the file is gzip, as its name ends.
+    gzip: bool,
 }
 
 impl SnapshotFile {
@@ -29,8 +31,18 @@ impl SnapshotFile {
             |n| n.to_string_lossy().into_owned(),
         );
         SnapshotFile {
+            gzip: name.ends_with(".gz"),
             path: path.to_owned(),
             name,
+        }
+    }
+
+    /// A file that errors call `name`: a download is named after its
+    /// object, not after the temporary file it was written to.
+    pub fn named(path: &Path, name: &str) -> SnapshotFile {
+        SnapshotFile {
+            name: name.to_owned(),
+            ..SnapshotFile::new(path)
         }
     }
 
@@ -39,7 +51,7 @@ impl SnapshotFile {
     }
 
     pub fn is_gzip(&self) -> bool {
-        self.name.ends_with(".gz")
+        self.gzip
     }
 
     fn cannot_read(&self, err: std::io::Error) -> SnapshotError {
@@ -61,7 +73,8 @@ impl Source for SnapshotFile {
     }
 
     fn read_all(&self) -> Result<Vec<u8>, SnapshotError> {
-        read_file(&self.path)
+        let raw = read_all(&self.path).map_err(|err| self.cannot_read(err))?;
+        decode(&self.name, self.gzip, raw)
     }
 
     /// The size on disk; a gzip file holds several times as much JSON.
@@ -77,9 +90,7 @@ impl Source for SnapshotFile {
 
 /// Reads a snapshot file whole and, for `.json.gz`, decompresses it.
 pub fn read_file(path: &Path) -> Result<Vec<u8>, SnapshotError> {
-    let file = SnapshotFile::new(path);
-    let raw = read_all(path).map_err(|err| file.cannot_read(err))?;
-    decode(&file.name, raw)
+    SnapshotFile::new(path).read_all()
 }
 
 /// `std::fs::read`, into a buffer that asks for huge pages.
@@ -92,9 +103,9 @@ fn read_all(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// Decompresses `raw` when `name` ends in `.gz`; passes it through otherwise.
-fn decode(name: &str, raw: Vec<u8>) -> Result<Vec<u8>, SnapshotError> {
-    if !name.ends_with(".gz") {
+/// Decompresses `raw` when it is `gzip`; passes it through otherwise.
+fn decode(name: &str, gzip: bool, raw: Vec<u8>) -> Result<Vec<u8>, SnapshotError> {
+    if !gzip {
         return Ok(raw);
     }
     let mut out = Vec::with_capacity(raw.len().saturating_mul(4));

@@ -1,6 +1,7 @@
 //! The operators' listener: `GET /metrics` (OpenMetrics or the classic
 //! Prometheus text, as the scraper's `Accept` asks) and `GET /snapshots`
-//! (the state of every snapshot file, as JSON).
+//! (the state of every snapshot file, as JSON, and of the object store when
+//! the snapshots come from one).
 
 use std::sync::Arc;
 
@@ -13,13 +14,16 @@ use warp::http::{Method, StatusCode};
 use warp::path::FullPath;
 use warp::reply::Response;
 
-use crate::loader::{FileStatus, Snapshots};
+use crate::loader::{FileStatus, OriginStatus, Snapshots};
 use crate::metrics::{Format, Metrics};
 use crate::reply::json;
 
 #[derive(Serialize)]
 struct SnapshotsBody {
     files: Vec<FileStatus>,
+    /// Object storage only: the state of the polls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<OriginStatus>,
 }
 
 /// The filter of the admin listener.
@@ -211,6 +215,7 @@ fn split_unquoted(text: &str, separator: char) -> impl Iterator<Item = &str> {
 fn snapshots_status(snapshots: &Snapshots) -> Response {
     let body = SnapshotsBody {
         files: snapshots.statuses(),
+        source: snapshots.source_status(),
     };
     match serde_json::to_vec(&body) {
         Ok(bytes) => json(StatusCode::OK, bytes.into()),

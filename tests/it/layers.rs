@@ -61,6 +61,18 @@ const RULES: &[(&str, &[&str])] = &[
     ),
     (
         "loader",
+        &[
+            "crate::api",
+            "crate::ops",
+            "crate::reload",
+            "crate::server",
+            "crate::publish",
+        ],
+    ),
+    // The publisher writes what the loader reads: it may use the loader's
+    // manifest and storage client, never the serving side.
+    (
+        "publish",
         &["crate::api", "crate::ops", "crate::reload", "crate::server"],
     ),
     (

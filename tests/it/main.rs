@@ -3,8 +3,8 @@
 //! One test binary with a module per area, as ripgrep does it. Every test
 //! starts its own server (in-process, or the `portfolio-replica` binary as a
 //! child process) on loopback ports over its own temporary snapshot
-//! directory, so the tests run in parallel and each is bounded in time by the
-//! timeouts in `util`.
+//! directory (or its own moto server, for object storage), so the tests run
+//! in parallel and each is bounded in time by the timeouts in `util`.
 
 mod auth;
 mod caching;
@@ -20,6 +20,8 @@ mod logs;
 mod meetings;
 mod metrics;
 mod metrics_format;
+mod objstore;
+mod objstore_faults;
 mod openapi;
 mod operator;
 mod pagination;

@@ -1,7 +1,8 @@
 //! Helpers shared by every test module: the keys, the time bounds, a polling
 //! loop, and (in the submodules, all re-exported here) the one HTTP/1.1
 //! client, the in-process server harness, the snapshot builders, the
-//! Prometheus text parser and the runners of the `portfolio-replica` binary.
+//! Prometheus text parser, the runners of the `portfolio-replica` binary, and
+//! the object storage harness (moto behind a fault-injecting proxy).
 //!
 //! The tests treat the server as a black box. They only use the public
 //! `serve` entry point, the `portfolio-replica` binary and HTTP on loopback.
@@ -9,14 +10,20 @@
 use std::time::{Duration, Instant};
 
 mod http;
+mod moto;
+mod objstore;
 mod process;
 mod prometheus;
+mod proxy;
 mod server;
 mod snapshots;
 
 pub use http::*;
+pub use moto::*;
+pub use objstore::*;
 pub use process::*;
 pub use prometheus::*;
+pub use proxy::*;
 pub use server::*;
 pub use snapshots::*;
 
@@ -47,14 +54,24 @@ pub const POLL: Duration = Duration::from_millis(20);
 
 /// Polls `check` every `POLL` until it returns `Ok`, failing with its last
 /// complaint when `what` has not happened within `CHANGE_TIMEOUT`.
-pub async fn eventually(what: &str, mut check: impl AsyncFnMut() -> Result<(), String>) {
-    let deadline = Instant::now() + CHANGE_TIMEOUT;
+pub async fn eventually(what: &str, check: impl AsyncFnMut() -> Result<(), String>) {
+    eventually_within(what, CHANGE_TIMEOUT, check).await;
+}
+
+/// `eventually` with a bound of its own, for changes that may legitimately
+/// take longer (a replica backing off from a failing store).
+pub async fn eventually_within(
+    what: &str,
+    within: Duration,
+    mut check: impl AsyncFnMut() -> Result<(), String>,
+) {
+    let deadline = Instant::now() + within;
     loop {
         match check().await {
             Ok(()) => return,
             Err(last) => assert!(
                 Instant::now() < deadline,
-                "{what}: not within {CHANGE_TIMEOUT:?}; last: {last}"
+                "{what}: not within {within:?}; last: {last}"
             ),
         }
         tokio::time::sleep(POLL).await;

@@ -4,7 +4,7 @@
 //! process (signals, exit codes, logs, CPU time), killed if a test fails.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -26,16 +26,26 @@ pub struct CliOutput {
 
 /// Runs `portfolio-replica args...` and waits for it, failing after `CLI_TIMEOUT`.
 pub async fn cli<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> CliOutput {
+    cli_env(args, &[]).await
+}
+
+/// Runs `portfolio-replica args...` with `env` added to the environment.
+pub async fn cli_env<S: AsRef<std::ffi::OsStr>>(args: &[S], env: &[(&str, String)]) -> CliOutput {
     let args: Vec<std::ffi::OsString> = args.iter().map(|a| a.as_ref().to_os_string()).collect();
-    tokio::task::spawn_blocking(move || run_cli(&args))
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    tokio::task::spawn_blocking(move || run_cli(&args, &env))
         .await
         .expect("the command-line runner panicked")
 }
 
-fn run_cli(args: &[std::ffi::OsString]) -> CliOutput {
+fn run_cli(args: &[std::ffi::OsString], env: &[(String, String)]) -> CliOutput {
     use std::io::Read;
     let mut child = Command::new(env!("CARGO_BIN_EXE_portfolio-replica"))
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -104,10 +114,16 @@ impl Drop for Binary {
 }
 
 impl Binary {
-    /// Starts the binary on free ports with `args` and `env`, and waits until
-    /// `/readyz` answers 200. `RUST_LOG` and `PORTFOLIO_*` of the test's own
-    /// environment are not passed on.
-    pub async fn start(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Binary {
+    /// Starts the binary on free ports serving `snapshots` (a directory or
+    /// an object store URL) with `args` and `env`, and waits until
+    /// `/readyz` answers 200. `RUST_LOG`, `PORTFOLIO_*` and `AWS_*` of the
+    /// test's own environment are not passed on.
+    pub async fn start(
+        snapshots: impl AsRef<std::ffi::OsStr>,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Binary {
+        let dir = snapshots.as_ref();
         for attempt in 1..=3 {
             let logs = tempdir();
             let stdout = logs.path().join("stdout.log");
@@ -115,9 +131,9 @@ impl Binary {
             let (api, admin) = (free_port(), free_port());
             let mut cmd = Command::new(env!("CARGO_BIN_EXE_portfolio-replica"));
             for (k, _) in std::env::vars_os() {
-                if k.to_str()
-                    .is_some_and(|k| k.starts_with("PORTFOLIO_") || k == "RUST_LOG")
-                {
+                if k.to_str().is_some_and(|k| {
+                    k.starts_with("PORTFOLIO_") || k.starts_with("AWS_") || k == "RUST_LOG"
+                }) {
                     cmd.env_remove(k);
                 }
             }

@@ -1,0 +1,315 @@
+//! Where downloads go (`--cache-dir`): each entry's last good object, so
+//! that a replica that restarts while storage is unreachable serves what it
+//! served before, and one that restarts while storage is fine downloads only
+//! what changed.
+//!
+//! Per entry, a data file named after the entry and the object's tag, and a
+//! small JSON record of where it came from. A download is written under a
+//! `.download-*` name first and renamed into place only once it has loaded,
+//! so the cache never holds an object that was rejected or half written.
+//! Without `--cache-dir`, downloads go to a private temporary directory and
+//! are deleted once loaded.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::source::{ObjectVersion, SourceStatus};
+
+/// What the cache records of one entry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// The entry's name (an object name, or a workspace in manifest mode).
+    pub name: String,
+    pub key: String,
+    pub tag: String,
+    pub size: u64,
+    pub etag: Option<String>,
+    pub sha256: Option<String>,
+    pub manifest_revision: Option<u64>,
+    pub fetched_at: String,
+    /// The data file, in the cache directory.
+    pub data: String,
+}
+
+impl Record {
+    pub fn version(&self) -> ObjectVersion {
+        ObjectVersion {
+            key: self.key.clone(),
+            tag: self.tag.clone(),
+            size: self.size,
+        }
+    }
+
+    pub fn source(&self) -> SourceStatus {
+        SourceStatus {
+            key: self.key.clone(),
+            etag: self.etag.clone(),
+            sha256: self.sha256.clone(),
+            size: self.size,
+            manifest_revision: self.manifest_revision,
+            fetched_at: self.fetched_at.clone(),
+            from_cache: true,
+        }
+    }
+}
+
+pub struct Cache {
+    dir: PathBuf,
+    /// `--cache-dir` was given; otherwise `dir` is private and temporary.
+    keep: bool,
+    downloads: AtomicU64,
+}
+
+impl Cache {
+    /// The cache in `dir` (created if missing; downloads left half done by
+    /// an earlier process are deleted), or a private temporary directory.
+    pub fn open(dir: Option<&Path>) -> std::io::Result<Cache> {
+        let (dir, keep) = match dir {
+            Some(dir) => (dir.to_owned(), true),
+            // One directory per cache: several servers may run in one
+            // process, and each deletes its own directory when it stops.
+            None => {
+                static CACHES: AtomicU64 = AtomicU64::new(0);
+                let n = CACHES.fetch_add(1, Ordering::Relaxed);
+                let dir = format!("portfolio-replica-downloads-{}-{n}", std::process::id());
+                (std::env::temp_dir().join(dir), false)
+            }
+        };
+        std::fs::create_dir_all(&dir)?;
+        let cache = Cache {
+            dir,
+            keep,
+            downloads: AtomicU64::new(0),
+        };
+        cache.clean();
+        Ok(cache)
+    }
+
+    /// The cache directory, if `--cache-dir` was given.
+    pub fn kept_dir(&self) -> Option<&Path> {
+        self.keep.then_some(self.dir.as_path())
+    }
+
+    /// A fresh path to download an object with `key` to. Its name keeps
+    /// the key's ending, which says whether it is gzip.
+    pub fn download_path(&self, key: &str) -> PathBuf {
+        // A temporary directory may have been cleaned up under us (tmpwatch,
+        // systemd-tmpfiles): make it again.
+        let _ = std::fs::create_dir_all(&self.dir);
+        let n = self.downloads.fetch_add(1, Ordering::Relaxed);
+        self.dir.join(format!(
+            ".download-{}-{n}{}",
+            std::process::id(),
+            ending(key)
+        ))
+    }
+
+    /// The cached copy of `name` at `version`, if the cache holds it.
+    pub fn lookup(&self, name: &str, version: &ObjectVersion) -> Option<(PathBuf, Record)> {
+        if !self.keep {
+            return None;
+        }
+        let record = self.record(name)?;
+        let path = self.dir.join(&record.data);
+        let len = std::fs::metadata(&path).ok()?.len();
+        (record.version() == *version && len == version.size).then_some((path, record))
+    }
+
+    /// Keeps `download` as the last good object of `name`; without
+    /// `--cache-dir`, deletes it.
+    pub fn commit(&self, name: &str, download: &Path, mut record: Record) -> std::io::Result<()> {
+        if !self.keep {
+            return remove(download);
+        }
+        let old = self.record(name);
+        record.data = format!(
+            "{}.{}{}",
+            file_stem(name),
+            &hex(&Sha256::digest(record.tag.as_bytes()))[..16],
+            ending(&record.key)
+        );
+        std::fs::rename(download, self.dir.join(&record.data))?;
+        let meta = self.dir.join(format!("{}.meta.json", file_stem(name)));
+        let temp = self.dir.join(format!(".{}.meta.json.tmp", file_stem(name)));
+        std::fs::write(
+            &temp,
+            serde_json::to_vec_pretty(&record).unwrap_or_default(),
+        )?;
+        std::fs::rename(&temp, &meta)?;
+        if let Some(old) = old
+            && old.data != record.data
+        {
+            let _ = remove(&self.dir.join(old.data));
+        }
+        Ok(())
+    }
+
+    /// Deletes a download that was not kept.
+    pub fn discard(&self, download: &Path) {
+        let _ = remove(download);
+    }
+
+    /// Forgets `name`, which has left the listing.
+    pub fn forget(&self, name: &str) {
+        if !self.keep {
+            return;
+        }
+        if let Some(record) = self.record(name) {
+            let _ = remove(&self.dir.join(record.data));
+        }
+        let _ = remove(&self.dir.join(format!("{}.meta.json", file_stem(name))));
+    }
+
+    /// Every entry the cache holds a good object of, by name.
+    pub fn records(&self) -> Vec<Record> {
+        if !self.keep {
+            return Vec::new();
+        }
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut records: Vec<Record> = entries
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|name| name.ends_with(".meta.json") && !name.starts_with('.'))
+            .filter_map(|meta| read_record(&self.dir.join(meta)))
+            .filter(|r| self.dir.join(&r.data).is_file())
+            .collect();
+        records.sort_by(|a, b| a.name.cmp(&b.name));
+        records
+    }
+
+    fn record(&self, name: &str) -> Option<Record> {
+        read_record(&self.dir.join(format!("{}.meta.json", file_stem(name))))
+            .filter(|r| r.name == name)
+    }
+
+    /// Deletes downloads an earlier process left, and data files no record
+    /// names (a crash between writing one and its record).
+    fn clean(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let named: Vec<String> = self.records().into_iter().map(|r| r.data).collect();
+        for entry in entries.flatten() {
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            let stray_download = name.starts_with(".download-") || name.ends_with(".meta.json.tmp");
+            let stray_data = self.keep
+                && !name.starts_with('.')
+                && !name.ends_with(".meta.json")
+                && (name.ends_with(".json") || name.ends_with(".json.gz"))
+                && !named.contains(&name);
+            if stray_download || stray_data {
+                let _ = remove(&entry.path());
+            }
+        }
+    }
+}
+
+impl Drop for Cache {
+    /// A private download directory goes with the process.
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn read_record(path: &Path) -> Option<Record> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+fn remove(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// `.json.gz` or `.json`, as the key ends.
+fn ending(key: &str) -> &'static str {
+    if key.ends_with(".gz") {
+        ".json.gz"
+    } else {
+        ".json"
+    }
+}
+
+/// A file name for an entry name: letters, digits, `-` and `_` kept, the
+/// rest percent-encoded, so that no name escapes the directory or hides.
+fn file_stem(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(name: &str, tag: &str) -> Record {
+        Record {
+            name: name.to_owned(),
+            key: format!("prefix/{name}"),
+            tag: tag.to_owned(),
+            size: 5,
+            etag: Some(tag.to_owned()),
+            sha256: None,
+            manifest_revision: None,
+            fetched_at: "2026-11-23T10:00:00.000Z".to_owned(),
+            data: String::new(),
+        }
+    }
+
+    #[test]
+    fn keeps_the_last_good_object_and_forgets_on_request() {
+        let dir = std::env::temp_dir().join(format!("cache-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cache = Cache::open(Some(&dir)).unwrap();
+        let download = cache.download_path("prefix/a.json");
+        std::fs::write(&download, b"12345").unwrap();
+        cache
+            .commit("../a.json", &download, record("../a.json", "e1"))
+            .unwrap();
+        let version = record("../a.json", "e1").version();
+        let (path, kept) = cache.lookup("../a.json", &version).expect("cached");
+        assert!(path.starts_with(&dir), "{path:?}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"12345");
+        assert!(kept.source().from_cache);
+        // Another version is not a hit; replacing removes the old data file.
+        let other = cache.download_path("prefix/a.json");
+        std::fs::write(&other, b"67890").unwrap();
+        cache
+            .commit("../a.json", &other, record("../a.json", "e2"))
+            .unwrap();
+        assert!(cache.lookup("../a.json", &version).is_none());
+        assert!(!path.exists());
+        assert_eq!(cache.records().len(), 1);
+        // Leftovers of a crashed process are cleaned at open.
+        std::fs::write(dir.join(".download-1-1.json"), b"x").unwrap();
+        std::fs::write(dir.join("orphan.0123.json"), b"x").unwrap();
+        drop(cache);
+        let cache = Cache::open(Some(&dir)).unwrap();
+        assert!(!dir.join(".download-1-1.json").exists());
+        assert!(!dir.join("orphan.0123.json").exists());
+        assert_eq!(cache.records().len(), 1);
+        cache.forget("../a.json");
+        assert!(cache.records().is_empty());
+        drop(cache);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,103 @@
+//! Downloading one object to a local file, streamed: each chunk is written
+//! to disk as it arrives and hashed on the way, so an object is never held
+//! in memory (the load then streams the file as it streams any snapshot
+//! file). A body that ends before its length, or that is not the size or
+//! SHA-256 expected, is an error: the file is deleted and nothing is loaded.
+
+use std::io::Write;
+use std::path::Path;
+
+use futures_util::StreamExt;
+use object_store::path::Path as ObjectPath;
+use object_store::{GetOptions, ObjectStore};
+use sha2::{Digest, Sha256};
+
+/// What a download wrote.
+#[derive(Debug)]
+pub struct Downloaded {
+    pub len: u64,
+    /// SHA-256 of the bytes, lower-case hex.
+    pub sha256: String,
+    pub etag: Option<String>,
+}
+
+/// Why a download failed.
+#[derive(Debug)]
+pub enum DownloadError {
+    /// The object is no longer the version asked for (`If-Match` failed):
+    /// it was replaced after the listing.
+    Replaced,
+    /// The request failed before the body (status, connection).
+    Request(object_store::Error),
+    /// The body failed part way.
+    Body(object_store::Error, u64),
+    /// The body was shorter or longer than announced or expected.
+    Length { got: u64, expected: u64 },
+    /// The bytes are not the SHA-256 the manifest names.
+    Digest { got: String, expected: String },
+    /// The local file could not be written.
+    Disk(std::io::Error),
+}
+
+/// What is expected of a download.
+pub struct Expect<'a> {
+    pub size: u64,
+    /// Manifest mode: the SHA-256 the manifest names.
+    pub sha256: Option<&'a str>,
+    /// Prefix mode: the ETag the listing gave; a different object is not
+    /// downloaded.
+    pub if_match: Option<&'a str>,
+}
+
+/// Downloads `key` into `to`; `on_chunk` is told the size of each chunk.
+pub async fn download(
+    store: &dyn ObjectStore,
+    key: &ObjectPath,
+    expect: Expect<'_>,
+    to: &Path,
+    on_chunk: &mut dyn FnMut(u64),
+) -> Result<Downloaded, DownloadError> {
+    let options = GetOptions {
+        if_match: expect.if_match.map(str::to_owned),
+        ..GetOptions::default()
+    };
+    let result = match store.get_opts(key, options).await {
+        Ok(result) => result,
+        Err(object_store::Error::Precondition { .. }) => return Err(DownloadError::Replaced),
+        Err(err) => return Err(DownloadError::Request(err)),
+    };
+    let announced = result.range.end - result.range.start;
+    let etag = result.meta.e_tag.clone();
+    let file = std::fs::File::create(to).map_err(DownloadError::Disk)?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 18, file);
+    let mut hasher = Sha256::new();
+    let mut len = 0u64;
+    let mut stream = result.into_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| DownloadError::Body(e, len))?;
+        hasher.update(&chunk);
+        out.write_all(&chunk).map_err(DownloadError::Disk)?;
+        len += chunk.len() as u64;
+        on_chunk(chunk.len() as u64);
+    }
+    out.flush().map_err(DownloadError::Disk)?;
+    for expected in [announced, expect.size] {
+        if len != expected {
+            return Err(DownloadError::Length { got: len, expected });
+        }
+    }
+    let sha256: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    if let Some(expected) = expect.sha256
+        && sha256 != expected
+    {
+        return Err(DownloadError::Digest {
+            got: sha256,
+            expected: expected.to_owned(),
+        });
+    }
+    Ok(Downloaded { len, sha256, etag })
+}

@@ -1,0 +1,301 @@
+//! Where `--snapshots` (or `--to`) points: a directory, or an object store
+//! URL (`s3://bucket/prefix/`, `gs://`, `az://`, `file:///path/`), and the
+//! object_store client for such a URL, configured from the standard
+//! environment variables and the command line's storage settings.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+use object_store::local::LocalFileSystem;
+use object_store::path::Path as ObjectPath;
+use object_store::{BackoffConfig, ClientConfigKey, ObjectStore, ObjectStoreScheme, RetryConfig};
+use url::Url;
+
+use super::client::{ClientLog, Connector};
+use crate::metrics::Metrics;
+
+/// What `--snapshots` names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Location {
+    Directory(PathBuf),
+    Url(Url),
+}
+
+impl Location {
+    /// A `scheme://` text is a URL of a supported store; anything else is a
+    /// directory.
+    pub fn parse(text: &str) -> Result<Location, String> {
+        let Some((scheme, _)) = text.split_once("://") else {
+            return Ok(Location::Directory(PathBuf::from(text)));
+        };
+        if scheme.is_empty() || !scheme.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Ok(Location::Directory(PathBuf::from(text)));
+        }
+        let url = Url::parse(text).map_err(|e| format!("{text:?} is not a valid URL: {e}"))?;
+        match ObjectStoreScheme::parse(&url) {
+            Ok((ObjectStoreScheme::Memory | ObjectStoreScheme::Http, _)) | Err(_) => Err(format!(
+                "{text:?}: unsupported storage URL; use s3://bucket/prefix/, gs://bucket/prefix/, az://container/prefix/ or file:///path/"
+            )),
+            Ok(_) => Ok(Location::Url(url)),
+        }
+    }
+}
+
+/// Storage settings beyond the URL. Each one left `None` comes from the
+/// standard environment variables (`AWS_*`, `GOOGLE_*`, `AZURE_*`).
+#[derive(Clone)]
+pub struct StorageOptions {
+    /// S3-compatible endpoint (MinIO, Ceph, R2, moto); wins over
+    /// `AWS_ENDPOINT_URL`, which wins over `AWS_ENDPOINT`.
+    pub endpoint: Option<String>,
+    /// Wins over `AWS_REGION`, which wins over `AWS_DEFAULT_REGION`.
+    pub region: Option<String>,
+    /// Allow a plain-HTTP endpoint; else `AWS_ALLOW_HTTP`.
+    pub allow_http: Option<bool>,
+    /// Credentials given by a program rather than the environment (tests,
+    /// library users). Never logged.
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<String>,
+    /// Bound of one listing or manifest request, and of a download that
+    /// stops sending bytes.
+    pub timeout: Duration,
+    /// Where downloads are kept, the last good object of each entry; `None`
+    /// downloads to a private temporary directory and keeps nothing.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Default for StorageOptions {
+    fn default() -> StorageOptions {
+        StorageOptions {
+            endpoint: None,
+            region: None,
+            allow_http: None,
+            access_key_id: None,
+            secret_access_key: None,
+            timeout: Duration::from_secs(10),
+            cache_dir: None,
+        }
+    }
+}
+
+/// Redacts the credentials: the configuration is logged and printed with
+/// `{:?}`, and secrets never are.
+impl std::fmt::Debug for StorageOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let redacted = |v: &Option<String>| v.as_ref().map(|_| "<redacted>");
+        f.debug_struct("StorageOptions")
+            .field("endpoint", &self.endpoint)
+            .field("region", &self.region)
+            .field("allow_http", &self.allow_http)
+            .field("access_key_id", &redacted(&self.access_key_id))
+            .field("secret_access_key", &redacted(&self.secret_access_key))
+            .field("timeout", &self.timeout)
+            .field("cache_dir", &self.cache_dir)
+            .finish()
+    }
+}
+
+/// An object store client for a URL, and the prefix the URL names.
+pub struct Opened {
+    pub store: Arc<dyn ObjectStore>,
+    pub prefix: ObjectPath,
+    /// The URL without user or password, for logs.
+    pub display: String,
+    /// What the client saw of its last failed request.
+    pub log: Arc<ClientLog>,
+}
+
+/// Opens the store `url` names. `metrics` counts its requests.
+pub fn open(
+    url: &Url,
+    options: &StorageOptions,
+    metrics: Option<Arc<Metrics>>,
+) -> Result<Opened, String> {
+    let (scheme, prefix) =
+        ObjectStoreScheme::parse(url).map_err(|e| format!("{}: {e}", display(url)))?;
+    let log = Arc::new(ClientLog::default());
+    let connector = Connector::new(Arc::clone(&log), metrics);
+    let retry = retry_config(options.timeout);
+    let client = client_settings(options.timeout);
+    let store: Arc<dyn ObjectStore> = match scheme {
+        ObjectStoreScheme::AmazonS3 => {
+            let mut builder = AmazonS3Builder::from_env().with_url(url.as_str());
+            // from_env reads AWS_ENDPOINT and AWS_ENDPOINT_URL (and the two
+            // region variables) in no set order: make the documented ones win.
+            for (variable, key) in [
+                ("AWS_DEFAULT_REGION", AmazonS3ConfigKey::Region),
+                ("AWS_REGION", AmazonS3ConfigKey::Region),
+                ("AWS_ENDPOINT", AmazonS3ConfigKey::Endpoint),
+                ("AWS_ENDPOINT_URL", AmazonS3ConfigKey::Endpoint),
+            ] {
+                if let Ok(value) = std::env::var(variable) {
+                    builder = builder.with_config(key, value);
+                }
+            }
+            if let Some(endpoint) = &options.endpoint {
+                builder = builder.with_endpoint(endpoint);
+            }
+            if let Some(region) = &options.region {
+                builder = builder.with_region(region);
+            }
+            if let Some(allow) = options.allow_http {
+                builder = builder.with_allow_http(allow);
+            }
+            if let Some(id) = &options.access_key_id {
+                builder = builder.with_access_key_id(id);
+            }
+            if let Some(secret) = &options.secret_access_key {
+                builder = builder.with_secret_access_key(secret);
+            }
+            for (key, value) in &client {
+                builder = builder.with_config(AmazonS3ConfigKey::Client(*key), value);
+            }
+            let store = builder
+                .with_retry(retry)
+                .with_http_connector(connector)
+                .build()
+                .map_err(|e| format!("{}: {e}", display(url)))?;
+            Arc::new(store)
+        }
+        ObjectStoreScheme::GoogleCloudStorage => {
+            let mut builder = GoogleCloudStorageBuilder::from_env().with_url(url.as_str());
+            for (key, value) in &client {
+                builder = builder.with_config(GoogleConfigKey::Client(*key), value);
+            }
+            let store = builder
+                .with_retry(retry)
+                .with_http_connector(connector)
+                .build()
+                .map_err(|e| format!("{}: {e}", display(url)))?;
+            Arc::new(store)
+        }
+        ObjectStoreScheme::MicrosoftAzure => {
+            let mut builder = MicrosoftAzureBuilder::from_env().with_url(url.as_str());
+            if let Some(allow) = options.allow_http {
+                builder = builder.with_allow_http(allow);
+            }
+            for (key, value) in &client {
+                builder = builder.with_config(AzureConfigKey::Client(*key), value);
+            }
+            let store = builder
+                .with_retry(retry)
+                .with_http_connector(connector)
+                .build()
+                .map_err(|e| format!("{}: {e}", display(url)))?;
+            Arc::new(store)
+        }
+        ObjectStoreScheme::Local => {
+            let root = url
+                .to_file_path()
+                .map_err(|()| format!("{}: not a local path", display(url)))?;
+            std::fs::create_dir_all(&root)
+                .map_err(|e| format!("{}: cannot create it: {e}", root.display()))?;
+            let store = LocalFileSystem::new_with_prefix(&root)
+                .map_err(|e| format!("{}: {e}", display(url)))?;
+            return Ok(Opened {
+                store: Arc::new(store),
+                prefix: ObjectPath::default(),
+                display: display(url),
+                log,
+            });
+        }
+        _ => return Err(format!("{}: unsupported storage URL", display(url))),
+    };
+    Ok(Opened {
+        store,
+        prefix,
+        display: display(url),
+        log,
+    })
+}
+
+/// The URL as logs may show it: without user or password.
+pub fn display(url: &Url) -> String {
+    let mut shown = url.clone();
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.to_string()
+}
+
+/// The object_store crate retries a failed request itself (10 times over 3
+/// minutes by default). A poll must fail within its timeout instead: the
+/// reloader retries on the next poll, with its own backoff, and a replica
+/// whose storage is down stays responsive to shutdown and SIGHUP.
+fn retry_config(timeout: Duration) -> RetryConfig {
+    RetryConfig {
+        backoff: BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(1),
+            base: 2.0,
+        },
+        max_retries: 2,
+        retry_timeout: timeout,
+    }
+}
+
+/// Connections time out after 5 s; a response that stops sending bytes for
+/// `timeout` fails; a whole request may take an hour (a large download on a
+/// slow link), listings are bounded by `timeout` by the caller.
+fn client_settings(timeout: Duration) -> Vec<(ClientConfigKey, String)> {
+    let secs = |d: Duration| format!("{}ms", d.as_millis().max(1));
+    vec![
+        (
+            ClientConfigKey::ConnectTimeout,
+            secs(timeout.min(Duration::from_secs(5))),
+        ),
+        (ClientConfigKey::ReadTimeout, secs(timeout)),
+        (ClientConfigKey::Timeout, "3600s".to_owned()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_and_directories_are_told_apart() {
+        assert_eq!(
+            Location::parse("./snapshots"),
+            Ok(Location::Directory(PathBuf::from("./snapshots")))
+        );
+        assert_eq!(
+            Location::parse("/srv/a:b"),
+            Ok(Location::Directory(PathBuf::from("/srv/a:b")))
+        );
+        for url in [
+            "s3://bucket/prefix/",
+            "s3://bucket",
+            "gs://bucket/p/",
+            "az://container/p/",
+            "file:///tmp/x/",
+        ] {
+            assert!(
+                matches!(Location::parse(url), Ok(Location::Url(_))),
+                "{url}"
+            );
+        }
+        for bad in ["ftp://host/x", "memory:///", "s3://"] {
+            assert!(Location::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn logs_never_show_credentials() {
+        let url = Url::parse("s3://AKIA:s3cret@bucket/prefix/").unwrap();
+        assert_eq!(display(&url), "s3://bucket/prefix/");
+        let options = StorageOptions {
+            access_key_id: Some("AKIAEXAMPLE".into()),
+            secret_access_key: Some("s3cret".into()),
+            ..StorageOptions::default()
+        };
+        let shown = format!("{options:?}");
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("AKIAEXAMPLE"),
+            "{shown}"
+        );
+    }
+}

@@ -1,0 +1,704 @@
+//! A prefix of an object store as the snapshot source
+//! (docs/object-storage.md).
+//!
+//! - **Prefix mode**: the objects directly under the prefix are the
+//!   directory: `*.json` and `*.json.gz` are snapshots, dot-names and other
+//!   endings are ignored. One LIST per poll; an object is downloaded only
+//!   when its ETag changed.
+//! - **Manifest mode**, once `manifest.json` exists under the prefix: one
+//!   conditional GET of it per poll (`If-None-Match`, a 304 when nothing
+//!   changed), and the immutable object it names per workspace, checked
+//!   against its SHA-256.
+//!
+//! A failed poll changes nothing that serves: it is logged once per change
+//! of kind, counted, shown in `/snapshots`, and retried with a capped,
+//! jittered backoff. At startup with storage unreachable, the entries of
+//! `--cache-dir` serve. All IO runs on a small runtime of its own, driven by
+//! the reloader thread, away from the request path.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use object_store::path::Path as ObjectPath;
+use object_store::{GetOptions, ObjectMeta, ObjectStore};
+use url::Url;
+
+use super::cache::{Cache, Record};
+use super::client::{ClientLog, classify};
+use super::fetch::{DownloadError, Expect, download};
+use super::files::now_rfc3339;
+use super::location::{self, StorageOptions};
+use super::manifest::{MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest};
+use super::read::is_snapshot_name;
+use super::source::{
+    ErrorKind, Fetch, Fingerprint, ListError, Listing, Local, ObjectVersion, OriginStatus,
+    SourceError, SourceStatus,
+};
+use crate::metrics::Metrics;
+
+/// The longest a failing source waits between polls, unless the poll
+/// interval itself is longer.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Tags of objects the store lists without an ETag start with this.
+const NO_ETAG: &str = "modified:";
+
+pub struct ObjectOrigin {
+    store: Arc<dyn ObjectStore>,
+    prefix: ObjectPath,
+    url: String,
+    log: Arc<ClientLog>,
+    /// `Option` so that `Drop` can shut it down without blocking: the last
+    /// reference may go on an async thread.
+    runtime: Option<tokio::runtime::Runtime>,
+    cache: Cache,
+    metrics: Arc<Metrics>,
+    timeout: Duration,
+    /// Never held across IO, so `/snapshots` answers during a slow poll.
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    manifest: Option<ManifestSeen>,
+    /// A poll has read the listing from storage.
+    ever_listed: bool,
+    restored_from_cache: bool,
+    last_success: Option<SystemTime>,
+    /// Polls that failed in a row, and the problem of the last one.
+    failures: u32,
+    failing: Option<(SourceError, String)>,
+    /// Polls in a row in which a request failed in a way that calls for
+    /// backing off (the listing or a download).
+    backoff_steps: u32,
+    jitter: u64,
+}
+
+/// The manifest as last read.
+struct ManifestSeen {
+    etag: Option<String>,
+    /// Its listing, if it was valid.
+    good: Option<(u64, BTreeMap<String, ObjectVersion>)>,
+    /// Why it is not, if it is not.
+    broken: Option<SourceError>,
+}
+
+/// What one poll read.
+enum Polled {
+    Objects(Vec<ObjectMeta>),
+    Manifest(bytes::Bytes, Option<String>),
+    Unmodified,
+}
+
+impl ObjectOrigin {
+    /// The source `url` names, configured by `options` and the environment.
+    pub fn open(
+        url: &Url,
+        options: &StorageOptions,
+        metrics: Arc<Metrics>,
+    ) -> Result<ObjectOrigin, String> {
+        let opened = location::open(url, options, Some(Arc::clone(&metrics)))?;
+        ObjectOrigin::new(
+            opened.store,
+            opened.prefix,
+            opened.display,
+            opened.log,
+            options,
+            metrics,
+        )
+    }
+
+    /// The source over a store made elsewhere (tests use an in-memory one).
+    pub fn new(
+        store: Arc<dyn ObjectStore>,
+        prefix: ObjectPath,
+        url: String,
+        log: Arc<ClientLog>,
+        options: &StorageOptions,
+        metrics: Arc<Metrics>,
+    ) -> Result<ObjectOrigin, String> {
+        let cache = Cache::open(options.cache_dir.as_deref()).map_err(|e| {
+            let dir = options
+                .cache_dir
+                .as_deref()
+                .unwrap_or(std::path::Path::new("$TMPDIR"));
+            format!("cache directory {}: {e}", dir.display())
+        })?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .thread_name("object-store")
+            .build()
+            .map_err(|e| format!("cannot start the object store client: {e}"))?;
+        let seed = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+            ^ (u64::from(std::process::id()) << 32);
+        Ok(ObjectOrigin {
+            store,
+            prefix,
+            url,
+            log,
+            runtime: Some(runtime),
+            cache,
+            metrics,
+            timeout: options.timeout,
+            state: Mutex::new(State {
+                jitter: seed | 1,
+                ..State::default()
+            }),
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn block_on<T>(&self, future: impl Future<Output = T>) -> T {
+        self.runtime
+            .as_ref()
+            .expect("the runtime lives as long as the origin")
+            .block_on(future)
+    }
+
+    /// Polls storage: the manifest if there is one, else the prefix.
+    pub fn list(&self) -> Result<Listing, ListError> {
+        let (in_prefix_mode, manifest_etag) = {
+            let state = self.state();
+            let etag = state.manifest.as_ref().and_then(|m| m.etag.clone());
+            (state.ever_listed && state.manifest.is_none(), etag)
+        };
+        self.log.clear();
+        let polled = self.block_on(async {
+            tokio::time::timeout(self.timeout, self.poll(in_prefix_mode, manifest_etag))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(SourceError::new(
+                        ErrorKind::Timeout,
+                        format!("no answer from {} within {:?}", self.url, self.timeout),
+                    ))
+                })
+        });
+        tracing::debug!(
+            url = %self.url,
+            outcome = match &polled {
+                Ok(Polled::Objects(objects)) => format!("listed {} objects", objects.len()),
+                Ok(Polled::Manifest(bytes, etag)) => format!("manifest of {} bytes, etag {etag:?}", bytes.len()),
+                Ok(Polled::Unmodified) => "manifest unmodified".to_owned(),
+                Err(e) => e.to_string(),
+            },
+            "polled the object store"
+        );
+        let mut state = self.state();
+        let listing = polled.and_then(|polled| self.read_poll(&mut state, polled));
+        match listing {
+            Ok(listing) => {
+                self.succeeded(&mut state);
+                Ok(listing)
+            }
+            Err(error) => {
+                let backs_off = error.kind.backs_off();
+                self.failed(&mut state, error);
+                self.restore_from_cache(&mut state)
+                    .ok_or(ListError::Source { backs_off })
+            }
+        }
+    }
+
+    /// One poll's requests: a conditional GET of the manifest (unless the
+    /// prefix is known to have none), else a LIST of the prefix; a manifest
+    /// that appears in the LIST is read in the same poll.
+    async fn poll(
+        &self,
+        in_prefix_mode: bool,
+        manifest_etag: Option<String>,
+    ) -> Result<Polled, SourceError> {
+        let manifest_key = self.prefix.clone().join(MANIFEST_NAME);
+        if !in_prefix_mode {
+            // No manifest: prefix mode.
+            if let Some(polled) = self.get_manifest(&manifest_key, manifest_etag).await? {
+                return Ok(polled);
+            }
+        }
+        let prefix = (!self.prefix.is_root()).then_some(&self.prefix);
+        let listed = self
+            .store
+            .list_with_delimiter(prefix)
+            .await
+            .map_err(|e| self.error(&e, format!("cannot list {}: {e}", self.url)))?;
+        if listed
+            .objects
+            .iter()
+            .any(|o| o.location.filename() == Some(MANIFEST_NAME))
+            && let Some(polled) = self.get_manifest(&manifest_key, None).await?
+        {
+            return Ok(polled);
+        }
+        Ok(Polled::Objects(listed.objects))
+    }
+
+    /// The manifest, unless it is unchanged (`Unmodified`) or absent (`None`).
+    async fn get_manifest(
+        &self,
+        key: &ObjectPath,
+        etag: Option<String>,
+    ) -> Result<Option<Polled>, SourceError> {
+        let options = GetOptions {
+            if_none_match: etag,
+            ..GetOptions::default()
+        };
+        let result = match self.store.get_opts(key, options).await {
+            Ok(result) => result,
+            Err(object_store::Error::NotModified { .. }) => return Ok(Some(Polled::Unmodified)),
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(self.error(&e, format!("cannot read {key}: {e}"))),
+        };
+        if result.meta.size > MAX_MANIFEST_BYTES as u64 {
+            return Err(SourceError::new(
+                ErrorKind::Manifest,
+                format!(
+                    "{key} is {} bytes, over the {MAX_MANIFEST_BYTES} a manifest may have",
+                    result.meta.size
+                ),
+            ));
+        }
+        let etag = result.meta.e_tag.clone();
+        let bytes = result.bytes().await.map_err(|e| {
+            SourceError::new(ErrorKind::Incomplete, format!("cannot read {key}: {e}"))
+        })?;
+        self.metrics.source_bytes(bytes.len() as u64);
+        Ok(Some(Polled::Manifest(bytes, etag)))
+    }
+
+    fn error(&self, error: &object_store::Error, message: String) -> SourceError {
+        SourceError::new(classify(error, &self.log), message)
+    }
+
+    /// The listing a poll read, remembering the manifest.
+    fn read_poll(&self, state: &mut State, polled: Polled) -> Result<Listing, SourceError> {
+        match polled {
+            Polled::Objects(objects) => {
+                state.manifest = None;
+                Ok(self.prefix_listing(objects))
+            }
+            Polled::Manifest(bytes, etag) => {
+                let seen = match Manifest::parse(&bytes) {
+                    Ok(manifest) => ManifestSeen {
+                        etag,
+                        good: Some((manifest.revision, self.manifest_entries(&manifest))),
+                        broken: None,
+                    },
+                    // The last good manifest stays remembered, not served:
+                    // nothing changes until a valid one replaces it.
+                    Err(message) => ManifestSeen {
+                        etag,
+                        good: state.manifest.take().and_then(|m| m.good),
+                        broken: Some(SourceError::new(ErrorKind::Manifest, message)),
+                    },
+                };
+                state.manifest = Some(seen);
+                manifest_listing(state)
+            }
+            Polled::Unmodified => manifest_listing(state),
+        }
+    }
+
+    fn prefix_listing(&self, objects: Vec<ObjectMeta>) -> Listing {
+        let mut listing = Listing {
+            fresh: true,
+            ..Listing::default()
+        };
+        for object in objects {
+            let Some(name) = object.location.filename() else {
+                continue;
+            };
+            if name == MANIFEST_NAME || !is_snapshot_name(name) {
+                listing.ignored += 1;
+                continue;
+            }
+            let tag = object.e_tag.clone().unwrap_or_else(|| {
+                format!(
+                    "{NO_ETAG}{}:{}",
+                    object.last_modified.timestamp_millis(),
+                    object.size
+                )
+            });
+            let version = ObjectVersion {
+                key: object.location.to_string(),
+                tag,
+                size: object.size,
+            };
+            listing
+                .entries
+                .insert(name.to_owned(), Ok(Fingerprint::Object(version)));
+        }
+        listing
+    }
+
+    /// Each workspace of the manifest and the object that serves it; keys
+    /// in the manifest are relative to the prefix.
+    fn manifest_entries(&self, manifest: &Manifest) -> BTreeMap<String, ObjectVersion> {
+        let base = self.prefix.to_string();
+        manifest
+            .workspaces
+            .iter()
+            .filter_map(|(name, workspace)| {
+                let current = workspace.current_version()?;
+                let key = if base.is_empty() {
+                    current.key.clone()
+                } else {
+                    format!("{base}/{}", current.key)
+                };
+                Some((
+                    name.clone(),
+                    ObjectVersion {
+                        key,
+                        tag: current.sha256.clone(),
+                        size: current.size,
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    fn succeeded(&self, state: &mut State) {
+        let now = SystemTime::now();
+        state.ever_listed = true;
+        state.restored_from_cache = false;
+        state.last_success = Some(now);
+        if let Some((error, since)) = state.failing.take() {
+            tracing::info!(
+                url = %self.url,
+                failed_polls = state.failures,
+                since = %since,
+                last_error = %error.message,
+                "object store readable again"
+            );
+        }
+        state.failures = 0;
+        self.metrics.source_success(now);
+    }
+
+    fn failed(&self, state: &mut State, error: SourceError) {
+        state.failures += 1;
+        self.metrics.source_error(error.kind.label());
+        let changed = state
+            .failing
+            .as_ref()
+            .is_none_or(|(seen, _)| seen.kind != error.kind);
+        if changed {
+            tracing::error!(
+                url = %self.url,
+                kind = error.kind.label(),
+                error = %error.message,
+                "cannot poll the object store; everything loaded keeps serving"
+            );
+            state.failing = Some((error, now_rfc3339()));
+        } else if let Some((seen, _)) = &mut state.failing {
+            seen.message = error.message;
+        }
+    }
+
+    /// At startup, with storage unreachable: the entries the cache holds.
+    fn restore_from_cache(&self, state: &mut State) -> Option<Listing> {
+        if state.ever_listed || state.restored_from_cache {
+            return None;
+        }
+        let records = self.cache.records();
+        if records.is_empty() {
+            return None;
+        }
+        state.restored_from_cache = true;
+        tracing::warn!(
+            url = %self.url,
+            cache_dir = %self.cache.kept_dir().map(|d| d.display().to_string()).unwrap_or_default(),
+            entries = records.len(),
+            "object store unreachable at startup; serving the last good objects from the cache until it answers"
+        );
+        let mut listing = Listing::default();
+        for record in records {
+            listing.entries.insert(
+                record.name.clone(),
+                Ok(Fingerprint::Object(record.version())),
+            );
+        }
+        Some(listing)
+    }
+
+    /// The object `version` of `name` on local disk: the cached copy, or a
+    /// fresh download into the cache directory.
+    pub fn fetch(&self, name: &str, version: &ObjectVersion) -> Fetch {
+        if let Some((path, record)) = self.cache.lookup(name, version) {
+            return Fetch::Ready(Local {
+                path,
+                label: version.key.clone(),
+                len: version.size,
+                source: Some(record.source()),
+                download: false,
+            });
+        }
+        let revision = {
+            let state = self.state();
+            state
+                .manifest
+                .as_ref()
+                .and_then(|m| m.good.as_ref())
+                .filter(|(_, entries)| entries.get(name) == Some(version))
+                .map(|(revision, _)| *revision)
+        };
+        let in_manifest = revision.is_some();
+        let key = match ObjectPath::parse(&version.key) {
+            Ok(key) => key,
+            Err(e) => return self.fetch_failed(ErrorKind::Other, format!("{}: {e}", version.key)),
+        };
+        let expect = Expect {
+            size: version.size,
+            sha256: in_manifest.then_some(version.tag.as_str()),
+            if_match: (!in_manifest && !version.tag.starts_with(NO_ETAG))
+                .then_some(version.tag.as_str()),
+        };
+        let path = self.cache.download_path(&version.key);
+        let started = std::time::Instant::now();
+        self.log.clear();
+        let metrics = &self.metrics;
+        let result = self.block_on(download(
+            self.store.as_ref(),
+            &key,
+            expect,
+            &path,
+            &mut |n| metrics.source_bytes(n),
+        ));
+        let downloaded = match result {
+            Ok(downloaded) => downloaded,
+            Err(error) => {
+                self.cache.discard(&path);
+                return self.download_failed(version, in_manifest, error);
+            }
+        };
+        tracing::info!(
+            file = %name,
+            key = %version.key,
+            bytes = downloaded.len,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "object downloaded"
+        );
+        Fetch::Ready(Local {
+            path,
+            label: version.key.clone(),
+            len: downloaded.len,
+            source: Some(SourceStatus {
+                key: version.key.clone(),
+                etag: downloaded.etag,
+                sha256: in_manifest.then_some(downloaded.sha256),
+                size: downloaded.len,
+                manifest_revision: revision,
+                fetched_at: now_rfc3339(),
+                from_cache: false,
+            }),
+            download: true,
+        })
+    }
+
+    fn download_failed(
+        &self,
+        version: &ObjectVersion,
+        in_manifest: bool,
+        error: DownloadError,
+    ) -> Fetch {
+        let key = &version.key;
+        let (kind, message) = match error {
+            // Replaced after the listing: the next poll lists the new one.
+            DownloadError::Replaced => return Fetch::Settling,
+            DownloadError::Request(e) => match classify(&e, &self.log) {
+                ErrorKind::NotFound if in_manifest => (
+                    ErrorKind::NotFound,
+                    format!("the manifest names {key}, which does not exist"),
+                ),
+                ErrorKind::NotFound => (
+                    ErrorKind::NotFound,
+                    format!("{key} was deleted between the listing and the download"),
+                ),
+                kind => (kind, format!("cannot download {key}: {e}")),
+            },
+            DownloadError::Body(e, got) => {
+                let kind = match classify(&e, &self.log) {
+                    ErrorKind::Timeout => ErrorKind::Timeout,
+                    _ => ErrorKind::Incomplete,
+                };
+                let size = version.size;
+                (
+                    kind,
+                    format!("the download of {key} broke off after {got} of {size} bytes: {e}"),
+                )
+            }
+            DownloadError::Length { got, expected } => (
+                ErrorKind::Incomplete,
+                format!("{key}: got {got} bytes where {expected} were expected"),
+            ),
+            DownloadError::Digest { got, expected } => (
+                ErrorKind::Incomplete,
+                format!(
+                    "{key} is not the object the manifest names: its sha256 is {got}, not {expected}"
+                ),
+            ),
+            DownloadError::Disk(e) => (
+                ErrorKind::Disk,
+                format!("cannot write the download of {key}: {e}"),
+            ),
+        };
+        self.fetch_failed(kind, message)
+    }
+
+    fn fetch_failed(&self, kind: ErrorKind, message: String) -> Fetch {
+        self.metrics.source_error(kind.label());
+        Fetch::Failed(SourceError::new(kind, message))
+    }
+
+    /// A download that loaded becomes the cached copy of `name`; one that
+    /// was rejected is deleted.
+    pub fn loaded(&self, name: &str, local: Local, ok: bool) {
+        if !local.download {
+            return;
+        }
+        let (true, Some(source)) = (ok, local.source) else {
+            self.cache.discard(&local.path);
+            return;
+        };
+        let record = Record {
+            name: name.to_owned(),
+            key: source.key,
+            tag: source
+                .sha256
+                .clone()
+                .or(source.etag.clone())
+                .unwrap_or_default(),
+            size: source.size,
+            etag: source.etag,
+            sha256: source.sha256,
+            manifest_revision: source.manifest_revision,
+            fetched_at: source.fetched_at,
+            data: String::new(),
+        };
+        if let Err(e) = self.cache.commit(name, &local.path, record) {
+            tracing::warn!(file = %name, error = %e, "cannot keep the download in the cache directory");
+            self.cache.discard(&local.path);
+        }
+    }
+
+    pub fn forgotten(&self, name: &str) {
+        self.cache.forget(name);
+    }
+
+    /// Records whether the poll that just ended had trouble that calls for
+    /// backing off.
+    pub fn polled(&self, trouble: bool) {
+        let mut state = self.state();
+        state.backoff_steps = if trouble {
+            state.backoff_steps.saturating_add(1)
+        } else {
+            0
+        };
+    }
+
+    /// The wait before the next poll: the interval, doubled for each poll in
+    /// a row that had trouble (up to 30 s, or the interval if longer), then
+    /// jittered by up to ±20%.
+    pub fn next_poll(&self, interval: Duration) -> Duration {
+        let mut state = self.state();
+        let cap = MAX_BACKOFF.max(interval);
+        let base = interval
+            .checked_mul(1 << state.backoff_steps.min(16))
+            .unwrap_or(cap)
+            .min(cap);
+        jittered(base, next_random(&mut state.jitter))
+    }
+
+    pub fn status(&self) -> OriginStatus {
+        let state = self.state();
+        let now = SystemTime::now();
+        let manifest = state.manifest.as_ref();
+        let mode = match (state.ever_listed, manifest) {
+            (_, Some(_)) => "manifest",
+            (true, None) => "prefix",
+            (false, None) => "unknown",
+        };
+        OriginStatus {
+            url: self.url.clone(),
+            mode,
+            manifest_revision: manifest.and_then(|m| m.good.as_ref()).map(|(r, _)| *r),
+            manifest_etag: manifest.and_then(|m| m.etag.clone()),
+            last_success_at: state.last_success.map(rfc3339),
+            stale_seconds: state
+                .last_success
+                .map(|at| now.duration_since(at).unwrap_or_default().as_secs_f64()),
+            consecutive_failures: state.failures,
+            error: state.failing.as_ref().map(|(e, _)| e.message.clone()),
+            error_kind: state.failing.as_ref().map(|(e, _)| e.kind.label()),
+            error_since: state.failing.as_ref().map(|(_, since)| since.clone()),
+            serving_from_cache: state.restored_from_cache,
+            cache_dir: self.cache.kept_dir().map(|d| d.display().to_string()),
+        }
+    }
+}
+
+impl Drop for ObjectOrigin {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// The listing of the manifest last read, or why it cannot be followed.
+fn manifest_listing(state: &State) -> Result<Listing, SourceError> {
+    let Some(seen) = &state.manifest else {
+        return Err(SourceError::new(
+            ErrorKind::Manifest,
+            "no manifest was read",
+        ));
+    };
+    if let Some(broken) = &seen.broken {
+        return Err(broken.clone());
+    }
+    let (_, entries) = seen
+        .good
+        .as_ref()
+        .ok_or_else(|| SourceError::new(ErrorKind::Manifest, "no valid manifest was read"))?;
+    Ok(Listing {
+        entries: entries
+            .iter()
+            .map(|(name, version)| (name.clone(), Ok(Fingerprint::Object(version.clone()))))
+            .collect(),
+        ignored: 0,
+        names_are_workspaces: true,
+        fresh: true,
+    })
+}
+
+fn rfc3339(at: SystemTime) -> String {
+    let at: chrono::DateTime<chrono::Utc> = at.into();
+    at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// xorshift64*: enough to spread a fleet's polls, no dependency needed.
+fn next_random(state: &mut u64) -> u64 {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+}
+
+/// `base` scaled by a factor from 0.8 to 1.2 drawn from `random`.
+fn jittered(base: Duration, random: u64) -> Duration {
+    let unit = (random >> 11) as f64 / (1u64 << 53) as f64;
+    base.mul_f64(0.8 + 0.4 * unit)
+}
+
+#[cfg(test)]
+#[path = "objects_tests.rs"]
+mod tests;
