@@ -445,23 +445,27 @@ pub fn fetch_failed(files: &mut Files, name: &str, error: SourceError) {
     entry.source_error = Some((error, now_rfc3339()));
 }
 
-/// Manifest mode: the entries that left the listing but whose workspace a
-/// listed entry names, by name. They keep serving until that entry's new
-/// version is published, in the same swap, so a workspace that moves from
-/// one name to another (a prefix switching to a manifest) is never unloaded
-/// in between.
+/// The entries that left the listing but may have a successor in it, by
+/// name, with the workspace they serve. They keep serving until the
+/// successor's new version is published, in the same swap, so a workspace
+/// that moves from one name to another is never unloaded in between: in
+/// manifest mode when a listed name is their workspace (a prefix switching
+/// to a manifest), in a directory or prefix when a name appeared that has
+/// never been read (`acme-1.json` renamed to `acme-2.json`). An entry whose
+/// successor does not load leaves at the end of the scan.
 pub fn successors(files: &Files, present: &Listing) -> HashMap<String, String> {
-    if !present.names_are_workspaces {
-        return HashMap::new();
-    }
+    let new_names = present.entries.keys().any(|name| !files.contains_key(name));
     files
         .iter()
         .filter(|(name, _)| !present.contains(name))
         .filter_map(|(name, entry)| {
             let workspace = &entry.dataset.as_ref()?.workspace_id;
-            present
-                .contains(workspace)
-                .then(|| (name.clone(), workspace.clone()))
+            let may_succeed = if present.names_are_workspaces {
+                present.contains(workspace)
+            } else {
+                new_names
+            };
+            may_succeed.then(|| (name.clone(), workspace.clone()))
         })
         .collect()
 }

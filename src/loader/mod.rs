@@ -208,8 +208,10 @@ impl Snapshots {
             self.free_retired(&mut report);
         }
 
-        // Entries whose successor did not load leave now.
-        if !successors.is_empty() {
+        // Entries whose successor did not load leave now, unless a file that
+        // may succeed them is still being written: they go on serving until
+        // a later scan has read it.
+        if !successors.is_empty() && report.settling.is_empty() {
             let mut files = self.files();
             let serving_before = files::serving_workspaces(&files);
             let mut step = ScanReport::default();

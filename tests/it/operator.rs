@@ -567,3 +567,58 @@ async fn a_snapshot_that_would_not_fit_the_memory_limit_is_refused_and_the_old_o
         "the refusal is logged"
     );
 }
+
+/// A workspace whose file is renamed (`acme-1.json` to `acme-2.json`, a new
+/// version) is never unloaded in between: the old file serves until the new
+/// one is published, in the same swap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renaming_a_workspace_file_never_unloads_the_workspace() {
+    let big = |version: &str| {
+        let mut s = snapshot("ws-a", &[KEY]);
+        s["version"] = version.into();
+        add(&mut s, "companies", [company(1, "A")]);
+        // Enough records that the new file takes a while to load.
+        add(
+            &mut s,
+            "tasks",
+            (0..20_000).map(|i| task(100 + i, 1, "2026-03-01T10:00:00Z")),
+        );
+        s
+    };
+    let dir = tempdir();
+    write_json(dir.path(), "acme-1.json", &big("v1"));
+    let server = TestServer::start_in(dir, |_| {}).await;
+    server.wait_version("/portfolio", KEY, "v1").await;
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let api = server.api;
+    let flag = std::sync::Arc::clone(&stop);
+    let watcher = tokio::spawn(async move {
+        let mut statuses = std::collections::BTreeMap::new();
+        while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+            let resp = get_from(api, "/portfolio?limit=1", Some(KEY))
+                .await
+                .expect("an answer");
+            *statuses.entry(resp.status).or_insert(0u32) += 1;
+        }
+        statuses
+    });
+    // The new name is written under a hidden name, then both renames land
+    // in one directory change: the old name goes, the new one comes.
+    let bytes = serde_json::to_vec(&big("v2")).expect("serialize");
+    write_bytes(server.dir(), ".acme-2.json.tmp", &bytes);
+    std::fs::rename(
+        server.dir().join(".acme-2.json.tmp"),
+        server.dir().join("acme-2.json"),
+    )
+    .expect("rename in");
+    std::fs::remove_file(server.dir().join("acme-1.json")).expect("remove the old name");
+    server.wait_version("/portfolio", KEY, "v2").await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let statuses = watcher.await.expect("the watcher");
+    assert_eq!(
+        statuses.keys().copied().collect::<Vec<u16>>(),
+        vec![200],
+        "every answer during the rename: {statuses:?}"
+    );
+}
