@@ -208,6 +208,7 @@ fn respond(c: &mut Criterion, f: &Fixture) {
         store,
         key_prefix: "cura".to_owned(),
         ready: Arc::new(AtomicBool::new(true)),
+        warm: AtomicBool::new(true),
         draining: Arc::new(AtomicBool::new(false)),
         metrics: Arc::clone(&metrics),
         compression: true,

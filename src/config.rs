@@ -112,6 +112,11 @@ pub struct ServeArgs {
     /// proxy compresses, or CPU matters more than bytes on the wire).
     #[arg(long, env = "PORTFOLIO_COMPRESSION", value_enum, default_value = "on")]
     pub compression: Switch,
+    /// Compress every record once, at load, so that a gzip answer costs
+    /// about what a plain one does (`off` saves about half the size of the
+    /// records in memory; gzip answers are then compressed per request).
+    #[arg(long, env = "PORTFOLIO_PRECOMPRESS", value_enum, default_value = "on")]
+    pub precompress: Switch,
     /// Log format: `text` for people, `json` for log pipelines.
     #[arg(long, env = "PORTFOLIO_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -182,6 +187,10 @@ pub struct ServeConfig {
     pub limits: HttpLimits,
     /// gzip for clients that accept it.
     pub compression: bool,
+    /// Records compressed at load for gzip answers. Process-wide: the
+    /// setting of the last server started applies to every dataset built
+    /// after. Pointless without `compression`.
+    pub precompress: bool,
     /// `/readyz` is 503 while fewer workspaces serve.
     pub require_workspaces: usize,
     /// Cross-origin access for browsers; `None` is off.
@@ -198,6 +207,7 @@ impl ServeConfig {
             rescan_on_sighup: false,
             limits: HttpLimits::default(),
             compression: true,
+            precompress: true,
             require_workspaces: 0,
             cors: None,
         }
@@ -219,6 +229,7 @@ impl From<&ServeArgs> for ServeConfig {
                 shutdown_grace: Duration::from_secs(args.shutdown_grace),
             },
             compression: args.compression == Switch::On,
+            precompress: args.compression == Switch::On && args.precompress == Switch::On,
             require_workspaces: args.require_workspaces,
             cors: args.cors_allow_origin.clone(),
         }

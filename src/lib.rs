@@ -72,6 +72,7 @@ pub async fn serve(
         config.snapshots.display()
     );
 
+    store::set_precompress(config.precompress);
     let store = Arc::new(store::Store::default());
     let metrics = Arc::new(metrics::Metrics::new(&api::Route::LABELS));
     let snapshots = Arc::new(loader::Snapshots::new(
@@ -97,6 +98,7 @@ pub async fn serve(
         store,
         key_prefix: config.key_prefix.clone(),
         ready,
+        warm: AtomicBool::new(false),
         draining: Arc::clone(&draining),
         metrics: Arc::clone(&metrics),
         compression: config.compression,

@@ -6,6 +6,10 @@
 //! so the tag is the dataset's fingerprint, computed once at load, followed by
 //! a hash of path and query; a gzip body is another representation and gets
 //! its own tag.
+//!
+//! A gzip body is assembled from records compressed at load (see
+//! `store::Body::gzip`); only when precompression is off is it compressed
+//! here, per request. A 304 writes no body at all.
 
 use std::hash::{BuildHasher, Hasher};
 use std::io::Write;
@@ -20,7 +24,7 @@ use warp::http::{HeaderMap, StatusCode};
 use warp::reply::Response;
 
 use crate::reply::json;
-use crate::store::Dataset;
+use crate::store::{Body, Dataset};
 
 /// Bodies smaller than this are sent as they are: compressing them costs
 /// more CPU than the bytes it saves on the wire.
@@ -32,7 +36,7 @@ pub fn ok(
     path: &str,
     query: &str,
     headers: &HeaderMap,
-    body: Bytes,
+    body: Body<'_>,
     compression: bool,
 ) -> Response {
     let gzip = compression && body.len() >= COMPRESS_MIN_BYTES && accepts_gzip(headers);
@@ -45,17 +49,17 @@ pub fn ok(
         *r.status_mut() = StatusCode::NOT_MODIFIED;
         r
     } else if gzip {
-        match compress(&body) {
+        match body.gzip().or_else(|| compress(&body.identity())) {
             Some(compressed) => {
                 let mut r = json(StatusCode::OK, compressed);
                 r.headers_mut()
                     .insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
                 r
             }
-            None => json(StatusCode::OK, body),
+            None => json(StatusCode::OK, body.identity()),
         }
     } else {
-        json(StatusCode::OK, body)
+        json(StatusCode::OK, body.identity())
     };
     let h = response.headers_mut();
     if let Ok(version) = HeaderValue::from_str(&dataset.version) {
@@ -113,7 +117,7 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
         })
 }
 
-/// gzip at the fastest level: the body is built per request, so the CPU
+/// gzip at the fastest level, when records are not precompressed: the CPU
 /// spent here is spent on every answer.
 fn compress(body: &[u8]) -> Option<Bytes> {
     let mut encoder = GzEncoder::new(Vec::with_capacity(body.len() / 4), Compression::fast());

@@ -1,6 +1,9 @@
-//! Records rendered to JSON once, at load.
+//! Records rendered to JSON once, at load, and (when precompression is
+//! on) compressed once for gzip answers.
 
-use std::io::Write;
+use std::sync::OnceLock;
+
+use super::deflate::{Packed, Source};
 
 /// Records of one kind, each rendered as `{"id":...,"attributes":{...}}`,
 /// back to back in one buffer, in the order the snapshot listed them. Lists
@@ -10,6 +13,19 @@ pub struct Rendered {
     buf: Vec<u8>,
     /// `ends[i]` is one past the last byte of record `i`.
     ends: Vec<usize>,
+    /// The same records as deflate fragments, for gzip answers, once the
+    /// dataset's precompression has made them.
+    packed: OnceLock<Packed>,
+}
+
+impl Source for Rendered {
+    fn count(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn record(&self, i: usize) -> &[u8] {
+        Rendered::record(self, i)
+    }
 }
 
 impl Rendered {
@@ -17,6 +33,23 @@ impl Rendered {
     pub fn record(&self, i: usize) -> &[u8] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         &self.buf[start..self.ends[i]]
+    }
+
+    /// The length of record `i`.
+    #[inline]
+    pub fn len_of(&self, i: usize) -> usize {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        self.ends[i] - start
+    }
+
+    /// Keeps the records' deflate fragments (once; later ones are dropped).
+    pub fn set_packed(&self, packed: Packed) {
+        let _ = self.packed.set(packed);
+    }
+
+    /// The records' deflate fragments, if precompressed.
+    pub fn packed(&self) -> Option<&Packed> {
+        self.packed.get()
     }
 
     /// Appends the records at `indices` to `out`, comma-separated.
@@ -31,10 +64,8 @@ impl Rendered {
 
     /// Bytes that [`Rendered::write`] appends for `indices`.
     pub fn size(&self, indices: &[u32]) -> usize {
-        indices
-            .iter()
-            .map(|&i| self.record(i as usize).len() + 1)
-            .sum()
+        let records: usize = indices.iter().map(|&i| self.len_of(i as usize)).sum();
+        records + indices.len().saturating_sub(1)
     }
 
     /// A copy holding only the records at `indices`, in that order.
@@ -85,11 +116,7 @@ impl Renderer {
         Rendered {
             buf: self.buf,
             ends: self.ends,
+            packed: OnceLock::new(),
         }
     }
-}
-
-/// Writes an unsigned integer in decimal.
-pub fn write_u64(buf: &mut Vec<u8>, n: u64) {
-    let _ = write!(buf, "{n}");
 }

@@ -1,9 +1,12 @@
 //! [`Builder::finish`], in named steps: check ids, note dangling
 //! references, then build each collection's lists and indexes.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 
 use super::index::{Interner, group_by, group_by_pair, group_by_parent, index_ids, newest_first};
+use super::precompress::{self, Precompression};
 use super::{Builder, Built, Key, Meta, Part, RepeatedId};
 use crate::store::collection::{Collection, RecordCounts};
 use crate::store::id::{IdMap, format_id};
@@ -46,7 +49,7 @@ impl Builder {
         let (tasks, task_at) = take(Collection::Tasks);
         let (notes, note_at) = take(Collection::Notes);
         let (meetings, meeting_at) = take(Collection::Meetings);
-        let dataset = Dataset {
+        let mut dataset = Dataset {
             fingerprint: fingerprint(&meta.workspace_id, &meta.version, meta.content_hash),
             workspace_id: meta.workspace_id,
             workspace_name: meta.workspace_name,
@@ -66,11 +69,13 @@ impl Builder {
             notes: notes_by_company(notes, note_at),
             metrics,
             meetings: Meetings {
-                records: meetings.rendered.finish(),
+                records: Arc::new(meetings.rendered.finish()),
                 at: meeting_at,
             },
             meeting_notes: meeting_notes(take(Collection::MeetingNotes).0),
+            precompression: Precompression::off(),
         };
+        precompress::start(&mut dataset);
         Ok(Built { dataset, warnings })
     }
 }
@@ -151,7 +156,7 @@ fn companies_by_name(
     });
     let by_priority = group_by(&order, interner, |i| priorities[i]);
     Companies {
-        records: part.rendered.finish(),
+        records: Arc::new(part.rendered.finish()),
         order,
         at,
         by_priority,
@@ -167,12 +172,13 @@ fn tasks_by_filters(
     interner: &Interner,
 ) -> Tasks {
     let order = newest_first(&part.keys);
+    let records = Arc::new(part.rendered.finish());
     Tasks {
         by_status: group_by(&order, interner, |i| fields[i].0),
         by_priority: group_by(&order, interner, |i| fields[i].1),
         by_status_priority: group_by_pair(&order, interner, |i| fields[i]),
         by_company: group_by_parent(&order, &part.keys),
-        records: part.rendered.finish(),
+        records,
         order,
         at,
     }
@@ -182,11 +188,12 @@ fn tasks_by_filters(
 fn roles(part: Part) -> Roles {
     let order = newest_first(&part.keys);
     let by_company = group_by_parent(&order, &part.keys);
-    let records = part.rendered.finish();
+    let records = Arc::new(part.rendered.finish());
     let body = list_body(&records, &order);
     Roles {
         records,
         body,
+        gzip: Arc::default(),
         by_company,
     }
 }
@@ -204,10 +211,11 @@ fn list_body(rendered: &Rendered, order: &[u32]) -> Bytes {
 /// for the cursor's binary search; indexed by type.
 fn feed(part: Part, types: &[Option<u32>], interner: &Interner) -> Feed {
     let order = newest_first(&part.keys);
+    let records = Arc::new(part.rendered.finish());
     Feed {
         keys: part.keys.iter().map(|k| (k.at, k.id)).collect(),
         by_type: group_by(&order, interner, |i| types[i]),
-        records: part.rendered.finish(),
+        records,
         order,
     }
 }
@@ -217,7 +225,7 @@ fn notes_by_company(part: Part, at: IdMap<u32>) -> Notes {
     let order = newest_first(&part.keys);
     Notes {
         by_company: group_by_parent(&order, &part.keys),
-        records: part.rendered.finish(),
+        records: Arc::new(part.rendered.finish()),
         at,
     }
 }
@@ -234,7 +242,7 @@ fn meeting_notes(part: Part) -> MeetingNotes {
     });
     MeetingNotes {
         by_meeting: group_by_parent(&order, keys),
-        records: part.rendered.finish(),
+        records: Arc::new(part.rendered.finish()),
     }
 }
 
@@ -277,7 +285,8 @@ fn latest_metrics(
         }
     }
     LatestMetrics {
-        records: part.rendered.finish().select(&order),
+        records: Arc::new(part.rendered.finish().select(&order)),
+        all: (0..order.len() as u32).collect(),
         by_company,
     }
 }

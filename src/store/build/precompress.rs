@@ -1,0 +1,202 @@
+//! Precompressing a dataset's records for gzip answers, on a thread of its
+//! own once the dataset is built.
+//!
+//! Compressing every record takes several times as long as parsing the
+//! snapshot, so it does not hold up publishing: a new dataset serves at
+//! once, its gzip answers compressed per request, and switches to
+//! precompressed fragments collection by collection as they are made. The
+//! thread inherits the reloader's low priority, and stops early when its
+//! dataset is dropped (replaced by a newer version) before it is done.
+
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::time::Instant as Clock;
+
+use bytes::Bytes;
+
+use crate::store::Dataset;
+use crate::store::Positions;
+use crate::store::deflate::{self, Packed};
+use crate::store::id::IdMap;
+use crate::store::rendered::Rendered;
+
+/// One piece of work: a collection's records, or a body built once.
+enum Job {
+    /// Records to compress, chained in `chain` order, less `trim` bytes at
+    /// the end of each.
+    Records {
+        records: Arc<Rendered>,
+        chain: Positions,
+        trim: usize,
+    },
+    /// A whole body (`/roles`) gzipped once.
+    Whole {
+        body: Bytes,
+        into: Arc<OnceLock<Bytes>>,
+    },
+}
+
+/// A dataset's side of its precompression: whether it is done, and the
+/// token whose drop tells the thread to stop.
+pub struct Precompression {
+    done: Arc<Done>,
+    _alive: Arc<()>,
+}
+
+#[derive(Default)]
+struct Done {
+    finished: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Done {
+    fn finish(&self) {
+        *self.finished.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.changed.notify_all();
+    }
+}
+
+/// Sets `done` even if the thread panics, so that no waiter hangs.
+struct FinishOnDrop(Arc<Done>);
+
+impl Drop for FinishOnDrop {
+    fn drop(&mut self) {
+        self.0.finish();
+    }
+}
+
+impl Precompression {
+    /// Nothing to do: precompression is off.
+    pub(super) fn off() -> Precompression {
+        let done = Arc::new(Done::default());
+        done.finish();
+        Precompression {
+            done,
+            _alive: Arc::new(()),
+        }
+    }
+
+    /// Whether the thread is done (or has given up).
+    pub fn is_done(&self) -> bool {
+        *self.done.finished.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Blocks until the thread is done (or has given up).
+    pub fn wait(&self) {
+        let mut finished = self.done.finished.lock().unwrap_or_else(|p| p.into_inner());
+        while !*finished {
+            finished = self
+                .done
+                .changed
+                .wait(finished)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// The concatenation of `groups`, by parent id: the chain order of records
+/// served per parent (a company's notes, a meeting's notes).
+fn concat(groups: &IdMap<Positions>) -> Positions {
+    let mut parents: Vec<(&u128, &Positions)> = groups.iter().collect();
+    parents.sort_unstable_by_key(|&(id, _)| *id);
+    parents
+        .into_iter()
+        .flat_map(|(_, g)| g.iter().copied())
+        .collect()
+}
+
+/// Starts precompressing `dataset`'s records on a thread of its own (if
+/// precompression is on) and gives the dataset its side of it.
+pub(super) fn start(dataset: &mut Dataset) {
+    if !deflate::precompress() {
+        return;
+    }
+    let records = |r: &Arc<Rendered>, chain: Positions, trim: usize| Job::Records {
+        records: Arc::clone(r),
+        chain,
+        trim,
+    };
+    let ds = &*dataset;
+    // The lists served most first.
+    let jobs = vec![
+        records(&ds.tasks.records, ds.tasks.order.clone(), 0),
+        records(&ds.companies.records, ds.companies.order.clone(), 0),
+        records(&ds.feed.records, ds.feed.order.clone(), 0),
+        records(&ds.notes.records, concat(&ds.notes.by_company), 0),
+        records(&ds.roles.records, concat(&ds.roles.by_company), 0),
+        records(&ds.metrics.records, ds.metrics.all.clone(), 0),
+        records(&ds.meetings.records, Vec::new(), 1),
+        records(
+            &ds.meeting_notes.records,
+            concat(&ds.meeting_notes.by_meeting),
+            0,
+        ),
+        Job::Whole {
+            body: ds.roles.body.clone(),
+            into: Arc::clone(&ds.roles.gzip),
+        },
+    ];
+    let done = Arc::new(Done::default());
+    let alive = Arc::new(());
+    let (weak, finished) = (Arc::downgrade(&alive), Arc::clone(&done));
+    let workspace = ds.workspace_id.clone();
+    let spawned = std::thread::Builder::new()
+        .name("precompress".to_owned())
+        .spawn(move || run(jobs, &weak, finished, &workspace));
+    if let Err(err) = spawned {
+        tracing::warn!(error = %err, "cannot start precompressing; gzip answers are compressed per request");
+        done.finish();
+    }
+    dataset.precompression = Precompression {
+        done,
+        _alive: alive,
+    };
+}
+
+fn run(jobs: Vec<Job>, alive: &Weak<()>, done: Arc<Done>, workspace: &str) {
+    let _finish = FinishOnDrop(done);
+    let started = Clock::now();
+    let mut bytes = 0;
+    for job in jobs {
+        let keep_going = || alive.strong_count() > 0;
+        if !keep_going() {
+            tracing::debug!(workspace, "dataset replaced; precompression stopped");
+            return;
+        }
+        match job {
+            Job::Records {
+                records,
+                chain,
+                trim,
+            } => {
+                let Some(packed) = Packed::build(&*records, &chain, trim, &keep_going) else {
+                    return;
+                };
+                bytes += packed.heap_bytes();
+                records.set_packed(packed);
+            }
+            Job::Whole { body, into } => {
+                let gzip = gzip_once(&body);
+                bytes += gzip.len();
+                let _ = into.set(gzip);
+            }
+        }
+    }
+    tracing::info!(
+        workspace,
+        bytes,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "records precompressed for gzip answers"
+    );
+}
+
+/// `body` gzipped at the default level, once.
+fn gzip_once(body: &[u8]) -> Bytes {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(body.len() / 4),
+        flate2::Compression::default(),
+    );
+    // Writing into a Vec cannot fail.
+    let _ = encoder.write_all(body);
+    Bytes::from(encoder.finish().unwrap_or_default())
+}

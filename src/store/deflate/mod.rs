@@ -1,0 +1,154 @@
+//! gzip answers at the cost of a copy: records compressed once, at load,
+//! into deflate fragments that any page strings together.
+//!
+//! A general-purpose compressor cannot do this: its blocks carry their own
+//! Huffman tables and end wherever its buffers fill. Here each collection
+//! gets one Huffman code, made at load from a sample of its records; each
+//! record is compressed with it into a bit string of symbols ([`Packed`]);
+//! and a page ([`GzipPage`]) is a block header per collection, those bit
+//! strings copied one after the other (shifted to wherever the previous one
+//! ended), the page's own few bytes of text written with the same code, and
+//! a trailer whose CRC-32 is combined from the records' CRCs. The result is
+//! one ordinary gzip member that any decoder reads.
+//!
+//! Whether records are precompressed is a process-wide setting
+//! ([`set_precompress`]): it costs memory (about half the size of the
+//! records) and load time, and without it gzip answers are compressed per
+//! request by the API.
+
+mod bits;
+mod crc;
+mod huffman;
+mod lz77;
+mod pack;
+mod page;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+pub use pack::{Packed, Source};
+pub use page::GzipPage;
+
+static PRECOMPRESS: AtomicBool = AtomicBool::new(true);
+
+/// Whether datasets built from now on precompress their records for gzip
+/// answers (the default). Set once at startup (`--precompress`).
+pub fn set_precompress(on: bool) {
+    PRECOMPRESS.store(on, Ordering::Relaxed);
+}
+
+/// See [`set_precompress`].
+pub fn precompress() -> bool {
+    PRECOMPRESS.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+
+    struct Records(Vec<Vec<u8>>);
+
+    impl Source for Records {
+        fn count(&self) -> usize {
+            self.0.len()
+        }
+        fn record(&self, i: usize) -> &[u8] {
+            &self.0[i]
+        }
+    }
+
+    fn gunzip(bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(bytes)
+            .read_to_end(&mut out)
+            .expect("valid gzip");
+        out
+    }
+
+    fn records(n: usize) -> Records {
+        Records(
+            (0..n)
+                .map(|i| {
+                    let text = "lorem ipsum dolor ".repeat(i % 7 + (i * 31) % 97);
+                    format!(r#"{{"id":"{i:08}","attributes":{{"title":"task {i}","text":"{text}","n":{}}}}}"#, i * i)
+                        .into_bytes()
+                })
+                .collect(),
+        )
+    }
+
+    /// The plain page `head list tail` and its gzip form.
+    fn page(
+        r: &Records,
+        packed: &Packed,
+        list: &[u32],
+        head: &[u8],
+        tail: &[u8],
+    ) -> (Vec<u8>, Vec<u8>) {
+        let mut plain = head.to_vec();
+        for (n, &i) in list.iter().enumerate() {
+            if n > 0 {
+                plain.push(b',');
+            }
+            plain.extend_from_slice(&r.0[i as usize]);
+        }
+        plain.extend_from_slice(tail);
+        let mut gz = GzipPage::new(0);
+        gz.text(packed, head);
+        gz.list(packed, list, |i| r.0[i].len());
+        gz.text(packed, tail);
+        (plain, gz.finish())
+    }
+
+    #[test]
+    fn pages_of_any_records_decompress_to_the_plain_page() {
+        let r = records(300);
+        let chain: Vec<u32> = (0..300).rev().collect();
+        let packed = Packed::build(&r, &chain, 0, &|| true).expect("built");
+        let lists: Vec<Vec<u32>> = vec![
+            vec![],
+            vec![5],
+            chain[..50].to_vec(),
+            chain[17..90].to_vec(),
+            chain.iter().copied().filter(|i| i % 3 == 0).collect(),
+            vec![7, 6, 5, 100, 99, 1, 0, 299],
+            (0..300).collect(),
+        ];
+        for list in &lists {
+            let (plain, gz) = page(&r, &packed, list, b"{\"data\":[", b"],\"pagination\":{}}");
+            assert_eq!(gunzip(&gz), plain, "list {list:?}");
+        }
+        let (plain, gz) = page(&r, &packed, &chain, b"", b"");
+        assert!(
+            gz.len() * 4 < plain.len(),
+            "{} of {}",
+            gz.len(),
+            plain.len()
+        );
+    }
+
+    #[test]
+    fn two_collections_share_a_page_and_a_trim_leaves_a_record_open() {
+        let meetings = records(4);
+        let notes = records(40);
+        let m = Packed::build(&meetings, &[], 1, &|| true).expect("built");
+        let n = Packed::build(&notes, &(0..40).collect::<Vec<_>>(), 0, &|| true).expect("built");
+        let mut gz = GzipPage::new(0);
+        let meeting = &meetings.0[2];
+        gz.text(&m, b"{\"data\":");
+        gz.record(&m, 2, meeting.len() - 1);
+        gz.text(&m, b",\"notes\":[");
+        gz.list(&n, &[3, 4, 5, 9], |i| notes.0[i].len());
+        gz.text(&n, b"]}}");
+        let mut plain = b"{\"data\":".to_vec();
+        plain.extend_from_slice(&meeting[..meeting.len() - 1]);
+        plain.extend_from_slice(b",\"notes\":[");
+        plain.extend_from_slice(
+            &[&notes.0[3][..], &notes.0[4], &notes.0[5], &notes.0[9]].join(&b","[..]),
+        );
+        plain.extend_from_slice(b"]}}");
+        assert_eq!(gunzip(&gz.finish()), plain);
+        assert_eq!(gunzip(&GzipPage::new(0).finish()), b"");
+    }
+}

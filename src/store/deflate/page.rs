@@ -1,0 +1,132 @@
+//! [`GzipPage`]: a gzip member (RFC 1952) assembled from precompressed
+//! fragments and a little text compressed on the spot.
+//!
+//! Layout: the 10-byte gzip header; one dynamic block per run of pieces
+//! that share a Huffman code (the page's own text, such as `{"data":[` or
+//! the pagination, is written with the code of the block it falls in);
+//! an empty final block; CRC-32 and length of the plain text. The CRC is
+//! combined from the records' CRCs, so the plain text is never read.
+
+use super::bits::BitWriter;
+use super::crc;
+use super::huffman::Code;
+use super::pack::Packed;
+
+/// ID1 ID2 CM=deflate FLG=0 MTIME=0 XFL=0 OS=unknown.
+const HEADER: [u8; 10] = [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF];
+
+/// A gzip answer being written.
+pub struct GzipPage<'a> {
+    out: BitWriter,
+    /// CRC-32 and length of the plain text so far.
+    crc: u32,
+    len: u64,
+    /// The code of the open block, if one is open.
+    code: Option<&'a Code>,
+}
+
+impl<'a> GzipPage<'a> {
+    /// A page expected to take about `capacity` bytes.
+    pub fn new(capacity: usize) -> GzipPage<'a> {
+        let mut out = Vec::with_capacity(capacity + 32);
+        out.extend_from_slice(&HEADER);
+        GzipPage {
+            out: BitWriter::new(out),
+            crc: 0,
+            len: 0,
+            code: None,
+        }
+    }
+
+    /// Opens a block with `code` unless the open one has it.
+    fn block(&mut self, code: &'a Code) {
+        if let Some(open) = self.code {
+            if std::ptr::eq(open, code) {
+                return;
+            }
+            open.put_end(&mut self.out);
+        }
+        self.out.put(0, 1); // BFINAL = 0: the final block is an empty one.
+        self.out.copy(&code.header, 0, code.header_bits);
+        self.code = Some(code);
+    }
+
+    /// Writes `text` with the open block's code, or in a block with
+    /// `packed`'s code if none is open.
+    pub fn text(&mut self, packed: &'a Packed, text: &[u8]) {
+        if text.is_empty() {
+            return;
+        }
+        let code = match self.code {
+            Some(code) => code,
+            None => {
+                self.block(&packed.code);
+                &packed.code
+            }
+        };
+        for &b in text {
+            code.put_literal(&mut self.out, b);
+        }
+        self.crc = crc::update(self.crc, text);
+        self.len += text.len() as u64;
+    }
+
+    /// Record `i` of `packed` (less the packing's trim), `len` bytes plain.
+    pub fn record(&mut self, packed: &'a Packed, i: usize, len: usize) {
+        self.block(&packed.code);
+        let (src, from, to, crc, shift) = packed.solo(i);
+        self.out.copy(src, from, to);
+        self.crc = crc::combine(self.crc, crc, shift);
+        self.len += len as u64;
+    }
+
+    /// Records `list` of `packed`, comma-separated; `len(i)` is record
+    /// `i`'s plain length. Neighbours that are neighbours in the chain
+    /// order go as one run of chained fragments.
+    pub fn list(&mut self, packed: &'a Packed, list: &[u32], len: impl Fn(usize) -> usize) {
+        let mut j = 0;
+        while j < list.len() {
+            let first = list[j] as usize;
+            if j > 0 {
+                self.comma(packed);
+            }
+            self.record(packed, first, len(first));
+            j += 1;
+            let Some(start) = packed.chain_pos(first) else {
+                continue;
+            };
+            let mut end = start;
+            let run = j;
+            while j < list.len() && packed.chain_pos(list[j] as usize) == Some(end + 1) {
+                end += 1;
+                j += 1;
+            }
+            if end > start {
+                let (src, from, to) = packed.chained(start + 1, end + 1);
+                self.out.copy(src, from, to);
+                for &i in &list[run..j] {
+                    let (crc, shift) = packed.crc(i as usize);
+                    self.crc = crc::combine(crc::update(self.crc, b","), crc, shift);
+                    self.len += 1 + len(i as usize) as u64;
+                }
+            }
+        }
+    }
+
+    fn comma(&mut self, packed: &'a Packed) {
+        self.text(packed, b",");
+    }
+
+    /// Ends the stream: the open block, an empty final block, the trailer.
+    pub fn finish(mut self) -> Vec<u8> {
+        if let Some(code) = self.code {
+            code.put_end(&mut self.out);
+        }
+        // BFINAL = 1, BTYPE = 01 (fixed codes), end of block (seven zeros).
+        self.out.put(0b011, 10);
+        self.out.align();
+        self.out.bytes(&self.crc.to_le_bytes());
+        self.out.bytes(&(self.len as u32).to_le_bytes());
+        self.out.finish()
+    }
+}
