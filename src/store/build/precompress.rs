@@ -16,16 +16,16 @@ use bytes::Bytes;
 use crate::store::Dataset;
 use crate::store::Positions;
 use crate::store::deflate::{self, Packed};
-use crate::store::id::IdMap;
 use crate::store::rendered::Rendered;
 
 /// One piece of work: a collection's records, or a body built once.
 enum Job {
-    /// Records to compress, chained in `chain` order, less `trim` bytes at
-    /// the end of each.
+    /// Records to compress, chained in each of `chains`, less `trim` bytes
+    /// at the end of each.
     Records {
         records: Arc<Rendered>,
-        chain: Positions,
+        chains: Vec<Positions>,
+        depths: &'static [usize],
         trim: usize,
     },
     /// A whole body (`/roles`) gzipped once.
@@ -93,14 +93,15 @@ impl Precompression {
     }
 }
 
-/// The concatenation of `groups`, by parent id: the chain order of records
-/// served per parent (a company's notes, a meeting's notes).
-fn concat(groups: &IdMap<Positions>) -> Positions {
-    let mut parents: Vec<(&u128, &Positions)> = groups.iter().collect();
-    parents.sort_unstable_by_key(|&(id, _)| *id);
-    parents
-        .into_iter()
-        .flat_map(|(_, g)| g.iter().copied())
+/// The groups of an index one after the other (in the order of their
+/// keys): the chain order of the lists the index serves, a company's
+/// tasks, a filter's.
+fn concat<K: Ord>(groups: impl IntoIterator<Item = (K, impl AsRef<[u32]>)>) -> Positions {
+    let mut groups: Vec<_> = groups.into_iter().collect();
+    groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    groups
+        .iter()
+        .flat_map(|(_, g)| g.as_ref().iter().copied())
         .collect()
 }
 
@@ -110,24 +111,53 @@ pub(super) fn start(dataset: &mut Dataset) {
     if !deflate::precompress() {
         return;
     }
-    let records = |r: &Arc<Rendered>, chain: Positions, trim: usize| Job::Records {
+    let records = |r: &Arc<Rendered>, chains: Vec<Positions>, trim: usize| Job::Records {
         records: Arc::clone(r),
-        chain,
+        chains,
+        depths: &[1],
         trim,
     };
     let ds = &*dataset;
-    // The lists served most first.
+    // Each collection chained in the orders of its main list and of the
+    // lists per company or filter value that pay for their memory (see
+    // BENCHMARKS.md); the largest collections first.
     let jobs = vec![
-        records(&ds.tasks.records, ds.tasks.order.clone(), 0),
-        records(&ds.companies.records, ds.companies.order.clone(), 0),
-        records(&ds.feed.records, ds.feed.order.clone(), 0),
-        records(&ds.notes.records, concat(&ds.notes.by_company), 0),
-        records(&ds.roles.records, concat(&ds.roles.by_company), 0),
-        records(&ds.metrics.records, ds.metrics.all.clone(), 0),
+        records(
+            &ds.tasks.records,
+            vec![
+                ds.tasks.order.clone(),
+                concat(&ds.tasks.by_company),
+                concat(
+                    ds.tasks
+                        .by_status_priority
+                        .iter()
+                        .flat_map(|(s, m)| m.iter().map(move |(p, g)| ((s, p), g))),
+                ),
+            ],
+            0,
+        ),
+        // Few and large, with much in common: deeper dictionaries pay.
+        Job::Records {
+            records: Arc::clone(&ds.companies.records),
+            chains: vec![
+                ds.companies.order.clone(),
+                concat(&ds.companies.by_priority),
+            ],
+            depths: &[1, 2, 4, 8],
+            trim: 0,
+        },
+        records(
+            &ds.feed.records,
+            vec![ds.feed.order.clone(), concat(&ds.feed.by_type)],
+            0,
+        ),
+        records(&ds.notes.records, vec![concat(&ds.notes.by_company)], 0),
+        records(&ds.roles.records, vec![concat(&ds.roles.by_company)], 0),
+        records(&ds.metrics.records, vec![ds.metrics.all.clone()], 0),
         records(&ds.meetings.records, Vec::new(), 1),
         records(
             &ds.meeting_notes.records,
-            concat(&ds.meeting_notes.by_meeting),
+            vec![concat(&ds.meeting_notes.by_meeting)],
             0,
         ),
         Job::Whole {
@@ -165,10 +195,13 @@ fn run(jobs: Vec<Job>, alive: &Weak<()>, done: Arc<Done>, workspace: &str) {
         match job {
             Job::Records {
                 records,
-                chain,
+                chains,
+                depths,
                 trim,
             } => {
-                let Some(packed) = Packed::build(&*records, &chain, trim, &keep_going) else {
+                let chains: Vec<&[u32]> = chains.iter().map(Vec::as_slice).collect();
+                let built = Packed::build(&*records, &chains, depths, trim, &keep_going);
+                let Some(packed) = built else {
                     return;
                 };
                 bytes += packed.heap_bytes();

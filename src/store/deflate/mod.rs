@@ -105,13 +105,26 @@ mod tests {
     fn pages_of_any_records_decompress_to_the_plain_page() {
         let r = records(300);
         let chain: Vec<u32> = (0..300).rev().collect();
-        let packed = Packed::build(&r, &chain, 0, &|| true).expect("built");
+        // A second chain: multiples of 3, then the rest, each descending.
+        let (mut by3, rest): (Vec<u32>, Vec<u32>) = chain.iter().partition(|&&i| i % 3 == 0);
+        let thirds = by3.clone();
+        by3.extend(rest);
+        let packed = Packed::build(&r, &[&chain, &by3], &[1, 2, 4], 0, &|| true).expect("built");
         let lists: Vec<Vec<u32>> = vec![
             vec![],
             vec![5],
+            vec![5, 4],
             chain[..50].to_vec(),
             chain[17..90].to_vec(),
-            chain.iter().copied().filter(|i| i % 3 == 0).collect(),
+            chain[200..203].to_vec(),
+            thirds[3..40].to_vec(),
+            [
+                &chain[10..14],
+                &thirds[20..27],
+                &chain[100..101],
+                &thirds[1..2],
+            ]
+            .concat(),
             vec![7, 6, 5, 100, 99, 1, 0, 299],
             (0..300).collect(),
         ];
@@ -132,8 +145,9 @@ mod tests {
     fn two_collections_share_a_page_and_a_trim_leaves_a_record_open() {
         let meetings = records(4);
         let notes = records(40);
-        let m = Packed::build(&meetings, &[], 1, &|| true).expect("built");
-        let n = Packed::build(&notes, &(0..40).collect::<Vec<_>>(), 0, &|| true).expect("built");
+        let m = Packed::build(&meetings, &[], &[1], 1, &|| true).expect("built");
+        let n = Packed::build(&notes, &[&(0..40).collect::<Vec<_>>()], &[1], 0, &|| true)
+            .expect("built");
         let mut gz = GzipPage::new(0);
         let meeting = &meetings.0[2];
         gz.text(&m, b"{\"data\":");

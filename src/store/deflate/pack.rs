@@ -1,14 +1,17 @@
 //! [`Packed`]: a collection's records compressed once, at load, into
 //! fragments that a page strings together.
 //!
-//! Every record has a *solo* fragment, which refers to nothing before it,
-//! and, when the collection has a chain order (the order of its main
-//! list), a *chained* fragment in that order: a comma and the record,
-//! compressed with its predecessor in the chain (and the comma) as the
-//! dictionary. A page whose records follow the chain order is one solo
-//! fragment and one run of chained fragments copied in a piece; any other
-//! page (filtered, per company) uses solo fragments, and chained ones
-//! wherever two neighbours on the page are neighbours in the chain.
+//! Every record has a *solo* fragment, which refers to nothing before it.
+//! A collection also has one or more *chain orders*, the orders of the
+//! lists it is served in most (the main list, a company's list, a filter's
+//! list): in each, every record has a *chained* fragment, a comma and the
+//! record compressed with its predecessor in that order (and the comma) as
+//! the dictionary, so that it may refer back to it. On a page, a record
+//! whose neighbour before it is its predecessor in some chain order is
+//! written as that chained fragment; any other record (the first on a page,
+//! a record whose neighbour is nobody's predecessor) as its solo fragment.
+//! A page that follows a chain order is one solo fragment and one run of
+//! chained fragments copied in a piece.
 //!
 //! All fragments of a collection use one Huffman code, made from a sample
 //! of its records, so that a page needs one block header per collection
@@ -35,23 +38,37 @@ struct Piece {
     shift: u32,
 }
 
+/// The chained fragments of one chain order.
+struct Chain {
+    /// Record index → chain position, or [`NOT_CHAINED`].
+    pos: Vec<u32>,
+    /// The fragments by how many predecessors they may refer to, fewest
+    /// first (see [`Packed::build`]).
+    rungs: Vec<Rung>,
+}
+
+/// Every record of a chain compressed against the `depth` records before
+/// it in the chain (fewer at its start).
+struct Rung {
+    depth: usize,
+    /// Bit ranges by chain position, plus one past the last. The fragment
+    /// at position 0 is empty: it has no predecessor.
+    at: Vec<u64>,
+    bits: Vec<u8>,
+}
+
+const NOT_CHAINED: u32 = u32::MAX;
+
 /// One collection's precompressed records (see the module docs).
 pub struct Packed {
     pub(super) code: Code,
     /// By record index, plus one past the last.
     pieces: Vec<Piece>,
     solo: Vec<u8>,
-    /// Bit ranges of chained fragments by chain position, plus one past the
-    /// last. The fragment at position 0 is empty (it has no predecessor).
-    chain_at: Vec<u64>,
-    chain: Vec<u8>,
-    /// Record index → chain position, or [`NOT_CHAINED`].
-    chain_pos: Vec<u32>,
+    chains: Vec<Chain>,
     /// Bytes cut off each record's end before compressing.
     trim: usize,
 }
-
-const NOT_CHAINED: u32 = u32::MAX;
 
 /// A record's bytes, as [`Packed::build`] gets them.
 pub trait Source {
@@ -59,18 +76,35 @@ pub trait Source {
     fn record(&self, i: usize) -> &[u8];
 }
 
+/// A stream of fragments being written: its bit ends become byte padded.
+fn finish(w: BitWriter) -> Vec<u8> {
+    let mut bytes = w.finish();
+    bytes.extend_from_slice(&[0; PADDING]);
+    bytes.shrink_to_fit();
+    bytes
+}
+
 impl Packed {
-    /// Compresses every record of `records`, chained in `chain` order (any
-    /// subset of the records, each at most once), less `trim` bytes at the
-    /// end of each (a meeting's closing brace, where `notes` goes in).
-    /// Gives up (`None`) as soon as `keep_going` says so; it is asked every
-    /// few thousand records.
+    /// Compresses every record of `records`, solo and chained in each of
+    /// `chains` (orders of any subset of the records, each at most once),
+    /// less `trim` bytes at the end of each (a meeting's closing brace,
+    /// where `notes` goes in). Gives up (`None`) as soon as `keep_going`
+    /// says so; it is asked every few thousand records.
+    ///
+    /// `depths` (ascending, from 1) are the rungs of each chain: with
+    /// `[1, 2, 4]`, the record `t` places into a run of a chain on a page
+    /// refers to its predecessor if `t` is 1, to the two before it if `t`
+    /// is 2 or 3, to the four before it from then on. Deeper dictionaries
+    /// find more, each rung costs as much memory again; they pay where
+    /// records share much with their near neighbours and are few.
     pub fn build(
         records: &impl Source,
-        chain: &[u32],
+        chains: &[&[u32]],
+        depths: &[usize],
         trim: usize,
         keep_going: &dyn Fn() -> bool,
     ) -> Option<Packed> {
+        debug_assert!(depths.first() == Some(&1) && depths.is_sorted());
         let n = records.count();
         let record = |i: usize| {
             let r = records.record(i);
@@ -79,14 +113,11 @@ impl Packed {
         let mut matcher = Matcher::default();
         let mut symbols = Vec::new();
         let mut scratch = Vec::new();
-        let code = train(&record, n, chain, &mut matcher, &mut symbols, &mut scratch);
-        if std::env::var_os("PACK_DEBUG").is_some() {
-            eprintln!("code header {} bytes, {} records", code.header_bits / 8, n);
-        }
+        let code = train(&record, n, chains, &mut matcher, &mut symbols, &mut scratch);
 
         let plain: usize = (0..n).map(|i| record(i).len()).sum();
         let mut pieces = Vec::with_capacity(n + 1);
-        let mut solo = BitWriter::new(Vec::with_capacity(plain / 2));
+        let mut solo = BitWriter::new(Vec::with_capacity(plain * 5 / 8));
         for i in 0..n {
             if i % CHECK_EVERY == 0 && !keep_going() {
                 return None;
@@ -107,54 +138,59 @@ impl Packed {
             ..Piece::default()
         });
 
-        let mut chain_pos = vec![NOT_CHAINED; n];
-        let mut chain_at = Vec::with_capacity(chain.len() + 1);
-        let mut chained = BitWriter::new(Vec::with_capacity(plain / 3));
-        for (k, &i) in chain.iter().enumerate() {
-            if k % CHECK_EVERY == 0 && !keep_going() {
-                return None;
+        let mut built = Vec::with_capacity(chains.len());
+        for order in chains {
+            let mut pos = vec![NOT_CHAINED; n];
+            for (k, &i) in order.iter().enumerate() {
+                pos[i as usize] = k as u32;
             }
-            chain_pos[i as usize] = k as u32;
-            chain_at.push(chained.bit_len());
-            if k == 0 {
-                continue;
+            let mut rungs = Vec::with_capacity(depths.len());
+            for &depth in depths {
+                let mut at = Vec::with_capacity(order.len() + 1);
+                let mut bits = BitWriter::new(Vec::with_capacity(plain * 3 / 8));
+                for k in 0..order.len() {
+                    if k % CHECK_EVERY == 0 && !keep_going() {
+                        return None;
+                    }
+                    at.push(bits.bit_len());
+                    if k == 0 {
+                        continue;
+                    }
+                    let before = order[k.saturating_sub(depth)..k]
+                        .iter()
+                        .map(|&b| record(b as usize));
+                    let start = with_predecessors(&mut scratch, before, record(order[k] as usize));
+                    matcher.parse(&scratch, start, &mut symbols);
+                    code.put_literal(&mut bits, b',');
+                    encode(&code, &symbols, &mut bits);
+                }
+                at.push(bits.bit_len());
+                rungs.push(Rung {
+                    depth,
+                    at,
+                    bits: finish(bits),
+                });
             }
-            let start = with_predecessor(
-                &mut scratch,
-                record(chain[k - 1] as usize),
-                record(i as usize),
-            );
-            matcher.parse(&scratch, start, &mut symbols);
-            code.put_literal(&mut chained, b',');
-            encode(&code, &symbols, &mut chained);
+            built.push(Chain { pos, rungs });
         }
-        chain_at.push(chained.bit_len());
-
-        let finish = |w: BitWriter| {
-            let mut bytes = w.finish();
-            bytes.extend_from_slice(&[0; PADDING]);
-            bytes.shrink_to_fit();
-            bytes
-        };
         Some(Packed {
             code,
             pieces,
             solo: finish(solo),
-            chain_at,
-            chain: finish(chained),
-            chain_pos,
+            chains: built,
             trim,
         })
     }
 
     /// Bytes held, for the memory report.
     pub fn heap_bytes(&self) -> usize {
-        self.pieces.len() * size_of::<Piece>()
-            + self.solo.len()
-            + self.chain_at.len() * 8
-            + self.chain.len()
-            + self.chain_pos.len() * 4
-            + self.code.header.len()
+        let rung = |r: &Rung| r.at.len() * 8 + r.bits.len();
+        let chains: usize = self
+            .chains
+            .iter()
+            .map(|c| c.pos.len() * 4 + c.rungs.iter().map(rung).sum::<usize>())
+            .sum();
+        self.pieces.len() * size_of::<Piece>() + self.solo.len() + chains + self.code.header.len()
     }
 
     /// Bytes cut off each record's end before compressing.
@@ -162,25 +198,43 @@ impl Packed {
         self.trim
     }
 
-    /// Record `i`'s solo fragment (bit range of `solo`), CRC and shift.
+    /// Record `i`'s solo fragment (bit range of a stream), CRC and shift.
     #[inline]
     pub(super) fn solo(&self, i: usize) -> (&[u8], u64, u64, u32, u32) {
         let (p, next) = (self.pieces[i], self.pieces[i + 1].solo);
         (&self.solo, p.solo, next, p.crc, p.shift)
     }
 
-    /// The chain position of record `i`, if it is chained.
+    /// A chain in which record `after` directly follows record `before`,
+    /// and the position of `after` in it.
     #[inline]
-    pub(super) fn chain_pos(&self, i: usize) -> Option<usize> {
-        let k = self.chain_pos[i];
+    pub(super) fn follows(&self, before: usize, after: usize) -> Option<(usize, usize)> {
+        self.chains.iter().enumerate().find_map(|(c, chain)| {
+            let (b, a) = (chain.pos[before], chain.pos[after]);
+            (b != NOT_CHAINED && a == b.wrapping_add(1)).then_some((c, a as usize))
+        })
+    }
+
+    /// The position of record `i` in chain `c`, if it is in it.
+    #[inline]
+    pub(super) fn position(&self, c: usize, i: usize) -> Option<usize> {
+        let k = self.chains[c].pos[i];
         (k != NOT_CHAINED).then_some(k as usize)
     }
 
-    /// The chained fragments of positions `from..to` (`from` ≥ 1), as one
-    /// bit range.
+    /// The dictionary depth of chain `c`'s rung `r` (rungs go from the
+    /// fewest predecessors up), or `None` past the last rung.
     #[inline]
-    pub(super) fn chained(&self, from: usize, to: usize) -> (&[u8], u64, u64) {
-        (&self.chain, self.chain_at[from], self.chain_at[to])
+    pub(super) fn depth(&self, c: usize, r: usize) -> Option<usize> {
+        self.chains[c].rungs.get(r).map(|rung| rung.depth)
+    }
+
+    /// The chained fragments of chain `c`'s rung `r` at positions
+    /// `from..to` (`from` ≥ 1), as one bit range of a stream.
+    #[inline]
+    pub(super) fn chained(&self, c: usize, r: usize, from: usize, to: usize) -> (&[u8], u64, u64) {
+        let rung = &self.chains[c].rungs[r];
+        (&rung.bits, rung.at[from], rung.at[to])
     }
 
     /// Record `i`'s CRC and shift.
@@ -193,27 +247,39 @@ impl Packed {
 
 /// `dict ++ "," ++ record` in `scratch`; returns where the record starts.
 fn with_predecessor(scratch: &mut Vec<u8>, dict: &[u8], record: &[u8]) -> usize {
-    scratch.clear();
-    scratch.extend_from_slice(dict);
-    scratch.push(b',');
-    scratch.extend_from_slice(record);
-    dict.len() + 1
+    with_predecessors(scratch, std::iter::once(dict), record)
 }
 
-/// A code from the symbols of up to [`SAMPLE`] records spread over the
-/// chain order (or the record order), solo and chained.
+/// The records `before`, then `record`, comma-separated, in `scratch`, as
+/// a page has them; returns where `record` starts.
+fn with_predecessors<'r>(
+    scratch: &mut Vec<u8>,
+    before: impl Iterator<Item = &'r [u8]>,
+    record: &[u8],
+) -> usize {
+    scratch.clear();
+    for b in before {
+        scratch.extend_from_slice(b);
+        scratch.push(b',');
+    }
+    let start = scratch.len();
+    scratch.extend_from_slice(record);
+    start
+}
+
+/// A code from the symbols of about [`SAMPLE`] records: solo ones spread
+/// over the record order, and chained ones spread over each chain order.
 fn train<'r>(
     record: &impl Fn(usize) -> &'r [u8],
     n: usize,
-    chain: &[u32],
+    chains: &[&[u32]],
     matcher: &mut Matcher,
     symbols: &mut Vec<Symbol>,
     scratch: &mut Vec<u8>,
 ) -> Code {
     let mut literal = [0u32; LITERALS];
     let mut distance = [0u32; DISTANCES];
-    let mut count = |symbols: &[Symbol], comma: bool| {
-        literal[b',' as usize] += u32::from(comma);
+    let mut count = |symbols: &[Symbol]| {
         for s in symbols {
             match *s {
                 Symbol::Literal(b) => literal[b as usize] += 1,
@@ -224,24 +290,21 @@ fn train<'r>(
             }
         }
     };
-    // The sample: records spread over the chain order, or the record order.
-    let (len, at) = if chain.is_empty() {
-        (n, None)
-    } else {
-        (chain.len(), Some(chain))
-    };
-    let index = |k: usize| at.map_or(k, |chain| chain[k] as usize);
-    let step = len.div_ceil(SAMPLE).max(1);
-    for k in (0..len).step_by(step) {
-        let i = index(k);
+    for i in (0..n).step_by(n.div_ceil(SAMPLE).max(1)) {
         matcher.parse(record(i), 0, symbols);
-        count(symbols, false);
-        if at.is_some() && k > 0 {
-            let start = with_predecessor(scratch, record(index(k - 1)), record(i));
+        count(symbols);
+    }
+    let mut commas = 0;
+    for order in chains {
+        for k in (1..order.len()).step_by(order.len().div_ceil(SAMPLE).max(1)) {
+            let before = record(order[k - 1] as usize);
+            let start = with_predecessor(scratch, before, record(order[k] as usize));
             matcher.parse(scratch, start, symbols);
-            count(symbols, true);
+            count(symbols);
+            commas += 1;
         }
     }
+    literal[b',' as usize] += commas;
     literal[END] += 1;
     Code::from_counts(&literal, &distance)
 }

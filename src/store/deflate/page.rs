@@ -81,34 +81,47 @@ impl<'a> GzipPage<'a> {
     }
 
     /// Records `list` of `packed`, comma-separated; `len(i)` is record
-    /// `i`'s plain length. Neighbours that are neighbours in the chain
-    /// order go as one run of chained fragments.
+    /// `i`'s plain length. A record whose neighbour before it is its
+    /// predecessor in a chain order goes as its chained fragment, and a run
+    /// of them in one chain as one copy.
     pub fn list(&mut self, packed: &'a Packed, list: &[u32], len: impl Fn(usize) -> usize) {
-        let mut j = 0;
+        let Some(&first) = list.first() else {
+            return;
+        };
+        self.record(packed, first as usize, len(first as usize));
+        let mut j = 1;
         while j < list.len() {
-            let first = list[j] as usize;
-            if j > 0 {
+            let (before, here) = (list[j - 1] as usize, list[j] as usize);
+            let Some((chain, start)) = packed.follows(before, here) else {
                 self.comma(packed);
-            }
-            self.record(packed, first, len(first));
-            j += 1;
-            let Some(start) = packed.chain_pos(first) else {
+                self.record(packed, here, len(here));
+                j += 1;
                 continue;
             };
-            let mut end = start;
+            // The run of `chain` from `start` on.
             let run = j;
-            while j < list.len() && packed.chain_pos(list[j] as usize) == Some(end + 1) {
-                end += 1;
+            j += 1;
+            while j < list.len()
+                && packed.position(chain, list[j] as usize) == Some(start + j - run)
+            {
                 j += 1;
             }
-            if end > start {
-                let (src, from, to) = packed.chained(start + 1, end + 1);
+            // The record `t` places into the run refers back `t` records at
+            // most: the deepest rung that needs no more, in one copy each.
+            let len_run = j - run;
+            let mut r = 0;
+            while let Some(depth) = packed.depth(chain, r).filter(|&d| d <= len_run) {
+                let next = packed
+                    .depth(chain, r + 1)
+                    .map_or(len_run, |d| (d - 1).min(len_run));
+                let (src, from, to) = packed.chained(chain, r, start + depth - 1, start + next);
                 self.out.copy(src, from, to);
-                for &i in &list[run..j] {
-                    let (crc, shift) = packed.crc(i as usize);
-                    self.crc = crc::combine(crc::update(self.crc, b","), crc, shift);
-                    self.len += 1 + len(i as usize) as u64;
-                }
+                r += 1;
+            }
+            for &i in &list[run..j] {
+                let (crc, shift) = packed.crc(i as usize);
+                self.crc = crc::combine(crc::update(self.crc, b","), crc, shift);
+                self.len += 1 + len(i as usize) as u64;
             }
         }
     }
