@@ -18,6 +18,10 @@ const CHAIN: usize = 16;
 /// A 4-byte match farther than this costs more than four literals.
 const FAR: usize = 2048;
 const HASH_BITS: u32 = 13;
+/// Matches up to this long have every position hashed; longer ones only
+/// their last [`INSERT_TAIL`].
+const INSERT_ALL: usize = 16;
+const INSERT_TAIL: usize = 4;
 
 /// A literal byte, or `len` bytes copied from `dist` bytes back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,7 +123,15 @@ impl Matcher {
                 len: len as u16,
                 dist: dist as u16,
             });
-            for p in i + 1..(i + len).min(last) {
+            // Inside a long match, only its last positions: what follows
+            // is found from there, and hashing the rest costs more than
+            // the matches it would find save.
+            let from = if len > INSERT_ALL {
+                i + len - INSERT_TAIL
+            } else {
+                i + 1
+            };
+            for p in from..(i + len).min(last) {
                 self.insert(buf, p);
             }
             i += len;

@@ -17,6 +17,9 @@
 //! of its records, so that a page needs one block header per collection
 //! it shows, not one per record.
 
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use super::bits::{BitWriter, PADDING};
 use super::crc;
 use super::huffman::{Code, DISTANCES, END, LITERALS, distance_symbol, length_symbol};
@@ -97,12 +100,16 @@ impl Packed {
     /// is 2 or 3, to the four before it from then on. Deeper dictionaries
     /// find more, each rung costs as much memory again; they pay where
     /// records share much with their near neighbours and are few.
+    ///
+    /// The solo fragments and each rung of each chain are independent
+    /// passes over the records; they run on as many threads as the process
+    /// may use cores.
     pub fn build(
-        records: &impl Source,
+        records: &(impl Source + Sync),
         chains: &[&[u32]],
         depths: &[usize],
         trim: usize,
-        keep_going: &dyn Fn() -> bool,
+        keep_going: &(dyn Fn() -> bool + Sync),
     ) -> Option<Packed> {
         debug_assert!(depths.first() == Some(&1) && depths.is_sorted());
         let n = records.count();
@@ -110,34 +117,53 @@ impl Packed {
             let r = records.record(i);
             &r[..r.len() - trim.min(r.len())]
         };
-        let mut matcher = Matcher::default();
-        let mut symbols = Vec::new();
-        let mut scratch = Vec::new();
-        let code = train(&record, n, chains, &mut matcher, &mut symbols, &mut scratch);
-
+        let code = train(&record, n, chains, &mut Matcher::default());
         let plain: usize = (0..n).map(|i| record(i).len()).sum();
-        let mut pieces = Vec::with_capacity(n + 1);
-        let mut solo = BitWriter::new(Vec::with_capacity(plain * 5 / 8));
-        for i in 0..n {
-            if i % CHECK_EVERY == 0 && !keep_going() {
-                return None;
+
+        // Pass 0 is the solo fragments; pass 1 + c * rungs + r is rung r of
+        // chain c.
+        let passes = 1 + chains.len() * depths.len();
+        let outputs: Vec<Mutex<Option<Output>>> = (0..passes).map(|_| Mutex::new(None)).collect();
+        let next = AtomicUsize::new(0);
+        let work = || {
+            let mut matcher = Matcher::default();
+            loop {
+                let pass = next.fetch_add(1, Ordering::Relaxed);
+                if pass >= passes {
+                    return;
+                }
+                let output = if pass == 0 {
+                    solo_pass(&record, n, plain, &code, &mut matcher, keep_going)
+                } else {
+                    let (c, r) = ((pass - 1) / depths.len(), (pass - 1) % depths.len());
+                    let depth = depths[r];
+                    rung_pass(
+                        &record,
+                        chains[c],
+                        depth,
+                        plain,
+                        &code,
+                        &mut matcher,
+                        keep_going,
+                    )
+                };
+                *outputs[pass].lock().unwrap_or_else(|p| p.into_inner()) = output;
             }
-            let bytes = record(i);
-            let mut crc = flate2::Crc::new();
-            crc.update(bytes);
-            pieces.push(Piece {
-                solo: solo.bit_len(),
-                crc: crc.sum(),
-                shift: crc::shift_for(bytes.len() as u64),
-            });
-            matcher.parse(bytes, 0, &mut symbols);
-            encode(&code, &symbols, &mut solo);
-        }
-        pieces.push(Piece {
-            solo: solo.bit_len(),
-            ..Piece::default()
+        };
+        let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+        std::thread::scope(|scope| {
+            for _ in 1..threads.min(passes) {
+                scope.spawn(work);
+            }
+            work();
         });
 
+        let mut outputs = outputs
+            .into_iter()
+            .map(|o| o.into_inner().unwrap_or_else(|p| p.into_inner()));
+        let Some(Output::Solo { pieces, bits: solo }) = outputs.next()? else {
+            return None;
+        };
         let mut built = Vec::with_capacity(chains.len());
         for order in chains {
             let mut pos = vec![NOT_CHAINED; n];
@@ -145,38 +171,18 @@ impl Packed {
                 pos[i as usize] = k as u32;
             }
             let mut rungs = Vec::with_capacity(depths.len());
-            for &depth in depths {
-                let mut at = Vec::with_capacity(order.len() + 1);
-                let mut bits = BitWriter::new(Vec::with_capacity(plain * 3 / 8));
-                for k in 0..order.len() {
-                    if k % CHECK_EVERY == 0 && !keep_going() {
-                        return None;
-                    }
-                    at.push(bits.bit_len());
-                    if k == 0 {
-                        continue;
-                    }
-                    let before = order[k.saturating_sub(depth)..k]
-                        .iter()
-                        .map(|&b| record(b as usize));
-                    let start = with_predecessors(&mut scratch, before, record(order[k] as usize));
-                    matcher.parse(&scratch, start, &mut symbols);
-                    code.put_literal(&mut bits, b',');
-                    encode(&code, &symbols, &mut bits);
-                }
-                at.push(bits.bit_len());
-                rungs.push(Rung {
-                    depth,
-                    at,
-                    bits: finish(bits),
-                });
+            for _ in depths {
+                let Some(Output::Rung(rung)) = outputs.next()? else {
+                    return None;
+                };
+                rungs.push(rung);
             }
             built.push(Chain { pos, rungs });
         }
         Some(Packed {
             code,
             pieces,
-            solo: finish(solo),
+            solo,
             chains: built,
             trim,
         })
@@ -245,6 +251,87 @@ impl Packed {
     }
 }
 
+/// What a pass of [`Packed::build`] makes.
+enum Output {
+    Solo { pieces: Vec<Piece>, bits: Vec<u8> },
+    Rung(Rung),
+}
+
+/// Every record's solo fragment, CRC and shift.
+fn solo_pass<'r>(
+    record: &impl Fn(usize) -> &'r [u8],
+    n: usize,
+    plain: usize,
+    code: &Code,
+    matcher: &mut Matcher,
+    keep_going: &dyn Fn() -> bool,
+) -> Option<Output> {
+    let mut symbols = Vec::new();
+    let mut pieces = Vec::with_capacity(n + 1);
+    let mut bits = BitWriter::new(Vec::with_capacity(plain * 5 / 8));
+    for i in 0..n {
+        if i % CHECK_EVERY == 0 && !keep_going() {
+            return None;
+        }
+        let bytes = record(i);
+        let mut crc = flate2::Crc::new();
+        crc.update(bytes);
+        pieces.push(Piece {
+            solo: bits.bit_len(),
+            crc: crc.sum(),
+            shift: crc::shift_for(bytes.len() as u64),
+        });
+        matcher.parse(bytes, 0, &mut symbols);
+        encode(code, &symbols, &mut bits);
+    }
+    pieces.push(Piece {
+        solo: bits.bit_len(),
+        ..Piece::default()
+    });
+    Some(Output::Solo {
+        pieces,
+        bits: finish(bits),
+    })
+}
+
+/// Every record of chain `order` compressed against the `depth` records
+/// before it there.
+fn rung_pass<'r>(
+    record: &impl Fn(usize) -> &'r [u8],
+    order: &[u32],
+    depth: usize,
+    plain: usize,
+    code: &Code,
+    matcher: &mut Matcher,
+    keep_going: &dyn Fn() -> bool,
+) -> Option<Output> {
+    let (mut symbols, mut scratch) = (Vec::new(), Vec::new());
+    let mut at = Vec::with_capacity(order.len() + 1);
+    let mut bits = BitWriter::new(Vec::with_capacity(plain * 3 / 8));
+    for k in 0..order.len() {
+        if k % CHECK_EVERY == 0 && !keep_going() {
+            return None;
+        }
+        at.push(bits.bit_len());
+        if k == 0 {
+            continue;
+        }
+        let before = order[k.saturating_sub(depth)..k]
+            .iter()
+            .map(|&b| record(b as usize));
+        let start = with_predecessors(&mut scratch, before, record(order[k] as usize));
+        matcher.parse(&scratch, start, &mut symbols);
+        code.put_literal(&mut bits, b',');
+        encode(code, &symbols, &mut bits);
+    }
+    at.push(bits.bit_len());
+    Some(Output::Rung(Rung {
+        depth,
+        at,
+        bits: finish(bits),
+    }))
+}
+
 /// `dict ++ "," ++ record` in `scratch`; returns where the record starts.
 fn with_predecessor(scratch: &mut Vec<u8>, dict: &[u8], record: &[u8]) -> usize {
     with_predecessors(scratch, std::iter::once(dict), record)
@@ -274,9 +361,8 @@ fn train<'r>(
     n: usize,
     chains: &[&[u32]],
     matcher: &mut Matcher,
-    symbols: &mut Vec<Symbol>,
-    scratch: &mut Vec<u8>,
 ) -> Code {
+    let (symbols, scratch) = (&mut Vec::new(), &mut Vec::new());
     let mut literal = [0u32; LITERALS];
     let mut distance = [0u32; DISTANCES];
     let mut count = |symbols: &[Symbol]| {
