@@ -202,7 +202,8 @@ impl<'d> Body<'d> {
                 };
                 // The code of the page's first records writes its first text.
                 let first = record.map(|r| r.1).or(list.map(|l| l.1))?;
-                let mut page = GzipPage::new(self.len() / 2);
+                // Filtered pages come to about 0.6 of the plain size.
+                let mut page = GzipPage::new(self.len() * 5 / 8);
                 page.text(first, head);
                 if let Some((r, packed, i, open)) = record {
                     let bytes = r.record(i as usize);

@@ -98,15 +98,22 @@ impl BitWriter {
         let words = ((to - from) / 64) as usize;
         let shift = (from % 8) as u32;
         let start = (from / 8) as usize;
-        let run = &src[start..start + words * 8 + 1];
-        self.out.reserve(words * 8);
-        for (i, word) in run.chunks_exact(8).enumerate() {
-            let lo = u64::from_le_bytes(word.try_into().expect("8 bytes"));
-            // The next byte supplies the `shift` high bits; shifted out
-            // entirely when `shift` is 0.
-            let hi = u64::from(run[i * 8 + 8]) << 1 << (63 - shift);
-            self.out
-                .extend_from_slice(&((lo >> shift) | hi).to_le_bytes());
+        if shift == 0 {
+            self.out.extend_from_slice(&src[start..start + words * 8]);
+        } else {
+            // Word i of the output is the high bits of source word i and
+            // the low bits of word i + 1 (the padding has that word).
+            let run = &src[start..start + words * 8 + 8];
+            let at = self.out.len();
+            self.out.resize(at + words * 8, 0);
+            let words_here = run[..words * 8].chunks_exact(8);
+            let words_next = run[8..].chunks_exact(8);
+            let dest = self.out[at..].chunks_exact_mut(8);
+            for ((here, next), out) in words_here.zip(words_next).zip(dest) {
+                let here = u64::from_le_bytes(here.try_into().expect("8 bytes"));
+                let next = u64::from_le_bytes(next.try_into().expect("8 bytes"));
+                out.copy_from_slice(&((here >> shift) | (next << (64 - shift))).to_le_bytes());
+            }
         }
         from += words as u64 * 64;
         while from < to {

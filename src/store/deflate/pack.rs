@@ -45,6 +45,10 @@ struct Piece {
 struct Chain {
     /// Record index → chain position, or [`NOT_CHAINED`].
     pos: Vec<u32>,
+    /// By position, the CRC-32 of the chain's records up to that one,
+    /// comma-separated: a run of chained records on a page costs one
+    /// CRC multiplication, whatever its length.
+    prefix: Vec<u32>,
     /// The fragments by how many predecessors they may refer to, fewest
     /// first (see [`Packed::build`]).
     rungs: Vec<Rung>,
@@ -167,8 +171,16 @@ impl Packed {
         let mut built = Vec::with_capacity(chains.len());
         for order in chains {
             let mut pos = vec![NOT_CHAINED; n];
+            let mut prefix = Vec::with_capacity(order.len());
+            let mut crc = 0;
             for (k, &i) in order.iter().enumerate() {
                 pos[i as usize] = k as u32;
+                if k > 0 {
+                    crc = crc::update(crc, b",");
+                }
+                let p = pieces[i as usize];
+                crc = crc::combine(crc, p.crc, p.shift);
+                prefix.push(crc);
             }
             let mut rungs = Vec::with_capacity(depths.len());
             for _ in depths {
@@ -177,7 +189,7 @@ impl Packed {
                 };
                 rungs.push(rung);
             }
-            built.push(Chain { pos, rungs });
+            built.push(Chain { pos, prefix, rungs });
         }
         Some(Packed {
             code,
@@ -194,7 +206,7 @@ impl Packed {
         let chains: usize = self
             .chains
             .iter()
-            .map(|c| c.pos.len() * 4 + c.rungs.iter().map(rung).sum::<usize>())
+            .map(|c| (c.pos.len() + c.prefix.len()) * 4 + c.rungs.iter().map(rung).sum::<usize>())
             .sum();
         self.pieces.len() * size_of::<Piece>() + self.solo.len() + chains + self.code.header.len()
     }
@@ -243,11 +255,10 @@ impl Packed {
         (&rung.bits, rung.at[from], rung.at[to])
     }
 
-    /// Record `i`'s CRC and shift.
+    /// The CRC of chain `c`'s records up to position `k`, comma-separated.
     #[inline]
-    pub(super) fn crc(&self, i: usize) -> (u32, u32) {
-        let p = self.pieces[i];
-        (p.crc, p.shift)
+    pub(super) fn prefix_crc(&self, c: usize, k: usize) -> u32 {
+        self.chains[c].prefix[k]
     }
 }
 

@@ -118,11 +118,20 @@ impl<'a> GzipPage<'a> {
                 self.out.copy(src, from, to);
                 r += 1;
             }
-            for &i in &list[run..j] {
-                let (crc, shift) = packed.crc(i as usize);
-                self.crc = crc::combine(crc::update(self.crc, b","), crc, shift);
-                self.len += 1 + len(i as usize) as u64;
-            }
+            // The run's text is the chain's text from the anchor's comma to
+            // its last record: its CRC is prefix(end) - prefix(anchor)·x^8n.
+            // Added to the page's: (page + prefix(anchor))·x^8n + prefix(end).
+            let bytes: u64 = list[run..j]
+                .iter()
+                .map(|&i| 1 + len(i as usize) as u64)
+                .sum();
+            let shift = crc::shift_for(bytes);
+            let (anchor, end) = (
+                packed.prefix_crc(chain, start - 1),
+                packed.prefix_crc(chain, start + len_run - 1),
+            );
+            self.crc = crc::multiply_fast(shift, self.crc ^ anchor) ^ end;
+            self.len += bytes;
         }
     }
 
