@@ -58,6 +58,8 @@ pub struct Dataset {
     pub workspace_name: Option<String>,
     /// Sent as `X-Snapshot-Version` with every answer from this dataset.
     pub version: String,
+    /// The same text as shared bytes: an answer carries it without a copy.
+    pub version_bytes: Bytes,
     /// A hash of workspace id, version and content: the same on every
     /// replica that loaded the same snapshot, so ETags made from it agree
     /// fleet-wide.
@@ -144,7 +146,8 @@ struct MeetingNotes {
 /// Every published workspace, and the index from key hash to workspace.
 #[derive(Default)]
 pub struct Catalog {
-    by_key: HashMap<KeyHash, Arc<Dataset>>,
+    /// FxHash: the keys are SHA-256 digests, and requests only look up.
+    by_key: FxHashMap<KeyHash, Arc<Dataset>>,
     by_workspace: HashMap<String, Arc<Dataset>>,
 }
 

@@ -53,6 +53,7 @@ impl Builder {
             fingerprint: fingerprint(&meta.workspace_id, &meta.version, meta.content_hash),
             workspace_id: meta.workspace_id,
             workspace_name: meta.workspace_name,
+            version_bytes: Bytes::copy_from_slice(meta.version.as_bytes()),
             version: meta.version,
             key_hashes: meta.key_hashes,
             counts,
