@@ -19,6 +19,7 @@ mod cursor;
 mod deflate;
 pub mod id;
 pub mod key;
+mod memory;
 mod query;
 mod rendered;
 pub mod time;

@@ -4,6 +4,12 @@
 use std::sync::OnceLock;
 
 use super::deflate::{Packed, Source};
+use super::memory;
+
+/// How many records ahead of its copy a record is prefetched.
+/// (Measured on random pages of the large dataset's tasks: 2 to 8 all do
+/// well; none is 5.1-6.0 us a page, 4 is 3.2-3.9 us.)
+const PREFETCH_AHEAD: usize = 4;
 
 /// Records of one kind, each rendered as `{"id":...,"attributes":{...}}`,
 /// back to back in one buffer, in the order the snapshot listed them. Lists
@@ -52,9 +58,14 @@ impl Rendered {
         self.packed.get()
     }
 
-    /// Appends the records at `indices` to `out`, comma-separated.
+    /// Appends the records at `indices` to `out`, comma-separated. A page's
+    /// records are scattered over memory: each is asked into the cache a
+    /// few records ahead of its copy, so that their misses overlap.
     pub fn write(&self, indices: &[u32], out: &mut Vec<u8>) {
         for (n, &i) in indices.iter().enumerate() {
+            if let Some(&ahead) = indices.get(n + PREFETCH_AHEAD) {
+                memory::prefetch(self.record(ahead as usize));
+            }
             if n > 0 {
                 out.push(b',');
             }
@@ -83,6 +94,9 @@ impl Rendered {
 pub struct Renderer {
     buf: Vec<u8>,
     ends: Vec<usize>,
+    /// Where `buf` and `ends` were last asked onto huge pages: they move
+    /// as they grow.
+    advised: (usize, usize),
 }
 
 impl Renderer {
@@ -90,6 +104,7 @@ impl Renderer {
         Renderer {
             buf: Vec::with_capacity(bytes),
             ends: Vec::with_capacity(records),
+            advised: (0, 0),
         }
     }
 
@@ -103,6 +118,12 @@ impl Renderer {
             "a record is a JSON object"
         );
         self.ends.push(self.buf.len());
+        let at = (self.buf.as_ptr() as usize, self.ends.as_ptr() as usize);
+        if at != self.advised {
+            self.advised = at;
+            memory::prefer_huge_pages(&self.buf);
+            memory::prefer_huge_pages(&self.ends);
+        }
     }
 
     fn push_raw(&mut self, record: &[u8]) {

@@ -24,6 +24,7 @@ use super::bits::{BitWriter, PADDING};
 use super::crc;
 use super::huffman::{Code, DISTANCES, END, LITERALS, distance_symbol, length_symbol};
 use super::lz77::{Matcher, Symbol};
+use crate::store::memory;
 
 /// Records whose symbols make a collection's code.
 const SAMPLE: usize = 4096;
@@ -83,12 +84,20 @@ pub trait Source {
     fn record(&self, i: usize) -> &[u8];
 }
 
-/// A stream of fragments being written: its bit ends become byte padded.
+/// A stream of fragments, written: padded for [`BitWriter::copy`], on
+/// huge pages.
 fn finish(w: BitWriter) -> Vec<u8> {
     let mut bytes = w.finish();
     bytes.extend_from_slice(&[0; PADDING]);
     bytes.shrink_to_fit();
     bytes
+}
+
+/// An empty Vec with room for `n` items, asked onto huge pages.
+fn huge<T>(n: usize) -> Vec<T> {
+    let v = Vec::with_capacity(n);
+    memory::prefer_huge_pages(&v);
+    v
 }
 
 impl Packed {
@@ -168,10 +177,12 @@ impl Packed {
         let Some(Output::Solo { pieces, bits: solo }) = outputs.next()? else {
             return None;
         };
+
         let mut built = Vec::with_capacity(chains.len());
         for order in chains {
-            let mut pos = vec![NOT_CHAINED; n];
-            let mut prefix = Vec::with_capacity(order.len());
+            let mut pos = huge(n);
+            pos.resize(n, NOT_CHAINED);
+            let mut prefix = huge(order.len());
             let mut crc = 0;
             for (k, &i) in order.iter().enumerate() {
                 pos[i as usize] = k as u32;
@@ -278,8 +289,8 @@ fn solo_pass<'r>(
     keep_going: &dyn Fn() -> bool,
 ) -> Option<Output> {
     let mut symbols = Vec::new();
-    let mut pieces = Vec::with_capacity(n + 1);
-    let mut bits = BitWriter::new(Vec::with_capacity(plain * 5 / 8));
+    let mut pieces = huge(n + 1);
+    let mut bits = BitWriter::new(huge(plain * 5 / 8));
     for i in 0..n {
         if i % CHECK_EVERY == 0 && !keep_going() {
             return None;
@@ -317,8 +328,8 @@ fn rung_pass<'r>(
     keep_going: &dyn Fn() -> bool,
 ) -> Option<Output> {
     let (mut symbols, mut scratch) = (Vec::new(), Vec::new());
-    let mut at = Vec::with_capacity(order.len() + 1);
-    let mut bits = BitWriter::new(Vec::with_capacity(plain * 3 / 8));
+    let mut at = huge(order.len() + 1);
+    let mut bits = BitWriter::new(huge(plain * 3 / 8));
     for k in 0..order.len() {
         if k % CHECK_EVERY == 0 && !keep_going() {
             return None;

@@ -1,0 +1,50 @@
+//! Hints about the store's large arrays: huge pages, and prefetching
+//! records before they are copied. (The top-level `mem` module does the
+//! same for the loader's input buffer; the store imports nothing of the
+//! crate.)
+//!
+//! A page copies (or assembles) records from all over gigabytes of memory.
+//! With 4 KB pages nearly every record costs a TLB miss and a page walk
+//! before its cache misses even start; with 2 MB pages the translations of
+//! the whole dataset fit the TLB. Only hints: where they do not apply,
+//! nothing changes but speed.
+
+/// Asks the kernel to back `v`'s allocation (its spare capacity too) with
+/// transparent huge pages, where the system allows it on request (as its
+/// `madvise` mode does). Call it before writing: pages faulted in after it
+/// come as 2 MB pages, with nothing copied (collapsing written memory
+/// costs seconds a gigabyte). A buffer that moves while it grows needs it
+/// again; one that grows in place keeps it.
+pub fn prefer_huge_pages<T>(v: &Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 * 1024 * 1024;
+        let start = v.as_ptr() as usize;
+        let end = start + v.capacity() * size_of::<T>();
+        let aligned = start.next_multiple_of(HUGE);
+        if end >= aligned + HUGE {
+            let len = (end - aligned) / HUGE * HUGE;
+            // SAFETY: the range lies inside the Vec's allocation, which
+            // outlives the call; MADV_HUGEPAGE changes no contents.
+            unsafe {
+                libc::madvise(aligned as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
+}
+
+/// Starts loading `bytes` into the cache, every line of it.
+#[inline]
+pub fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in bytes.chunks(64) {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: a prefetch is only a hint; it reads nothing and faults on
+        // nothing, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
+}
