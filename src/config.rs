@@ -273,4 +273,20 @@ mod tests {
         assert!(Cli::try_parse_from(["portfolio-replica", "--poll-interval", "0"]).is_err());
         assert!(Cli::try_parse_from(["portfolio-replica", "--key-prefix", ""]).is_err());
     }
+
+    #[test]
+    fn precompression_is_on_unless_it_or_compression_is_off() {
+        let config = |args: &[&str]| {
+            let cli = Cli::try_parse_from([&["portfolio-replica"], args].concat()).unwrap();
+            ServeConfig::from(&cli.serve)
+        };
+        assert!(config(&[]).precompress);
+        assert!(!config(&["--precompress", "off"]).precompress);
+        let off = config(&["--compression", "off"]);
+        assert!(
+            !off.compression && !off.precompress,
+            "nothing to precompress for"
+        );
+        assert!(Cli::try_parse_from(["portfolio-replica", "--precompress", "maybe"]).is_err());
+    }
 }
