@@ -287,6 +287,27 @@ fn respond(c: &mut Criterion, f: &Fixture) {
             b.iter(|| respond_fn(&state, &get, path, black_box(query), &gzip_headers).0)
         });
     }
+    // Pages at random offsets across the whole list, as many clients ask
+    // for them: records and fragments come from all over memory.
+    let mut x = 42u64;
+    let random: Vec<String> = (0..1024)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let offset = x % (ds.counts.tasks as u64).saturating_sub(50).max(1);
+            format!("limit=50&offset={offset}")
+        })
+        .collect();
+    for (label, h) in [("plain", &headers), ("gzip", &gzip_headers)] {
+        let mut n = 0;
+        group.bench_function(BenchmarkId::new(label, "tasks_random"), |b| {
+            b.iter(|| {
+                n = (n + 1) % random.len();
+                respond_fn(&state, &get, "/tasks", black_box(&random[n]), h).0
+            })
+        });
+    }
     for (label, path, query) in &pages[..2] {
         let path = path.as_str();
         group.bench_function(BenchmarkId::new("with_metrics", label), |b| {
