@@ -11,6 +11,7 @@ use std::io::Write;
 
 use bytes::Bytes;
 
+use super::build::chains;
 use super::cursor::Cursor;
 use super::deflate::GzipPage;
 use super::rendered::Rendered;
@@ -58,7 +59,8 @@ enum Shape<'d> {
         /// A record, and whether it is left open (without its closing brace).
         record: Option<(&'d Rendered, u32, bool)>,
         mid: &'static [u8],
-        list: Option<(&'d Rendered, &'d [u32])>,
+        /// Records, and the chain order they are a stretch of, if any.
+        list: Option<(&'d Rendered, &'d [u32], Option<usize>)>,
         tail: Text,
     },
 }
@@ -104,14 +106,15 @@ impl<'d> Body<'d> {
         }
     }
 
-    /// `{"data":[<records>]<tail>`.
-    fn list(records: &'d Rendered, list: &'d [u32], tail: Text) -> Body<'d> {
+    /// `{"data":[<records>]<tail>`; `list` is a stretch of chain order
+    /// `chain`, if given.
+    fn list(records: &'d Rendered, list: &'d [u32], chain: Option<usize>, tail: Text) -> Body<'d> {
         Body {
             shape: Shape::Parts {
                 head: b"{\"data\":[",
                 record: None,
                 mid: b"",
-                list: Some((records, list)),
+                list: Some((records, list, chain)),
                 tail,
             },
         }
@@ -143,7 +146,7 @@ impl<'d> Body<'d> {
             } => {
                 let record =
                     record.map_or(0, |(r, i, open)| r.len_of(i as usize) - usize::from(open));
-                let list = list.map_or(0, |(r, l)| r.size(l));
+                let list = list.map_or(0, |(r, l, chain)| r.size_in(l, chain));
                 head.len() + record + mid.len() + list + tail.len
             }
         }
@@ -171,7 +174,7 @@ impl<'d> Body<'d> {
                     out.extend_from_slice(&bytes[..bytes.len() - usize::from(open)]);
                 }
                 out.extend_from_slice(mid);
-                if let Some((r, l)) = list {
+                if let Some((r, l, _)) = list {
                     r.write(l, &mut out);
                 }
                 out.extend_from_slice(tail.as_bytes());
@@ -197,7 +200,7 @@ impl<'d> Body<'d> {
                     None => None,
                 };
                 let list = match *list {
-                    Some((r, l)) => Some((r, r.packed()?, l)),
+                    Some((r, l, chain)) => Some((r, r.packed()?, l, chain)),
                     None => None,
                 };
                 // The code of the page's first records writes its first text.
@@ -216,8 +219,8 @@ impl<'d> Body<'d> {
                     }
                 }
                 page.text(first, mid);
-                if let Some((r, packed, l)) = list {
-                    page.list(packed, l, |i| r.len_of(i));
+                if let Some((r, packed, l, chain)) = list {
+                    page.list(packed, l, chain, |i| r.len_of(i));
                 }
                 page.text(first, tail.as_bytes());
                 Some(Bytes::from(page.finish()))
@@ -240,18 +243,25 @@ fn offset_tail(page: OffsetPage, has_more: bool) -> Text {
     t
 }
 
-/// The page of `list` (record indices in list order) that `page` selects.
-fn offset_body<'d>(records: &'d Rendered, list: &'d [u32], page: OffsetPage) -> Body<'d> {
+/// The page of `list` (record indices in list order, a stretch of chain
+/// order `chain` if given) that `page` selects.
+fn offset_body<'d>(
+    records: &'d Rendered,
+    list: &'d [u32],
+    chain: Option<usize>,
+    page: OffsetPage,
+) -> Body<'d> {
     let len = list.len() as u64;
     let from = page.offset.min(len) as usize;
     let to = page.offset.saturating_add(page.limit).min(len) as usize;
     let has_more = (to as u64) < len;
-    Body::list(records, &list[from..to], offset_tail(page, has_more))
+    Body::list(records, &list[from..to], chain, offset_tail(page, has_more))
 }
 
-/// `{"data":[...]}` for the records of `list`.
-fn list_body<'d>(records: &'d Rendered, list: &'d [u32]) -> Body<'d> {
-    Body::list(records, list, Text::new(b"]}"))
+/// `{"data":[...]}` for the records of `list` (a stretch of chain order
+/// `chain`).
+fn list_body<'d>(records: &'d Rendered, list: &'d [u32], chain: usize) -> Body<'d> {
+    Body::list(records, list, Some(chain), Text::new(b"]}"))
 }
 
 impl Dataset {
@@ -261,11 +271,14 @@ impl Dataset {
 
     /// `/portfolio`.
     pub fn portfolio_body(&self, priority: Option<&str>, page: OffsetPage) -> Body<'_> {
-        let list = match priority {
-            None => &self.companies.order,
-            Some(p) => group(self.companies.by_priority.get(p)),
+        let (list, chain) = match priority {
+            None => (&self.companies.order[..], chains::COMPANIES_BY_NAME),
+            Some(p) => (
+                group(self.companies.by_priority.get(p)),
+                chains::COMPANIES_BY_PRIORITY,
+            ),
         };
-        offset_body(&self.companies.records, list, page)
+        offset_body(&self.companies.records, list, Some(chain), page)
     }
 
     /// `/portfolio/{id}`.
@@ -280,6 +293,7 @@ impl Dataset {
             offset_body(
                 &self.tasks.records,
                 group(self.tasks.by_company.get(&id)),
+                Some(chains::TASKS_BY_COMPANY),
                 page,
             )
         })
@@ -287,8 +301,10 @@ impl Dataset {
 
     /// `/portfolio/{id}/roles`; `None` if the company is unknown.
     pub fn company_roles_body(&self, id: u128) -> Option<Body<'_>> {
-        self.has_company(id)
-            .then(|| list_body(&self.roles.records, group(self.roles.by_company.get(&id))))
+        self.has_company(id).then(|| {
+            let roles = group(self.roles.by_company.get(&id));
+            list_body(&self.roles.records, roles, chains::BY_PARENT)
+        })
     }
 
     /// `/portfolio/{id}/notes`; `None` if the company is unknown.
@@ -297,6 +313,7 @@ impl Dataset {
             offset_body(
                 &self.notes.records,
                 group(self.notes.by_company.get(&id)),
+                Some(chains::BY_PARENT),
                 page,
             )
         })
@@ -309,7 +326,7 @@ impl Dataset {
         }
         let (from, to) = self.metrics.by_company.get(&id).copied().unwrap_or((0, 0));
         let list = &self.metrics.all[from as usize..to as usize];
-        Some(list_body(&self.metrics.records, list))
+        Some(list_body(&self.metrics.records, list, chains::BY_PARENT))
     }
 
     /// `/tasks`, filtered by status and/or priority.
@@ -319,15 +336,16 @@ impl Dataset {
         priority: Option<&str>,
         page: OffsetPage,
     ) -> Body<'_> {
-        let list = match (status, priority) {
-            (None, None) => &self.tasks.order,
-            (Some(s), None) => group(self.tasks.by_status.get(s)),
-            (None, Some(p)) => group(self.tasks.by_priority.get(p)),
-            (Some(s), Some(p)) => {
-                group(self.tasks.by_status_priority.get(s).and_then(|m| m.get(p)))
-            }
+        let (list, chain) = match (status, priority) {
+            (None, None) => (&self.tasks.order[..], Some(chains::TASKS_BY_DATE)),
+            (Some(s), None) => (group(self.tasks.by_status.get(s)), None),
+            (None, Some(p)) => (group(self.tasks.by_priority.get(p)), None),
+            (Some(s), Some(p)) => (
+                group(self.tasks.by_status_priority.get(s).and_then(|m| m.get(p))),
+                Some(chains::TASKS_BY_STATUS_PRIORITY),
+            ),
         };
-        offset_body(&self.tasks.records, list, page)
+        offset_body(&self.tasks.records, list, chain, page)
     }
 
     /// `/tasks/{id}`.
@@ -349,9 +367,9 @@ impl Dataset {
 
     /// `/feed`: `{"data":[...],"pagination":{"limit":L,"nextCursor":C}}`.
     pub fn feed_body(&self, query: FeedQuery<'_>) -> Body<'_> {
-        let list = match query.kind {
-            None => &self.feed.order,
-            Some(kind) => group(self.feed.by_type.get(kind)),
+        let (list, chain) = match query.kind {
+            None => (&self.feed.order[..], chains::FEED_BY_DATE),
+            Some(kind) => (group(self.feed.by_type.get(kind)), chains::FEED_BY_TYPE),
         };
         let len = list.len();
         let key = |i: usize| self.feed.keys[list[i] as usize];
@@ -387,7 +405,7 @@ impl Dataset {
             None => tail.push(b"null"),
         }
         tail.push(b"}}");
-        Body::list(&self.feed.records, &list[from..to], tail)
+        Body::list(&self.feed.records, &list[from..to], Some(chain), tail)
     }
 
     /// `/meetings/{id}`, with its notes attached when `include_notes`.
@@ -406,6 +424,7 @@ impl Dataset {
                 list: Some((
                     &self.meeting_notes.records,
                     group(self.meeting_notes.by_meeting.get(&id)),
+                    Some(chains::BY_PARENT),
                 )),
                 tail: Text::new(b"]}}"),
             },

@@ -73,6 +73,19 @@ impl Rendered {
         }
     }
 
+    /// Bytes that [`Rendered::write`] appends for `indices`, which the
+    /// caller may vouch are a stretch of the chain order `chain`: then, if
+    /// the records are packed, the length is read off the chain.
+    pub fn size_in(&self, indices: &[u32], chain: Option<usize>) -> usize {
+        if let (Some(c), Some(packed)) = (chain, self.packed())
+            && let Some(k) = packed.stretch(c, indices)
+            && let Some(len) = packed.run_len(c, k, indices.len())
+        {
+            return len as usize;
+        }
+        self.size(indices)
+    }
+
     /// Bytes that [`Rendered::write`] appends for `indices`.
     pub fn size(&self, indices: &[u32]) -> usize {
         let records: usize = indices.iter().map(|&i| self.len_of(i as usize)).sum();

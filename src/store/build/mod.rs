@@ -19,7 +19,7 @@ use super::key::KeyHash;
 use super::rendered::Renderer;
 use super::time::Instant;
 use index::Interner;
-pub(super) use precompress::Precompression;
+pub(super) use precompress::{Precompression, chains};
 
 /// What the store knows about a record besides its JSON: its id, the
 /// instant that orders its list (the default for companies, which are

@@ -18,6 +18,21 @@ use crate::store::Positions;
 use crate::store::deflate::{self, Packed};
 use crate::store::rendered::Rendered;
 
+/// Each collection's chain orders, by their index in its `Packed`. A page
+/// of a list that is a stretch of one of them says so (`store::query`),
+/// and is assembled without looking its records up.
+pub mod chains {
+    pub const TASKS_BY_DATE: usize = 0;
+    pub const TASKS_BY_COMPANY: usize = 1;
+    pub const TASKS_BY_STATUS_PRIORITY: usize = 2;
+    pub const COMPANIES_BY_NAME: usize = 0;
+    pub const COMPANIES_BY_PRIORITY: usize = 1;
+    pub const FEED_BY_DATE: usize = 0;
+    pub const FEED_BY_TYPE: usize = 1;
+    /// Notes, roles and metrics by company, meeting notes by meeting.
+    pub const BY_PARENT: usize = 0;
+}
+
 /// One piece of work: a collection's records, or a body built once.
 enum Job {
     /// Records to compress, chained in each of `chains`, less `trim` bytes

@@ -78,11 +78,13 @@ mod tests {
         )
     }
 
-    /// The plain page `head list tail` and its gzip form.
+    /// The plain page `head list tail` and its gzip form (`list` is a
+    /// stretch of chain order `hint`, if given).
     fn page(
         r: &Records,
         packed: &Packed,
         list: &[u32],
+        hint: Option<usize>,
         head: &[u8],
         tail: &[u8],
     ) -> (Vec<u8>, Vec<u8>) {
@@ -96,7 +98,7 @@ mod tests {
         plain.extend_from_slice(tail);
         let mut gz = GzipPage::new(0);
         gz.text(packed, head);
-        gz.list(packed, list, |i| r.0[i].len());
+        gz.list(packed, list, hint, |i| r.0[i].len());
         gz.text(packed, tail);
         (plain, gz.finish())
     }
@@ -129,10 +131,27 @@ mod tests {
             (0..300).collect(),
         ];
         for list in &lists {
-            let (plain, gz) = page(&r, &packed, list, b"{\"data\":[", b"],\"pagination\":{}}");
-            assert_eq!(gunzip(&gz), plain, "list {list:?}");
+            // Looked up record by record; and said to be a stretch of each
+            // chain order it is one of (a page whose list is one).
+            let stretch = |order: &[u32]| order.windows(list.len().max(1)).any(|w| w == &list[..]);
+            let hints = [
+                None,
+                stretch(&chain).then_some(0),
+                stretch(&by3).then_some(1),
+            ];
+            for hint in hints {
+                let (plain, gz) = page(
+                    &r,
+                    &packed,
+                    list,
+                    hint,
+                    b"{\"data\":[",
+                    b"],\"pagination\":{}}",
+                );
+                assert_eq!(gunzip(&gz), plain, "list {list:?}, chain {hint:?}");
+            }
         }
-        let (plain, gz) = page(&r, &packed, &chain, b"", b"");
+        let (plain, gz) = page(&r, &packed, &chain, Some(0), b"", b"");
         assert!(
             gz.len() * 4 < plain.len(),
             "{} of {}",
@@ -153,7 +172,7 @@ mod tests {
         gz.text(&m, b"{\"data\":");
         gz.record(&m, 2, meeting.len() - 1);
         gz.text(&m, b",\"notes\":[");
-        gz.list(&n, &[3, 4, 5, 9], |i| notes.0[i].len());
+        gz.list(&n, &[3, 4, 5, 9], Some(0), |i| notes.0[i].len());
         gz.text(&n, b"]}}");
         let mut plain = b"{\"data\":".to_vec();
         plain.extend_from_slice(&meeting[..meeting.len() - 1]);

@@ -50,6 +50,9 @@ struct Chain {
     /// comma-separated: a run of chained records on a page costs one
     /// CRC multiplication, whatever its length.
     prefix: Vec<u32>,
+    /// By position, the length of the same text: a run's length costs two
+    /// reads, not one per record.
+    ends: Vec<u64>,
     /// The fragments by how many predecessors they may refer to, fewest
     /// first (see [`Packed::build`]).
     rungs: Vec<Rung>,
@@ -183,15 +186,19 @@ impl Packed {
             let mut pos = huge(n);
             pos.resize(n, NOT_CHAINED);
             let mut prefix = huge(order.len());
-            let mut crc = 0;
+            let mut ends = huge(order.len());
+            let (mut crc, mut len) = (0, 0u64);
             for (k, &i) in order.iter().enumerate() {
                 pos[i as usize] = k as u32;
                 if k > 0 {
                     crc = crc::update(crc, b",");
+                    len += 1;
                 }
                 let p = pieces[i as usize];
                 crc = crc::combine(crc, p.crc, p.shift);
+                len += record(i as usize).len() as u64;
                 prefix.push(crc);
+                ends.push(len);
             }
             let mut rungs = Vec::with_capacity(depths.len());
             for _ in depths {
@@ -200,7 +207,12 @@ impl Packed {
                 };
                 rungs.push(rung);
             }
-            built.push(Chain { pos, prefix, rungs });
+            built.push(Chain {
+                pos,
+                prefix,
+                ends,
+                rungs,
+            });
         }
         Some(Packed {
             code,
@@ -217,7 +229,11 @@ impl Packed {
         let chains: usize = self
             .chains
             .iter()
-            .map(|c| (c.pos.len() + c.prefix.len()) * 4 + c.rungs.iter().map(rung).sum::<usize>())
+            .map(|c| {
+                (c.pos.len() + c.prefix.len()) * 4
+                    + c.ends.len() * 8
+                    + c.rungs.iter().map(rung).sum::<usize>()
+            })
             .sum();
         self.pieces.len() * size_of::<Piece>() + self.solo.len() + chains + self.code.header.len()
     }
@@ -244,10 +260,10 @@ impl Packed {
         })
     }
 
-    /// The position of record `i` in chain `c`, if it is in it.
+    /// The position of record `i` in chain `c`, if both are there.
     #[inline]
-    pub(super) fn position(&self, c: usize, i: usize) -> Option<usize> {
-        let k = self.chains[c].pos[i];
+    pub fn position(&self, c: usize, i: usize) -> Option<usize> {
+        let k = *self.chains.get(c)?.pos.get(i)?;
         (k != NOT_CHAINED).then_some(k as usize)
     }
 
@@ -270,6 +286,32 @@ impl Packed {
     #[inline]
     pub(super) fn prefix_crc(&self, c: usize, k: usize) -> u32 {
         self.chains[c].prefix[k]
+    }
+
+    /// The length of chain `c`'s records up to position `k`, comma-separated.
+    #[inline]
+    pub(super) fn prefix_len(&self, c: usize, k: usize) -> u64 {
+        self.chains[c].ends[k]
+    }
+
+    /// Where `list`, which the caller says is a stretch of chain `c`,
+    /// starts in it, if its first and last records are where that puts
+    /// them (a cheap check against a wrong word).
+    pub fn stretch(&self, c: usize, list: &[u32]) -> Option<usize> {
+        let (&first, &last) = (list.first()?, list.last()?);
+        let k = self.position(c, first as usize)?;
+        (self.position(c, last as usize)? == k + list.len() - 1).then_some(k)
+    }
+
+    /// The plain length of the `n` records of chain `c` from position `k`
+    /// on, comma-separated, if the chain has them.
+    pub fn run_len(&self, c: usize, k: usize, n: usize) -> Option<u64> {
+        let chain = self.chains.get(c)?;
+        if n == 0 {
+            return Some(0);
+        }
+        let before = if k == 0 { 0 } else { chain.ends[k - 1] + 1 };
+        Some(chain.ends.get(k + n - 1)? - before)
     }
 }
 

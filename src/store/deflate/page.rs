@@ -84,10 +84,28 @@ impl<'a> GzipPage<'a> {
     /// `i`'s plain length. A record whose neighbour before it is its
     /// predecessor in a chain order goes as its chained fragment, and a run
     /// of them in one chain as one copy.
-    pub fn list(&mut self, packed: &'a Packed, list: &[u32], len: impl Fn(usize) -> usize) {
+    ///
+    /// With `chain`, the caller vouches that `list` is a stretch of that
+    /// chain order (a main list, a company's list): then no record is
+    /// looked up but the first.
+    pub fn list(
+        &mut self,
+        packed: &'a Packed,
+        list: &[u32],
+        chain: Option<usize>,
+        len: impl Fn(usize) -> usize,
+    ) {
         let Some(&first) = list.first() else {
             return;
         };
+        if let Some(chain) = chain
+            && let Some(k) = packed.stretch(chain, list)
+            && let Some(first_len) = packed.run_len(chain, k, 1)
+        {
+            self.record(packed, first as usize, first_len as usize);
+            self.run(packed, chain, k + 1, list.len() - 1);
+            return;
+        }
         self.record(packed, first as usize, len(first as usize));
         let mut j = 1;
         while j < list.len() {
@@ -106,33 +124,39 @@ impl<'a> GzipPage<'a> {
             {
                 j += 1;
             }
-            // The record `t` places into the run refers back `t` records at
-            // most: the deepest rung that needs no more, in one copy each.
-            let len_run = j - run;
-            let mut r = 0;
-            while let Some(depth) = packed.depth(chain, r).filter(|&d| d <= len_run) {
-                let next = packed
-                    .depth(chain, r + 1)
-                    .map_or(len_run, |d| (d - 1).min(len_run));
-                let (src, from, to) = packed.chained(chain, r, start + depth - 1, start + next);
-                self.out.copy(src, from, to);
-                r += 1;
-            }
-            // The run's text is the chain's text from the anchor's comma to
-            // its last record: its CRC is prefix(end) - prefix(anchor)·x^8n.
-            // Added to the page's: (page + prefix(anchor))·x^8n + prefix(end).
-            let bytes: u64 = list[run..j]
-                .iter()
-                .map(|&i| 1 + len(i as usize) as u64)
-                .sum();
-            let shift = crc::shift_for(bytes);
-            let (anchor, end) = (
-                packed.prefix_crc(chain, start - 1),
-                packed.prefix_crc(chain, start + len_run - 1),
-            );
-            self.crc = crc::multiply_fast(shift, self.crc ^ anchor) ^ end;
-            self.len += bytes;
+            self.run(packed, chain, start, j - run);
         }
+    }
+
+    /// The `n` chained records of chain `chain` from position `start` on
+    /// (`start` ≥ 1: the record before it is the last one written).
+    fn run(&mut self, packed: &'a Packed, chain: usize, start: usize, n: usize) {
+        if n == 0 {
+            return;
+        }
+        self.block(&packed.code);
+        // The record `t` places into the run refers back `t` records at
+        // most: the deepest rung that needs no more, in one copy each.
+        let mut r = 0;
+        while let Some(depth) = packed.depth(chain, r).filter(|&d| d <= n) {
+            let next = packed.depth(chain, r + 1).map_or(n, |d| (d - 1).min(n));
+            let (src, from, to) = packed.chained(chain, r, start + depth - 1, start + next);
+            self.out.copy(src, from, to);
+            r += 1;
+        }
+        // The run's text is the chain's text from the comma after the
+        // record before it to its last record: its CRC is prefix(last) -
+        // prefix(before)·x^8n, added to the page's: (page +
+        // prefix(before))·x^8n + prefix(last).
+        let (before, last) = (start - 1, start + n - 1);
+        let bytes = packed.prefix_len(chain, last) - packed.prefix_len(chain, before);
+        let shift = crc::shift_for(bytes);
+        let (anchor, end) = (
+            packed.prefix_crc(chain, before),
+            packed.prefix_crc(chain, last),
+        );
+        self.crc = crc::multiply_fast(shift, self.crc ^ anchor) ^ end;
+        self.len += bytes;
     }
 
     fn comma(&mut self, packed: &'a Packed) {
