@@ -1,5 +1,6 @@
 //! Precompressing a dataset's records for gzip answers, on a thread of its
-//! own once the dataset is built.
+//! own once the dataset is built; first the records are moved onto huge
+//! pages (which that thread does even without precompression).
 //!
 //! Compressing every record takes several times as long as parsing the
 //! snapshot, so it does not hold up publishing: a new dataset serves at
@@ -33,8 +34,10 @@ pub mod chains {
     pub const BY_PARENT: usize = 0;
 }
 
-/// One piece of work: a collection's records, or a body built once.
+/// One piece of work: a collection's records onto huge pages, its
+/// records to compress, or a body to gzip once.
 enum Job {
+    Collapse(Arc<Rendered>),
     /// Records to compress, chained in each of `chains`, less `trim` bytes
     /// at the end of each.
     Records {
@@ -80,7 +83,7 @@ impl Drop for FinishOnDrop {
 }
 
 impl Precompression {
-    /// Nothing to do: precompression is off.
+    /// Nothing running: the state of a dataset before [`start`].
     pub(super) fn off() -> Precompression {
         let done = Arc::new(Done::default());
         done.finish();
@@ -120,23 +123,54 @@ fn concat<K: Ord>(groups: impl IntoIterator<Item = (K, impl AsRef<[u32]>)>) -> P
         .collect()
 }
 
-/// Starts precompressing `dataset`'s records on a thread of its own (if
-/// precompression is on) and gives the dataset its side of it.
+/// Starts, on a thread of its own, moving `dataset`'s records onto huge
+/// pages and (if precompression is on) precompressing them, and gives the
+/// dataset its side of it.
 pub(super) fn start(dataset: &mut Dataset) {
-    if !deflate::precompress() {
-        return;
+    let ds = &*dataset;
+    let all = [
+        &ds.tasks.records,
+        &ds.feed.records,
+        &ds.notes.records,
+        &ds.meeting_notes.records,
+        &ds.companies.records,
+        &ds.roles.records,
+        &ds.metrics.records,
+        &ds.meetings.records,
+    ];
+    let mut jobs: Vec<Job> = all.iter().map(|r| Job::Collapse(Arc::clone(r))).collect();
+    if deflate::precompress() {
+        jobs.extend(precompression_jobs(ds));
     }
+    let done = Arc::new(Done::default());
+    let alive = Arc::new(());
+    let (weak, finished) = (Arc::downgrade(&alive), Arc::clone(&done));
+    let workspace = ds.workspace_id.clone();
+    let spawned = std::thread::Builder::new()
+        .name("precompress".to_owned())
+        .spawn(move || run(jobs, &weak, finished, &workspace));
+    if let Err(err) = spawned {
+        tracing::warn!(error = %err, "cannot start precompressing; gzip answers are compressed per request");
+        done.finish();
+    }
+    dataset.precompression = Precompression {
+        done,
+        _alive: alive,
+    };
+}
+
+/// Each collection's records to compress, chained in the orders of its
+/// main list and of the lists per company or filter value that pay for
+/// their memory (ARCHITECTURE.md), in the order of [`chains`]; the largest
+/// collections first.
+fn precompression_jobs(ds: &Dataset) -> Vec<Job> {
     let records = |r: &Arc<Rendered>, chains: Vec<Positions>, trim: usize| Job::Records {
         records: Arc::clone(r),
         chains,
         depths: &[1],
         trim,
     };
-    let ds = &*dataset;
-    // Each collection chained in the orders of its main list and of the
-    // lists per company or filter value that pay for their memory (see
-    // BENCHMARKS.md); the largest collections first.
-    let jobs = vec![
+    vec![
         records(
             &ds.tasks.records,
             vec![
@@ -179,22 +213,7 @@ pub(super) fn start(dataset: &mut Dataset) {
             body: ds.roles.body.clone(),
             into: Arc::clone(&ds.roles.gzip),
         },
-    ];
-    let done = Arc::new(Done::default());
-    let alive = Arc::new(());
-    let (weak, finished) = (Arc::downgrade(&alive), Arc::clone(&done));
-    let workspace = ds.workspace_id.clone();
-    let spawned = std::thread::Builder::new()
-        .name("precompress".to_owned())
-        .spawn(move || run(jobs, &weak, finished, &workspace));
-    if let Err(err) = spawned {
-        tracing::warn!(error = %err, "cannot start precompressing; gzip answers are compressed per request");
-        done.finish();
-    }
-    dataset.precompression = Precompression {
-        done,
-        _alive: alive,
-    };
+    ]
 }
 
 fn run(jobs: Vec<Job>, alive: &Weak<()>, done: Arc<Done>, workspace: &str) {
@@ -208,6 +227,7 @@ fn run(jobs: Vec<Job>, alive: &Weak<()>, done: Arc<Done>, workspace: &str) {
             return;
         }
         match job {
+            Job::Collapse(records) => records.collapse_to_huge_pages(),
             Job::Records {
                 records,
                 chains,
@@ -229,12 +249,14 @@ fn run(jobs: Vec<Job>, alive: &Weak<()>, done: Arc<Done>, workspace: &str) {
             }
         }
     }
-    tracing::info!(
-        workspace,
-        bytes,
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "records precompressed for gzip answers"
-    );
+    if bytes > 0 {
+        tracing::info!(
+            workspace,
+            bytes,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "records precompressed for gzip answers"
+        );
+    }
 }
 
 /// `body` gzipped at the default level, once.

@@ -93,6 +93,7 @@ fn finish(w: BitWriter) -> Vec<u8> {
     let mut bytes = w.finish();
     bytes.extend_from_slice(&[0; PADDING]);
     bytes.shrink_to_fit();
+    memory::collapse_to_huge_pages(&bytes);
     bytes
 }
 
@@ -180,6 +181,7 @@ impl Packed {
         let Some(Output::Solo { pieces, bits: solo }) = outputs.next()? else {
             return None;
         };
+        memory::collapse_to_huge_pages(&pieces);
 
         let mut built = Vec::with_capacity(chains.len());
         for order in chains {
@@ -207,6 +209,10 @@ impl Packed {
                 };
                 rungs.push(rung);
             }
+            for table in [&pos[..], &prefix[..]] {
+                memory::collapse_to_huge_pages(table);
+            }
+            memory::collapse_to_huge_pages(&ends);
             built.push(Chain {
                 pos,
                 prefix,
@@ -389,6 +395,7 @@ fn rung_pass<'r>(
         encode(code, &symbols, &mut bits);
     }
     at.push(bits.bit_len());
+    memory::collapse_to_huge_pages(&at);
     Some(Output::Rung(Rung {
         depth,
         at,
