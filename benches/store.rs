@@ -1,7 +1,8 @@
 //! Criterion benches of the hot paths: page assembly per list endpoint at the
 //! start, middle and end of a big dataset (with and without filters), the feed
-//! cursor seek, the auth lookup, a whole answer (with and without metrics,
-//! with gzip), and snapshot loading per MB.
+//! cursor seek, the auth lookup, a whole answer (with and without metrics;
+//! plain, gzip from precompressed records, gzip per request), and snapshot
+//! loading per MB.
 //!
 //! The dataset comes from the generator: `BENCH_SCALE=small|medium|large`
 //! (default `medium`, about 100 MB of JSON), written once into a temp dir.
@@ -19,13 +20,14 @@ use portfolio_replica::generate::{Scale, generate};
 use portfolio_replica::metrics::Metrics;
 use portfolio_replica::snapshot::load as load_snapshot;
 use portfolio_replica::snapshot::{self, SnapshotError, Source};
+use portfolio_replica::store::id::format_id;
 use portfolio_replica::store::key::hash_key;
 use portfolio_replica::store::{Catalog, Cursor, Dataset, FeedQuery, OffsetPage, Store};
 use warp::http::{HeaderMap, HeaderValue, Method};
 
 struct Fixture {
     json: Vec<u8>,
-    dataset: Dataset,
+    dataset: Arc<Dataset>,
     key: String,
 }
 
@@ -39,12 +41,30 @@ fn fixture() -> Fixture {
     let files = generate(dir.path(), scale, 42).expect("generate");
     let file = files.into_iter().max_by_key(|f| f.bytes).expect("a file");
     let json = std::fs::read(&file.path).expect("read");
-    let dataset = load_snapshot("bench.json", &json).expect("load").dataset;
+    let started = std::time::Instant::now();
+    let mut dataset = load_snapshot("bench.json", &json).expect("load").dataset;
+    let loaded = started.elapsed();
+    dataset.start_background(true);
+    dataset.wait_precompressed();
+    eprintln!(
+        "fixture: {} MB loaded in {loaded:.2?}, precompressed {:.2?} later into {} MB of fragments",
+        json.len() / 1_000_000,
+        started.elapsed() - loaded,
+        dataset.precompressed_bytes() / 1_000_000
+    );
     Fixture {
         json,
-        dataset,
+        dataset: Arc::new(dataset),
         key: file.api_key,
     }
+}
+
+/// The id of the first meeting in a snapshot file.
+fn first_meeting(json: &[u8]) -> String {
+    let text = std::str::from_utf8(json).expect("utf-8");
+    let at = text.find("\"meetings\":[").expect("meetings");
+    let start = at + text[at..].find("\"id\":\"").expect("an id") + 6;
+    text[start..start + 36].to_owned()
 }
 
 /// The id of the first record in a list body.
@@ -171,12 +191,7 @@ fn feed(c: &mut Criterion, f: &Fixture) {
 }
 
 fn auth(c: &mut Criterion, f: &Fixture) {
-    let dataset = Arc::new(
-        load_snapshot("bench.json", &f.json[..])
-            .expect("load")
-            .dataset,
-    );
-    let catalog = Catalog::new([dataset]);
+    let catalog = Catalog::new([Arc::clone(&f.dataset)]);
     let mut headers = HeaderMap::new();
     let value = format!("Bearer {}", f.key);
     headers.insert(
@@ -196,26 +211,34 @@ fn auth(c: &mut Criterion, f: &Fixture) {
 
 /// The whole answer to a request without HTTP framing: auth, routing,
 /// query parsing, body, headers; with and without the metrics layer, and
-/// with gzip, side by side in one run (the ratios are the point).
+/// gzip (assembled from precompressed records, and for reference
+/// compressed per request as without precompression) next to the plain
+/// answer of the same page, side by side in one run (the ratios are the
+/// point).
 fn respond(c: &mut Criterion, f: &Fixture) {
-    let dataset = Arc::new(
-        load_snapshot("bench.json", &f.json[..])
-            .expect("load")
-            .dataset,
-    );
-    let store = Arc::new(Store::default());
-    store.publish(Catalog::new([dataset]));
     let metrics = Arc::new(Metrics::new(&portfolio_replica::api::Route::LABELS));
-    let state = ApiState {
-        store,
-        key_prefix: "cura".to_owned(),
-        ready: Arc::new(AtomicBool::new(true)),
-        draining: Arc::new(AtomicBool::new(false)),
-        metrics: Arc::clone(&metrics),
-        compression: true,
-        require_workspaces: 0,
-        cors: None,
+    let state_of = |dataset: Arc<Dataset>| {
+        let store = Arc::new(Store::default());
+        store.publish(Catalog::new([dataset]));
+        ApiState {
+            store,
+            key_prefix: "cura".to_owned(),
+            ready: Arc::new(AtomicBool::new(true)),
+            warm: AtomicBool::new(true),
+            draining: Arc::new(AtomicBool::new(false)),
+            metrics: Arc::clone(&metrics),
+            compression: true,
+            require_workspaces: 0,
+            cors: None,
+        }
     };
+    let state = state_of(Arc::clone(&f.dataset));
+    // The same dataset without precompression: gzip per request.
+    let unpacked = load_snapshot("bench.json", &f.json[..])
+        .expect("load")
+        .dataset;
+    let per_request = state_of(Arc::new(unpacked));
+
     let mut headers = HeaderMap::new();
     let value = format!("Bearer {}", f.key);
     headers.insert(
@@ -225,23 +248,78 @@ fn respond(c: &mut Criterion, f: &Fixture) {
     let mut gzip_headers = headers.clone();
     gzip_headers.insert("accept-encoding", HeaderValue::from_static("gzip"));
     let get = Method::GET;
+    let ds = &f.dataset;
+    let page = OffsetPage {
+        limit: 50,
+        offset: 0,
+    };
+    let company = format_id(first_id(&ds.portfolio(None, page)));
+    let deep = format!("limit=50&offset={}", ds.counts.tasks * 9 / 10);
+    let pages = [
+        ("tasks_limit_50", "/tasks".to_owned(), "limit=50"),
+        ("tasks_limit_5", "/tasks".to_owned(), "limit=5"),
+        ("tasks_deep", "/tasks".to_owned(), deep.as_str()),
+        (
+            "tasks_todo",
+            "/tasks".to_owned(),
+            "limit=50&filter%5Bstatus%5D=todo",
+        ),
+        ("company_tasks", format!("/portfolio/{company}/tasks"), ""),
+        (
+            "meeting_notes",
+            format!("/meetings/{}", first_meeting(&f.json)),
+            "include=notes",
+        ),
+        (
+            "feed",
+            "/feed".to_owned(),
+            "limit=50&cursor=2025-01-01T00:00:00.000Z",
+        ),
+    ];
     let mut group = c.benchmark_group("respond");
-    for (label, query) in [("tasks_limit_50", "limit=50"), ("tasks_limit_5", "limit=5")] {
+    for (label, path, query) in &pages {
+        let path = path.as_str();
         group.bench_function(BenchmarkId::new("plain", label), |b| {
-            b.iter(|| respond_fn(&state, &get, "/tasks", black_box(query), &headers).0)
+            b.iter(|| respond_fn(&state, &get, path, black_box(query), &headers).0)
         });
+        group.bench_function(BenchmarkId::new("gzip", label), |b| {
+            b.iter(|| respond_fn(&state, &get, path, black_box(query), &gzip_headers).0)
+        });
+    }
+    // Pages at random offsets across the whole list, as many clients ask
+    // for them: records and fragments come from all over memory.
+    let mut x = 42u64;
+    let random: Vec<String> = (0..1024)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let offset = x % (ds.counts.tasks as u64).saturating_sub(50).max(1);
+            format!("limit=50&offset={offset}")
+        })
+        .collect();
+    for (label, h) in [("plain", &headers), ("gzip", &gzip_headers)] {
+        let mut n = 0;
+        group.bench_function(BenchmarkId::new(label, "tasks_random"), |b| {
+            b.iter(|| {
+                n = (n + 1) % random.len();
+                respond_fn(&state, &get, "/tasks", black_box(&random[n]), h).0
+            })
+        });
+    }
+    for (label, path, query) in &pages[..2] {
+        let path = path.as_str();
         group.bench_function(BenchmarkId::new("with_metrics", label), |b| {
             b.iter(|| {
                 let started = std::time::Instant::now();
                 metrics.start();
-                let (response, route) =
-                    respond_fn(&state, &get, "/tasks", black_box(query), &headers);
+                let (response, route) = respond_fn(&state, &get, path, black_box(query), &headers);
                 metrics.finish(route.index(), response.status().as_u16(), started.elapsed());
                 response
             })
         });
-        group.bench_function(BenchmarkId::new("gzip", label), |b| {
-            b.iter(|| respond_fn(&state, &get, "/tasks", black_box(query), &gzip_headers).0)
+        group.bench_function(BenchmarkId::new("gzip_per_request", label), |b| {
+            b.iter(|| respond_fn(&per_request, &get, path, black_box(query), &gzip_headers).0)
         });
     }
     group.finish();
@@ -270,7 +348,8 @@ impl Source for Gzipped<'_> {
 }
 
 /// Loading per MB of JSON: plain, and inflated from gzip as a stream.
-/// Throughput is counted in bytes of JSON either way.
+/// Throughput is counted in bytes of JSON either way. Without
+/// precompression: it runs in the background after a load.
 fn load(c: &mut Criterion, f: &Fixture) {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(&f.json).expect("gzip in memory");

@@ -16,10 +16,13 @@
 //! the request target exactly as the client sends it (path and query), the
 //! body's file in `DIR`, then any number of `name: value` response headers.
 //! A request whose target is in the index gets `200` with that body and those
-//! headers; anything else gets an empty `404`. Method and request headers are
-//! not looked at. `--workers` is the tokio runtime's worker threads (default:
-//! the cores the process may run on, as for our server's runtime); `--listen`
-//! defaults to `127.0.0.1:8081`.
+//! headers; anything else gets an empty `404`. A line whose headers include
+//! `content-encoding: gzip` is the gzip form of its target: it answers the
+//! requests that mention `gzip` in `Accept-Encoding`, the other line the
+//! rest. Method and other request headers are not looked at. `--workers` is
+//! the tokio runtime's worker threads (default: the cores the process may
+//! run on, as for our server's runtime); `--listen` defaults to
+//! `127.0.0.1:8081`.
 //!
 //! As lean as hyper gets: no tower stack, `http1::Builder` with keep-alive,
 //! `service_fn`, a `HashMap` lookup and a refcount clone of the body. Like our
@@ -46,7 +49,8 @@ struct Captured {
     headers: Vec<(HeaderName, HeaderValue)>,
 }
 
-type Table = HashMap<String, Captured>;
+/// By target: the identity response, and the gzip one if captured.
+type Table = HashMap<String, (Option<Captured>, Option<Captured>)>;
 
 struct Args {
     dir: PathBuf,
@@ -119,13 +123,20 @@ fn load(dir: &Path) -> Result<Table, String> {
                 .map_err(|e| format!("{}: header value {value:?}: {e}", at()))?;
             headers.push((name, value));
         }
-        table.insert(
-            target.to_owned(),
-            Captured {
-                body: Bytes::from(body),
-                headers,
-            },
-        );
+        let gzip = headers.iter().any(|(name, value)| {
+            name == hyper::header::CONTENT_ENCODING
+                && value.as_bytes().eq_ignore_ascii_case(b"gzip")
+        });
+        let captured = Captured {
+            body: Bytes::from(body),
+            headers,
+        };
+        let entry = table.entry(target.to_owned()).or_default();
+        if gzip {
+            entry.1 = Some(captured);
+        } else {
+            entry.0 = Some(captured);
+        }
     }
     if table.is_empty() {
         return Err(format!("{}: no requests", index_path.display()));
@@ -135,7 +146,19 @@ fn load(dir: &Path) -> Result<Table, String> {
 
 fn answer(table: &Table, request: &Request<hyper::body::Incoming>) -> Response<Full<Bytes>> {
     let target = request.uri().path_and_query().map_or("/", |pq| pq.as_str());
-    let Some(captured) = table.get(target) else {
+    let wants_gzip = request
+        .headers()
+        .get(hyper::header::ACCEPT_ENCODING)
+        .is_some_and(|v| {
+            v.as_bytes()
+                .windows(4)
+                .any(|w| w.eq_ignore_ascii_case(b"gzip"))
+        });
+    let found = table.get(target).and_then(|(identity, gzip)| match gzip {
+        Some(gzip) if wants_gzip => Some(gzip),
+        _ => identity.as_ref(),
+    });
+    let Some(captured) = found else {
         let mut response = Response::new(Full::new(Bytes::new()));
         *response.status_mut() = StatusCode::NOT_FOUND;
         return response;

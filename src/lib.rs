@@ -32,7 +32,6 @@ pub mod commands;
 pub mod config;
 pub mod generate;
 pub mod loader;
-pub mod mem;
 pub mod metrics;
 pub mod ops;
 pub mod publish;
@@ -78,6 +77,7 @@ pub async fn serve(
         Arc::clone(&store),
         Arc::clone(&metrics),
         loader::MemoryLimit::given_or_cgroup(config.memory_limit),
+        config.precompress,
     ));
     let ready = Arc::new(AtomicBool::new(false));
     let draining = Arc::new(AtomicBool::new(false));
@@ -97,6 +97,7 @@ pub async fn serve(
         store,
         key_prefix: config.key_prefix.clone(),
         ready,
+        warm: AtomicBool::new(false),
         draining: Arc::clone(&draining),
         metrics: Arc::clone(&metrics),
         compression: config.compression,

@@ -33,7 +33,7 @@ pub use query::Query;
 use crate::metrics::Metrics;
 use crate::reply::json;
 use crate::store::id::parse_id;
-use crate::store::{Dataset, Store};
+use crate::store::{Body, Dataset, Store};
 pub use routes::Route;
 
 /// The OpenAPI 3.1 document of exactly what this server does.
@@ -49,6 +49,11 @@ pub struct ApiState {
     pub key_prefix: String,
     /// Set once the first scan of the snapshot directory has finished.
     pub ready: Arc<AtomicBool>,
+    /// Set once the datasets of the first scan are precompressed for gzip
+    /// answers: until then `/readyz` still says `starting`, so that a new
+    /// replica takes traffic only when it can answer it at full speed.
+    /// Datasets published later precompress in the background.
+    pub warm: AtomicBool,
     /// Set when shutdown begins: `/readyz` answers 503 so the balancer
     /// drains this replica, while requests still being sent are answered.
     pub draining: Arc<AtomicBool>,
@@ -181,42 +186,51 @@ fn answer(
 }
 
 /// Answers an authenticated request from one dataset.
-fn endpoint(ds: &Dataset, route: Route, id: &str, q: &Query<'_>) -> Result<Bytes, ApiError> {
+fn endpoint<'d>(
+    ds: &'d Dataset,
+    route: Route,
+    id: &str,
+    q: &Query<'_>,
+) -> Result<Body<'d>, ApiError> {
     let company = || path_id(id, "company");
     match route {
         Route::Portfolio => {
-            Ok(ds.portfolio(q.filter("filter[priority]")?, q.offset_page(100, 50)?))
+            Ok(ds.portfolio_body(q.filter("filter[priority]")?, q.offset_page(100, 50)?))
         }
-        Route::Company => ds.company(company()?).ok_or_else(company_not_found),
+        Route::Company => ds.company_body(company()?).ok_or_else(company_not_found),
         Route::CompanyTasks => {
             let id = company()?;
-            ds.company_tasks(id, q.offset_page(100, 50)?)
+            ds.company_tasks_body(id, q.offset_page(100, 50)?)
                 .ok_or_else(company_not_found)
         }
-        Route::CompanyRoles => ds.company_roles(company()?).ok_or_else(company_not_found),
+        Route::CompanyRoles => ds
+            .company_roles_body(company()?)
+            .ok_or_else(company_not_found),
         Route::CompanyNotes => {
             let id = company()?;
-            ds.company_notes(id, q.offset_page(100, 50)?)
+            ds.company_notes_body(id, q.offset_page(100, 50)?)
                 .ok_or_else(company_not_found)
         }
-        Route::CompanyMetrics => ds.company_metrics(company()?).ok_or_else(company_not_found),
+        Route::CompanyMetrics => ds
+            .company_metrics_body(company()?)
+            .ok_or_else(company_not_found),
         Route::Tasks => {
             let status = q.filter("filter[status]")?;
             let priority = q.filter("filter[priority]")?;
-            Ok(ds.tasks(status, priority, q.offset_page(100, 50)?))
+            Ok(ds.tasks_body(status, priority, q.offset_page(100, 50)?))
         }
         Route::Task => ds
-            .task(path_id(id, "task")?)
+            .task_body(path_id(id, "task")?)
             .ok_or_else(|| ApiError::not_found("Task not found")),
-        Route::Roles => Ok(ds.roles()),
+        Route::Roles => Ok(ds.roles_body()),
         Route::Note => ds
-            .note(path_id(id, "note")?)
+            .note_body(path_id(id, "note")?)
             .ok_or_else(|| ApiError::not_found("Note not found")),
-        Route::Feed => Ok(ds.feed(q.feed()?)),
+        Route::Feed => Ok(ds.feed_body(q.feed()?)),
         Route::Meeting => {
             let id = path_id(id, "meeting")?;
             let include_notes = q.include_notes()?;
-            ds.meeting(id, include_notes)
+            ds.meeting_body(id, include_notes)
                 .ok_or_else(|| ApiError::not_found("Meeting not found"))
         }
         Route::Health | Route::Ready | Route::OpenApi | Route::Other => {
@@ -225,10 +239,22 @@ fn endpoint(ds: &Dataset, route: Route, id: &str, q: &Query<'_>) -> Result<Bytes
     }
 }
 
-/// `/readyz` once the first scan is done: 200, unless `--require-workspaces`
-/// asks for more workspaces than serve now.
+/// `/readyz` once the first scan is done: 200, unless the first scan's
+/// datasets are still being precompressed, or `--require-workspaces` asks
+/// for more workspaces than serve now.
 fn readiness(state: &ApiState) -> Response {
-    let serving = state.store.load().len();
+    let catalog = state.store.load();
+    if !state.warm.load(Ordering::Acquire) {
+        if !catalog.workspaces().all(|d| d.precompression_done()) {
+            return json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Bytes::from_static(b"{\"status\":\"starting\"}"),
+            );
+        }
+        state.warm.store(true, Ordering::Release);
+    }
+    let serving = catalog.len();
+    drop(catalog);
     if serving >= state.require_workspaces {
         return json(
             StatusCode::OK,

@@ -19,6 +19,12 @@ use crate::snapshot::SnapshotError;
 /// "Reload cost"); the margin covers text with many escapes.
 const BUILD_FACTOR: (u64, u64) = (13, 10);
 
+/// Bytes the gzip fragments of a precompressed dataset take per byte of
+/// JSON, made after the build while the dataset serves. Measured at 1.58
+/// on the `large` dataset (BENCHMARKS.md, "gzip from precompressed
+/// records").
+const FRAGMENT_FACTOR: (u64, u64) = (17, 10);
+
 /// The memory budget of loads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MemoryLimit {
@@ -43,10 +49,17 @@ impl MemoryLimit {
     }
 
     /// Why `file` (of `len` bytes on disk) must not be built now, if it
-    /// would not fit next to what the process holds.
-    pub fn refusal(&self, name: &str, file: &SnapshotFile, len: u64) -> Option<SnapshotError> {
+    /// would not fit next to what the process holds; with its gzip
+    /// fragments if it is to be `precompressed`.
+    pub fn refusal(
+        &self,
+        name: &str,
+        file: &SnapshotFile,
+        len: u64,
+        precompressed: bool,
+    ) -> Option<SnapshotError> {
         let limit = self.bytes?;
-        let need = footprint(file, len);
+        let need = footprint(file, len, precompressed);
         let in_use = resident_bytes().unwrap_or(0);
         if in_use.saturating_add(need) <= limit {
             return None;
@@ -62,8 +75,13 @@ impl MemoryLimit {
         Some(SnapshotError::new(
             name,
             format!(
-                "not loaded: building it needs about {} MiB next to the {} MiB in use, over the memory limit of {} MiB (--memory-limit, or the cgroup's limit); raise the limit or give the replica more memory",
+                "not loaded: building it needs about {} MiB{} next to the {} MiB in use, over the memory limit of {} MiB (--memory-limit, or the cgroup's limit); raise the limit or give the replica more memory",
                 mib(need),
+                if precompressed {
+                    " with its gzip fragments (--precompress on)"
+                } else {
+                    ""
+                },
                 mib(in_use),
                 mib(limit)
             ),
@@ -98,7 +116,7 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
 }
 
 /// What building `file` will take at its peak.
-fn footprint(file: &SnapshotFile, len: u64) -> u64 {
+fn footprint(file: &SnapshotFile, len: u64, precompressed: bool) -> u64 {
     let json = if file.is_gzip() {
         // The trailer holds the uncompressed size modulo 4 GiB; JSON
         // compresses 5 to 10 times, so a smaller figure has wrapped.
@@ -108,7 +126,9 @@ fn footprint(file: &SnapshotFile, len: u64) -> u64 {
     } else {
         len
     };
-    json.saturating_mul(BUILD_FACTOR.0) / BUILD_FACTOR.1
+    let build = json.saturating_mul(BUILD_FACTOR.0) / BUILD_FACTOR.1;
+    let fragments = json.saturating_mul(FRAGMENT_FACTOR.0) / FRAGMENT_FACTOR.1;
+    build + if precompressed { fragments } else { 0 }
 }
 
 /// The uncompressed size a gzip file's trailer records (ISIZE).

@@ -106,6 +106,9 @@ pub struct Snapshots {
     empty: AtomicBool,
     /// Files whose load would not fit are refused before they are built.
     memory: MemoryLimit,
+    /// Whether loaded datasets precompress their records for gzip answers
+    /// (`--precompress`).
+    precompress: bool,
 }
 
 impl Snapshots {
@@ -114,6 +117,7 @@ impl Snapshots {
         store: Arc<Store>,
         metrics: Arc<Metrics>,
         memory: MemoryLimit,
+        precompress: bool,
     ) -> Snapshots {
         Snapshots {
             origin,
@@ -123,6 +127,7 @@ impl Snapshots {
             scanning: Mutex::new(()),
             empty: AtomicBool::new(false),
             memory,
+            precompress,
         }
     }
 
@@ -313,7 +318,10 @@ impl Snapshots {
             }
         };
         let file = read::SnapshotFile::named(&local.path, &local.label);
-        let result = match self.memory.refusal(&local.label, &file, local.len) {
+        let result = match self
+            .memory
+            .refusal(&local.label, &file, local.len, self.precompress)
+        {
             Some(refused) => Err(refused),
             None => {
                 if local.len >= LARGE_FILE {
@@ -326,6 +334,10 @@ impl Snapshots {
             report.settling.push(name);
             return None;
         }
+        let result = result.map(|mut loaded| {
+            loaded.dataset.start_background(self.precompress);
+            loaded
+        });
         let source = local.source.clone();
         self.origin.loaded(&name, local, result.is_ok());
         Some(ReadResult {

@@ -79,6 +79,7 @@ impl Fixture {
             Arc::clone(&catalog),
             metrics,
             MemoryLimit::none(),
+            false,
         );
         Fixture {
             store,
@@ -333,6 +334,7 @@ fn downloads_are_cached_and_serve_while_storage_is_unreachable() {
         Arc::clone(&catalog),
         Arc::clone(&metrics),
         MemoryLimit::none(),
+        false,
     );
     let report = snapshots.scan().unwrap();
     assert!(

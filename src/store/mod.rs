@@ -16,14 +16,16 @@
 mod build;
 pub mod collection;
 mod cursor;
+mod deflate;
 pub mod id;
 pub mod key;
+pub mod memory;
 mod query;
 mod rendered;
 pub mod time;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
@@ -36,7 +38,7 @@ use time::Instant;
 pub use build::{Builder, Built, Key, Meta, RepeatedId};
 pub use collection::{Collection, RecordCounts};
 pub use cursor::{Cursor, CursorError};
-pub use query::{FeedQuery, OffsetPage};
+pub use query::{Body, FeedQuery, OffsetPage};
 use rendered::Rendered;
 
 /// Record indices into a [`Rendered`], in list order.
@@ -56,6 +58,8 @@ pub struct Dataset {
     pub workspace_name: Option<String>,
     /// Sent as `X-Snapshot-Version` with every answer from this dataset.
     pub version: String,
+    /// The same text as shared bytes: an answer carries it without a copy.
+    pub version_bytes: Bytes,
     /// A hash of workspace id, version and content: the same on every
     /// replica that loaded the same snapshot, so ETags made from it agree
     /// fleet-wide.
@@ -70,10 +74,12 @@ pub struct Dataset {
     metrics: LatestMetrics,
     meetings: Meetings,
     meeting_notes: MeetingNotes,
+    /// The background precompression of the records (see `build::precompress`).
+    precompression: build::Precompression,
 }
 
 struct Companies {
-    records: Rendered,
+    records: Arc<Rendered>,
     /// Name ascending (code-point order), then id.
     order: Positions,
     at: IdMap<u32>,
@@ -81,7 +87,7 @@ struct Companies {
 }
 
 struct Tasks {
-    records: Rendered,
+    records: Arc<Rendered>,
     /// Newest `created_at` first, then id descending; so is every index.
     order: Positions,
     at: IdMap<u32>,
@@ -92,15 +98,17 @@ struct Tasks {
 }
 
 struct Roles {
-    records: Rendered,
+    records: Arc<Rendered>,
     /// The whole `/roles` body (newest `opened_at` first, then id
     /// descending), built once and shared by every answer.
     body: Bytes,
+    /// Its gzip form, once precompressed.
+    gzip: Arc<OnceLock<Bytes>>,
     by_company: IdMap<Positions>,
 }
 
 struct Feed {
-    records: Rendered,
+    records: Arc<Rendered>,
     /// Newest `published_at` first, then id descending.
     order: Positions,
     /// `(published_at, id)` of each entry, by record index: the cursor seeks on it.
@@ -109,7 +117,7 @@ struct Feed {
 }
 
 struct Notes {
-    records: Rendered,
+    records: Arc<Rendered>,
     at: IdMap<u32>,
     /// Newest `created_at` first, then id descending.
     by_company: IdMap<Positions>,
@@ -118,17 +126,19 @@ struct Notes {
 /// Only the latest value per (company, name), grouped by company and
 /// ordered by name within it, so a company's list is one run.
 struct LatestMetrics {
-    records: Rendered,
+    records: Arc<Rendered>,
+    /// Every record index in order: a company's list is a slice of it.
+    all: Positions,
     by_company: IdMap<(u32, u32)>,
 }
 
 struct Meetings {
-    records: Rendered,
+    records: Arc<Rendered>,
     at: IdMap<u32>,
 }
 
 struct MeetingNotes {
-    records: Rendered,
+    records: Arc<Rendered>,
     /// `created_at` then id ascending within each meeting.
     by_meeting: IdMap<Positions>,
 }
@@ -136,8 +146,52 @@ struct MeetingNotes {
 /// Every published workspace, and the index from key hash to workspace.
 #[derive(Default)]
 pub struct Catalog {
-    by_key: HashMap<KeyHash, Arc<Dataset>>,
+    /// FxHash: the keys are SHA-256 digests, and requests only look up.
+    by_key: FxHashMap<KeyHash, Arc<Dataset>>,
     by_workspace: HashMap<String, Arc<Dataset>>,
+}
+
+impl Dataset {
+    /// Bytes held by the records' gzip fragments (0 without precompression).
+    pub fn precompressed_bytes(&self) -> usize {
+        let records = [
+            &self.companies.records,
+            &self.tasks.records,
+            &self.roles.records,
+            &self.feed.records,
+            &self.notes.records,
+            &self.metrics.records,
+            &self.meetings.records,
+            &self.meeting_notes.records,
+        ];
+        let packed: usize = records
+            .iter()
+            .filter_map(|r| r.packed())
+            .map(|p| p.heap_bytes())
+            .sum();
+        packed + self.roles.gzip.get().map_or(0, Bytes::len)
+    }
+
+    /// Starts the work a built dataset does in the background while it
+    /// serves: moving its records onto huge pages and, if `precompress`,
+    /// compressing them into fragments for gzip answers. Call it once,
+    /// before the dataset is shared; until that work is done answers are
+    /// served as without it.
+    pub fn start_background(&mut self, precompress: bool) {
+        build::start_background(self, precompress);
+    }
+
+    /// Blocks until the records are precompressed for gzip answers (at
+    /// once if precompression is off or done). Until then gzip answers are
+    /// compressed per request.
+    pub fn wait_precompressed(&self) {
+        self.precompression.wait();
+    }
+
+    /// Whether the records' precompression is over (or was never started).
+    pub fn precompression_done(&self) -> bool {
+        self.precompression.is_done()
+    }
 }
 
 impl Catalog {

@@ -13,6 +13,7 @@ mod compression;
 mod edges;
 mod feed;
 mod fuzz_snapshots;
+mod gzip_pages;
 mod isolation;
 mod layers;
 mod limits;

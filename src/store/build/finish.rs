@@ -1,9 +1,12 @@
 //! [`Builder::finish`], in named steps: check ids, note dangling
 //! references, then build each collection's lists and indexes.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 
 use super::index::{Interner, group_by, group_by_pair, group_by_parent, index_ids, newest_first};
+use super::precompress::Precompression;
 use super::{Builder, Built, Key, Meta, Part, RepeatedId};
 use crate::store::collection::{Collection, RecordCounts};
 use crate::store::id::{IdMap, format_id};
@@ -67,7 +70,7 @@ impl Builder {
             )
         };
         let (tasks, task_at) = take(Collection::Tasks);
-        let tasks_records = tasks.rendered.finish();
+        let tasks_records = Arc::new(tasks.rendered.finish());
         drop(tasks.keys);
         let (companies, company_at) = take(Collection::Companies);
         let metrics = take(Collection::Metrics).0;
@@ -78,6 +81,7 @@ impl Builder {
             fingerprint: fingerprint(&meta.workspace_id, &meta.version, meta.content_hash),
             workspace_id: meta.workspace_id,
             workspace_name: meta.workspace_name,
+            version_bytes: Bytes::copy_from_slice(meta.version.as_bytes()),
             version: meta.version,
             key_hashes: meta.key_hashes,
             counts,
@@ -102,10 +106,11 @@ impl Builder {
             notes: notes_by_company(notes, note_at),
             metrics,
             meetings: Meetings {
-                records: meetings.rendered.finish(),
+                records: Arc::new(meetings.rendered.finish()),
                 at: meeting_at,
             },
             meeting_notes: meeting_notes(take(Collection::MeetingNotes).0),
+            precompression: Precompression::off(),
         };
         Ok(Built { dataset, warnings })
     }
@@ -187,7 +192,7 @@ fn companies_by_name(
     });
     let by_priority = group_by(&order, interner, |i| priorities[i]);
     Companies {
-        records: part.rendered.finish(),
+        records: Arc::new(part.rendered.finish()),
         order,
         at,
         by_priority,
@@ -224,11 +229,12 @@ struct TaskIndexes {
 fn roles(part: Part) -> Roles {
     let order = newest_first(&part.keys);
     let by_company = group_by_parent(&order, &part.keys);
-    let records = part.rendered.finish();
+    let records = Arc::new(part.rendered.finish());
     let body = list_body(&records, &order);
     Roles {
         records,
         body,
+        gzip: Arc::default(),
         by_company,
     }
 }
@@ -246,10 +252,11 @@ fn list_body(rendered: &Rendered, order: &[u32]) -> Bytes {
 /// for the cursor's binary search; indexed by type.
 fn feed(part: Part, types: &[Option<u32>], interner: &Interner) -> Feed {
     let order = newest_first(&part.keys);
+    let records = Arc::new(part.rendered.finish());
     Feed {
         keys: part.keys.iter().map(|k| (k.at, k.id)).collect(),
         by_type: group_by(&order, interner, |i| types[i]),
-        records: part.rendered.finish(),
+        records,
         order,
     }
 }
@@ -259,7 +266,7 @@ fn notes_by_company(part: Part, at: IdMap<u32>) -> Notes {
     let order = newest_first(&part.keys);
     Notes {
         by_company: group_by_parent(&order, &part.keys),
-        records: part.rendered.finish(),
+        records: Arc::new(part.rendered.finish()),
         at,
     }
 }
@@ -276,7 +283,7 @@ fn meeting_notes(part: Part) -> MeetingNotes {
     });
     MeetingNotes {
         by_meeting: group_by_parent(&order, keys),
-        records: part.rendered.finish(),
+        records: Arc::new(part.rendered.finish()),
     }
 }
 
@@ -319,7 +326,8 @@ fn latest_metrics(
         }
     }
     LatestMetrics {
-        records: part.rendered.finish().select(&order),
+        records: Arc::new(part.rendered.finish().select(&order)),
+        all: (0..order.len() as u32).collect(),
         by_company,
     }
 }

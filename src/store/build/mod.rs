@@ -11,6 +11,7 @@
 
 mod finish;
 mod index;
+mod precompress;
 
 use super::Dataset;
 use super::collection::Collection;
@@ -18,6 +19,7 @@ use super::key::KeyHash;
 use super::rendered::Renderer;
 use super::time::Instant;
 use index::Interner;
+pub(super) use precompress::{Precompression, chains, start as start_background};
 
 /// What the store knows about a record besides its JSON: its id, the
 /// instant that orders its list (the default for companies, which are

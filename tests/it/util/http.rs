@@ -243,6 +243,21 @@ pub async fn get_from(addr: SocketAddr, path: &str, key: Option<&str>) -> Result
     }
 }
 
+/// Sends `GET path` to `addr` with exactly these headers (plus `Host` and
+/// `Connection: close`), failing the test without a complete answer; for
+/// a server the tests did not start themselves (the binary).
+pub async fn request_from(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Response {
+    let mut req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        req.push_str(&format!("{name}: {value}\r\n"));
+    }
+    req.push_str("\r\n");
+    tokio::time::timeout(IO_TIMEOUT, exchange(addr, "GET", req.into_bytes()))
+        .await
+        .unwrap_or_else(|_| Err(format!("no complete answer within {IO_TIMEOUT:?}")))
+        .unwrap_or_else(|e| panic!("GET {path}: {e}"))
+}
+
 /// Sends one request on a fresh connection, reads to end of stream and parses the answer.
 pub async fn exchange(
     addr: SocketAddr,

@@ -1,0 +1,286 @@
+//! Precompressing a dataset's records for gzip answers, on a thread of its
+//! own once the dataset is built; first the records are moved onto huge
+//! pages (which that thread does even without precompression).
+//!
+//! Compressing every record takes several times as long as parsing the
+//! snapshot, so it does not hold up publishing: a new dataset serves at
+//! once, its gzip answers compressed per request, and switches to
+//! precompressed fragments collection by collection as they are made. The
+//! thread runs at a low priority (nice 10), so that on a busy core
+//! requests go first, and stops early when its dataset is dropped
+//! (replaced by a newer version) before it is done.
+
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::time::Instant as Clock;
+
+use bytes::Bytes;
+
+use crate::store::Dataset;
+use crate::store::Positions;
+use crate::store::deflate::Packed;
+use crate::store::rendered::Rendered;
+
+/// Each collection's chain orders, by their index in its `Packed`. A page
+/// of a list that is a stretch of one of them says so (`store::query`),
+/// and is assembled without looking its records up.
+pub mod chains {
+    pub const TASKS_BY_DATE: usize = 0;
+    pub const TASKS_BY_COMPANY: usize = 1;
+    pub const TASKS_BY_STATUS_PRIORITY: usize = 2;
+    pub const COMPANIES_BY_NAME: usize = 0;
+    pub const COMPANIES_BY_PRIORITY: usize = 1;
+    pub const FEED_BY_DATE: usize = 0;
+    pub const FEED_BY_TYPE: usize = 1;
+    /// Notes, roles and metrics by company, meeting notes by meeting.
+    pub const BY_PARENT: usize = 0;
+}
+
+/// One piece of work: a collection's records onto huge pages, its
+/// records to compress, or a body to gzip once.
+enum Job {
+    Collapse(Arc<Rendered>),
+    /// Records to compress, chained in each of `chains`, less `trim` bytes
+    /// at the end of each.
+    Records {
+        records: Arc<Rendered>,
+        chains: Vec<Positions>,
+        depths: &'static [usize],
+        trim: usize,
+    },
+    /// A whole body (`/roles`) gzipped once.
+    Whole {
+        body: Bytes,
+        into: Arc<OnceLock<Bytes>>,
+    },
+}
+
+/// A dataset's side of its precompression: whether it is done, and the
+/// token whose drop tells the thread to stop.
+pub struct Precompression {
+    done: Arc<Done>,
+    _alive: Arc<()>,
+}
+
+#[derive(Default)]
+struct Done {
+    finished: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Done {
+    fn finish(&self) {
+        *self.finished.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.changed.notify_all();
+    }
+}
+
+/// Sets `done` even if the thread panics, so that no waiter hangs.
+struct FinishOnDrop(Arc<Done>);
+
+impl Drop for FinishOnDrop {
+    fn drop(&mut self) {
+        self.0.finish();
+    }
+}
+
+impl Precompression {
+    /// Nothing running: the state of a dataset before [`start`].
+    pub(super) fn off() -> Precompression {
+        let done = Arc::new(Done::default());
+        done.finish();
+        Precompression {
+            done,
+            _alive: Arc::new(()),
+        }
+    }
+
+    /// Whether the thread is done (or has given up).
+    pub fn is_done(&self) -> bool {
+        *self.done.finished.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Blocks until the thread is done (or has given up).
+    pub fn wait(&self) {
+        let mut finished = self.done.finished.lock().unwrap_or_else(|p| p.into_inner());
+        while !*finished {
+            finished = self
+                .done
+                .changed
+                .wait(finished)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// The groups of an index one after the other (in the order of their
+/// keys): the chain order of the lists the index serves, a company's
+/// tasks, a filter's.
+fn concat<K: Ord>(groups: impl IntoIterator<Item = (K, impl AsRef<[u32]>)>) -> Positions {
+    let mut groups: Vec<_> = groups.into_iter().collect();
+    groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    groups
+        .iter()
+        .flat_map(|(_, g)| g.as_ref().iter().copied())
+        .collect()
+}
+
+/// Starts, on a thread of its own, moving `dataset`'s records onto huge
+/// pages and (if `precompress`) precompressing them, and gives the dataset
+/// its side of it.
+pub fn start(dataset: &mut Dataset, precompress: bool) {
+    let ds = &*dataset;
+    let all = [
+        &ds.tasks.records,
+        &ds.feed.records,
+        &ds.notes.records,
+        &ds.meeting_notes.records,
+        &ds.companies.records,
+        &ds.roles.records,
+        &ds.metrics.records,
+        &ds.meetings.records,
+    ];
+    let mut jobs: Vec<Job> = all.iter().map(|r| Job::Collapse(Arc::clone(r))).collect();
+    if precompress {
+        jobs.extend(precompression_jobs(ds));
+    }
+    let done = Arc::new(Done::default());
+    let alive = Arc::new(());
+    let (weak, finished) = (Arc::downgrade(&alive), Arc::clone(&done));
+    let workspace = ds.workspace_id.clone();
+    let spawned = std::thread::Builder::new()
+        .name("precompress".to_owned())
+        .spawn(move || run(jobs, &weak, finished, &workspace));
+    if let Err(err) = spawned {
+        tracing::warn!(error = %err, "cannot start precompressing; gzip answers are compressed per request");
+        done.finish();
+    }
+    dataset.precompression = Precompression {
+        done,
+        _alive: alive,
+    };
+}
+
+/// Each collection's records to compress, chained in the orders of its
+/// main list and of the lists per company or filter value that pay for
+/// their memory (ARCHITECTURE.md), in the order of [`chains`]; the largest
+/// collections first.
+fn precompression_jobs(ds: &Dataset) -> Vec<Job> {
+    let records = |r: &Arc<Rendered>, chains: Vec<Positions>, trim: usize| Job::Records {
+        records: Arc::clone(r),
+        chains,
+        depths: &[1],
+        trim,
+    };
+    vec![
+        records(
+            &ds.tasks.records,
+            vec![
+                ds.tasks.order.clone(),
+                concat(&ds.tasks.by_company),
+                concat(
+                    ds.tasks
+                        .by_status_priority
+                        .iter()
+                        .flat_map(|(s, m)| m.iter().map(move |(p, g)| ((s, p), g))),
+                ),
+            ],
+            0,
+        ),
+        // Few and large, with much in common: deeper dictionaries pay.
+        Job::Records {
+            records: Arc::clone(&ds.companies.records),
+            chains: vec![
+                ds.companies.order.clone(),
+                concat(&ds.companies.by_priority),
+            ],
+            depths: &[1, 2, 4, 8],
+            trim: 0,
+        },
+        records(
+            &ds.feed.records,
+            vec![ds.feed.order.clone(), concat(&ds.feed.by_type)],
+            0,
+        ),
+        records(&ds.notes.records, vec![concat(&ds.notes.by_company)], 0),
+        records(&ds.roles.records, vec![concat(&ds.roles.by_company)], 0),
+        records(&ds.metrics.records, vec![ds.metrics.all.clone()], 0),
+        records(&ds.meetings.records, Vec::new(), 1),
+        records(
+            &ds.meeting_notes.records,
+            vec![concat(&ds.meeting_notes.by_meeting)],
+            0,
+        ),
+        Job::Whole {
+            body: ds.roles.body.clone(),
+            into: Arc::clone(&ds.roles.gzip),
+        },
+    ]
+}
+
+fn run(jobs: Vec<Job>, alive: &Weak<()>, done: Arc<Done>, workspace: &str) {
+    let _finish = FinishOnDrop(done);
+    lower_priority();
+    let started = Clock::now();
+    let mut bytes = 0;
+    for job in jobs {
+        let keep_going = || alive.strong_count() > 0;
+        if !keep_going() {
+            tracing::debug!(workspace, "dataset replaced; precompression stopped");
+            return;
+        }
+        match job {
+            Job::Collapse(records) => records.collapse_to_huge_pages(),
+            Job::Records {
+                records,
+                chains,
+                depths,
+                trim,
+            } => {
+                let chains: Vec<&[u32]> = chains.iter().map(Vec::as_slice).collect();
+                let built = Packed::build(&*records, &chains, depths, trim, &keep_going);
+                let Some(packed) = built else {
+                    return;
+                };
+                bytes += packed.heap_bytes();
+                records.set_packed(packed);
+            }
+            Job::Whole { body, into } => {
+                let gzip = gzip_once(&body);
+                bytes += gzip.len();
+                let _ = into.set(gzip);
+            }
+        }
+    }
+    if bytes > 0 {
+        tracing::info!(
+            workspace,
+            bytes,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "records precompressed for gzip answers"
+        );
+    }
+}
+
+/// `body` gzipped at the default level, once.
+fn gzip_once(body: &[u8]) -> Bytes {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(body.len() / 4),
+        flate2::Compression::default(),
+    );
+    // Writing into a Vec cannot fail.
+    let _ = encoder.write_all(body);
+    Bytes::from(encoder.finish().unwrap_or_default())
+}
+
+/// Makes the calling thread yield to requests: nice 10 (on Linux, nice is
+/// a thread's own). Only a hint: where it fails, nothing changes but who
+/// waits for whom.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority only changes the calling thread's nice value
+    // (who = 0); it touches no memory of ours.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+    }
+}

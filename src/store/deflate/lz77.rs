@@ -1,0 +1,229 @@
+//! The match finder: a record's bytes as literals and back-references,
+//! optionally against a dictionary (the bytes that precede it on a page).
+//!
+//! Hash chains over 4-byte prefixes, a bounded search and one step of lazy
+//! evaluation, as zlib's middle levels do it; tuned for records of a few
+//! hundred bytes to a few kilobytes, parsed one at a time at load.
+
+/// How far back a match may reach (deflate's window).
+pub const WINDOW: usize = 32 * 1024;
+const MIN_MATCH: usize = 4;
+const MAX_MATCH: usize = 258;
+/// A match this long ends the search (and is taken without looking one
+/// byte further).
+const NICE: usize = 128;
+/// Candidates tried per position: records are short, and longer searches
+/// found nothing more on the generated datasets.
+const CHAIN: usize = 16;
+/// A 4-byte match farther than this costs more than four literals.
+const FAR: usize = 2048;
+const HASH_BITS: u32 = 13;
+/// Matches up to this long have every position hashed; longer ones only
+/// their last [`INSERT_TAIL`].
+const INSERT_ALL: usize = 16;
+const INSERT_TAIL: usize = 4;
+
+/// A literal byte, or `len` bytes copied from `dist` bytes back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Symbol {
+    Literal(u8),
+    Match { len: u16, dist: u16 },
+}
+
+/// Reusable state of the match finder (its tables are kept between calls,
+/// and told apart by position stamps instead of being cleared).
+pub struct Matcher {
+    /// Hash → stamped position of the newest 4-byte prefix with that hash.
+    head: Vec<u32>,
+    /// Position → stamped position of the previous one with the same hash.
+    prev: Vec<u32>,
+    /// Stamped positions of this call are above `base`.
+    base: u32,
+}
+
+impl Default for Matcher {
+    fn default() -> Self {
+        Matcher {
+            head: vec![0; 1 << HASH_BITS],
+            prev: Vec::new(),
+            base: 0,
+        }
+    }
+}
+
+#[inline]
+fn hash(buf: &[u8], at: usize) -> usize {
+    let word = u32::from_le_bytes(buf[at..at + 4].try_into().expect("4 bytes"));
+    (word.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
+}
+
+/// How many bytes from `a` equal those from `b` (`a` < `b`), at most `max`.
+#[inline]
+fn common(buf: &[u8], a: usize, b: usize, max: usize) -> usize {
+    let mut n = 0;
+    while n + 8 <= max {
+        let x = u64::from_le_bytes(buf[a + n..a + n + 8].try_into().expect("8 bytes"));
+        let y = u64::from_le_bytes(buf[b + n..b + n + 8].try_into().expect("8 bytes"));
+        let diff = x ^ y;
+        if diff != 0 {
+            return n + (diff.trailing_zeros() / 8) as usize;
+        }
+        n += 8;
+    }
+    while n < max && buf[a + n] == buf[b + n] {
+        n += 1;
+    }
+    n
+}
+
+impl Matcher {
+    /// The symbols of `buf[start..]`; matches may reach into `buf[..start]`,
+    /// the dictionary (at most [`WINDOW`] bytes back), never before it.
+    pub fn parse(&mut self, buf: &[u8], start: usize, out: &mut Vec<Symbol>) {
+        out.clear();
+        if u64::from(self.base) + buf.len() as u64 + 1 >= u64::from(u32::MAX) {
+            self.head.fill(0);
+            self.base = 0;
+        }
+        if self.prev.len() < buf.len() {
+            self.prev.resize(buf.len(), 0);
+        }
+        let end = buf.len();
+        // Positions with 4 bytes to hash.
+        let last = end.saturating_sub(MIN_MATCH - 1);
+        for p in start.saturating_sub(WINDOW)..start.min(last) {
+            self.insert(buf, p);
+        }
+        let mut i = start;
+        // The best match at `i`, when already looked up (lazy evaluation).
+        let mut ahead: Option<(usize, usize)> = None;
+        while i < end {
+            if i >= last {
+                out.push(Symbol::Literal(buf[i]));
+                i += 1;
+                continue;
+            }
+            let (len, dist) = ahead.take().unwrap_or_else(|| self.longest(buf, i));
+            self.insert(buf, i);
+            if len < MIN_MATCH {
+                out.push(Symbol::Literal(buf[i]));
+                i += 1;
+                continue;
+            }
+            if len < NICE && i + 1 < last {
+                let next = self.longest(buf, i + 1);
+                if next.0 > len {
+                    out.push(Symbol::Literal(buf[i]));
+                    ahead = Some(next);
+                    i += 1;
+                    continue;
+                }
+            }
+            out.push(Symbol::Match {
+                len: len as u16,
+                dist: dist as u16,
+            });
+            // Inside a long match, only its last positions: what follows
+            // is found from there, and hashing the rest costs more than
+            // the matches it would find save.
+            let from = if len > INSERT_ALL {
+                i + len - INSERT_TAIL
+            } else {
+                i + 1
+            };
+            for p in from..(i + len).min(last) {
+                self.insert(buf, p);
+            }
+            i += len;
+        }
+        self.base += end as u32 + 1;
+    }
+
+    #[inline]
+    fn insert(&mut self, buf: &[u8], p: usize) {
+        let h = hash(buf, p);
+        self.prev[p] = self.head[h];
+        self.head[h] = self.base + p as u32 + 1;
+    }
+
+    /// The longest match for `buf[i..]` (length, distance); length 0 if
+    /// none is worth it. Candidates are positions inserted before `i`.
+    fn longest(&self, buf: &[u8], i: usize) -> (usize, usize) {
+        let max = MAX_MATCH.min(buf.len() - i);
+        let floor = i.saturating_sub(WINDOW);
+        let (mut best, mut best_dist) = (0, 0);
+        let mut stamped = self.head[hash(buf, i)];
+        for _ in 0..CHAIN {
+            if stamped <= self.base {
+                break;
+            }
+            let q = (stamped - self.base - 1) as usize;
+            if q < floor || q >= i {
+                break;
+            }
+            if buf[q + best.min(max - 1)] == buf[i + best.min(max - 1)] {
+                let len = common(buf, q, i, max);
+                if len > best && (len > MIN_MATCH || i - q <= FAR) {
+                    best = len;
+                    best_dist = i - q;
+                    if len >= NICE || len == max {
+                        break;
+                    }
+                }
+            }
+            stamped = self.prev[q];
+        }
+        if best < MIN_MATCH {
+            (0, 0)
+        } else {
+            (best, best_dist)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bytes that `symbols` stand for, after `dict`.
+    fn expand(dict: &[u8], symbols: &[Symbol]) -> Vec<u8> {
+        let mut out = dict.to_vec();
+        for s in symbols {
+            match *s {
+                Symbol::Literal(b) => out.push(b),
+                Symbol::Match { len, dist } => {
+                    assert!(dist as usize <= out.len() && (3..=258).contains(&len));
+                    for _ in 0..len {
+                        out.push(out[out.len() - dist as usize]);
+                    }
+                }
+            }
+        }
+        out.split_off(dict.len())
+    }
+
+    #[test]
+    fn symbols_expand_to_the_input_and_use_the_dictionary() {
+        let mut m = Matcher::default();
+        let mut out = Vec::new();
+        let rec = br#"{"id":"a","attributes":{"title":"aaaaaaaaaaaaaaaaaaaa","status":"todo"}}"#;
+        m.parse(rec, 0, &mut out);
+        assert_eq!(expand(b"", &out), rec);
+        assert!(out.len() < rec.len(), "repeats become matches");
+
+        let dict = br#"{"id":"b","attributes":{"title":"other","status":"todo"}},"#;
+        let mut buf = dict.to_vec();
+        buf.extend_from_slice(rec);
+        m.parse(&buf, dict.len(), &mut out);
+        assert_eq!(expand(dict, &out), rec);
+        assert!(
+            matches!(out[0], Symbol::Match { dist, .. } if dist as usize == dict.len()),
+            "the record starts as its predecessor did: {:?}",
+            out[0]
+        );
+        for tiny in [&b""[..], b"a", b"abc", b"abcd", b"aaaaa"] {
+            m.parse(tiny, 0, &mut out);
+            assert_eq!(expand(b"", &out), tiny);
+        }
+    }
+}

@@ -1,0 +1,476 @@
+//! [`Packed`]: a collection's records compressed once, at load, into
+//! fragments that a page strings together.
+//!
+//! Every record has a *solo* fragment, which refers to nothing before it.
+//! A collection also has one or more *chain orders*, the orders of the
+//! lists it is served in most (the main list, a company's list, a filter's
+//! list): in each, every record has a *chained* fragment, a comma and the
+//! record compressed with its predecessor in that order (and the comma) as
+//! the dictionary, so that it may refer back to it. On a page, a record
+//! whose neighbour before it is its predecessor in some chain order is
+//! written as that chained fragment; any other record (the first on a page,
+//! a record whose neighbour is nobody's predecessor) as its solo fragment.
+//! A page that follows a chain order is one solo fragment and one run of
+//! chained fragments copied in a piece.
+//!
+//! All fragments of a collection use one Huffman code, made from a sample
+//! of its records, so that a page needs one block header per collection
+//! it shows, not one per record.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::bits::{BitWriter, PADDING};
+use super::crc;
+use super::huffman::{Code, DISTANCES, END, LITERALS, distance_symbol, length_symbol};
+use super::lz77::{Matcher, Symbol};
+use crate::store::memory;
+
+/// Records whose symbols make a collection's code.
+const SAMPLE: usize = 4096;
+/// Records compressed between two questions whether to go on.
+const CHECK_EVERY: usize = 4096;
+
+/// Where a record's pieces are, and what it contributes to a page's CRC.
+#[derive(Clone, Copy, Default)]
+struct Piece {
+    /// First bit of the record's solo fragment (the next record's is its end).
+    solo: u64,
+    /// CRC-32 of the record's bytes.
+    crc: u32,
+    /// x^(8·len) modulo the CRC polynomial, for combining.
+    shift: u32,
+}
+
+/// The chained fragments of one chain order.
+struct Chain {
+    /// Record index → chain position, or [`NOT_CHAINED`].
+    pos: Vec<u32>,
+    /// By position, the CRC-32 of the chain's records up to that one,
+    /// comma-separated: a run of chained records on a page costs one
+    /// CRC multiplication, whatever its length.
+    prefix: Vec<u32>,
+    /// By position, the length of the same text: a run's length costs two
+    /// reads, not one per record.
+    ends: Vec<u64>,
+    /// The fragments by how many predecessors they may refer to, fewest
+    /// first (see [`Packed::build`]).
+    rungs: Vec<Rung>,
+}
+
+/// Every record of a chain compressed against the `depth` records before
+/// it in the chain (fewer at its start).
+struct Rung {
+    depth: usize,
+    /// Bit ranges by chain position, plus one past the last. The fragment
+    /// at position 0 is empty: it has no predecessor.
+    at: Vec<u64>,
+    bits: Vec<u8>,
+}
+
+const NOT_CHAINED: u32 = u32::MAX;
+
+/// One collection's precompressed records (see the module docs).
+pub struct Packed {
+    pub(super) code: Code,
+    /// By record index, plus one past the last.
+    pieces: Vec<Piece>,
+    solo: Vec<u8>,
+    chains: Vec<Chain>,
+    /// Bytes cut off each record's end before compressing.
+    trim: usize,
+}
+
+/// A record's bytes, as [`Packed::build`] gets them.
+pub trait Source {
+    fn count(&self) -> usize;
+    fn record(&self, i: usize) -> &[u8];
+}
+
+/// A stream of fragments, written: padded for [`BitWriter::copy`], on
+/// huge pages.
+fn finish(w: BitWriter) -> Vec<u8> {
+    let mut bytes = w.finish();
+    bytes.extend_from_slice(&[0; PADDING]);
+    bytes.shrink_to_fit();
+    memory::collapse_to_huge_pages(&bytes);
+    bytes
+}
+
+/// An empty Vec with room for `n` items, asked onto huge pages.
+fn huge<T>(n: usize) -> Vec<T> {
+    let v = Vec::with_capacity(n);
+    memory::prefer_huge_pages(&v);
+    v
+}
+
+impl Packed {
+    /// Compresses every record of `records`, solo and chained in each of
+    /// `chains` (orders of any subset of the records, each at most once),
+    /// less `trim` bytes at the end of each (a meeting's closing brace,
+    /// where `notes` goes in). Gives up (`None`) as soon as `keep_going`
+    /// says so; it is asked every few thousand records.
+    ///
+    /// `depths` (ascending, from 1) are the rungs of each chain: with
+    /// `[1, 2, 4]`, the record `t` places into a run of a chain on a page
+    /// refers to its predecessor if `t` is 1, to the two before it if `t`
+    /// is 2 or 3, to the four before it from then on. Deeper dictionaries
+    /// find more, each rung costs as much memory again; they pay where
+    /// records share much with their near neighbours and are few.
+    ///
+    /// The solo fragments and each rung of each chain are independent
+    /// passes over the records; they run on as many threads as the process
+    /// may use cores.
+    pub fn build(
+        records: &(impl Source + Sync),
+        chains: &[&[u32]],
+        depths: &[usize],
+        trim: usize,
+        keep_going: &(dyn Fn() -> bool + Sync),
+    ) -> Option<Packed> {
+        debug_assert!(depths.first() == Some(&1) && depths.is_sorted());
+        let n = records.count();
+        let record = |i: usize| {
+            let r = records.record(i);
+            &r[..r.len() - trim.min(r.len())]
+        };
+        let code = train(&record, n, chains, &mut Matcher::default());
+        let plain: usize = (0..n).map(|i| record(i).len()).sum();
+
+        // Pass 0 is the solo fragments; pass 1 + c * rungs + r is rung r of
+        // chain c.
+        let passes = 1 + chains.len() * depths.len();
+        let outputs: Vec<Mutex<Option<Output>>> = (0..passes).map(|_| Mutex::new(None)).collect();
+        let next = AtomicUsize::new(0);
+        let work = || {
+            let mut matcher = Matcher::default();
+            loop {
+                let pass = next.fetch_add(1, Ordering::Relaxed);
+                if pass >= passes {
+                    return;
+                }
+                let output = if pass == 0 {
+                    solo_pass(&record, n, plain, &code, &mut matcher, keep_going)
+                } else {
+                    let (c, r) = ((pass - 1) / depths.len(), (pass - 1) % depths.len());
+                    let depth = depths[r];
+                    rung_pass(
+                        &record,
+                        chains[c],
+                        depth,
+                        plain,
+                        &code,
+                        &mut matcher,
+                        keep_going,
+                    )
+                };
+                *outputs[pass].lock().unwrap_or_else(|p| p.into_inner()) = output;
+            }
+        };
+        let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+        std::thread::scope(|scope| {
+            for _ in 1..threads.min(passes) {
+                scope.spawn(work);
+            }
+            work();
+        });
+
+        let mut outputs = outputs
+            .into_iter()
+            .map(|o| o.into_inner().unwrap_or_else(|p| p.into_inner()));
+        let Some(Output::Solo { pieces, bits: solo }) = outputs.next()? else {
+            return None;
+        };
+        memory::collapse_to_huge_pages(&pieces);
+
+        let mut built = Vec::with_capacity(chains.len());
+        for order in chains {
+            let mut pos = huge(n);
+            pos.resize(n, NOT_CHAINED);
+            let mut prefix = huge(order.len());
+            let mut ends = huge(order.len());
+            let (mut crc, mut len) = (0, 0u64);
+            for (k, &i) in order.iter().enumerate() {
+                pos[i as usize] = k as u32;
+                if k > 0 {
+                    crc = crc::update(crc, b",");
+                    len += 1;
+                }
+                let p = pieces[i as usize];
+                crc = crc::combine(crc, p.crc, p.shift);
+                len += record(i as usize).len() as u64;
+                prefix.push(crc);
+                ends.push(len);
+            }
+            let mut rungs = Vec::with_capacity(depths.len());
+            for _ in depths {
+                let Some(Output::Rung(rung)) = outputs.next()? else {
+                    return None;
+                };
+                rungs.push(rung);
+            }
+            for table in [&pos[..], &prefix[..]] {
+                memory::collapse_to_huge_pages(table);
+            }
+            memory::collapse_to_huge_pages(&ends);
+            built.push(Chain {
+                pos,
+                prefix,
+                ends,
+                rungs,
+            });
+        }
+        Some(Packed {
+            code,
+            pieces,
+            solo,
+            chains: built,
+            trim,
+        })
+    }
+
+    /// Bytes held, for the memory report.
+    pub fn heap_bytes(&self) -> usize {
+        let rung = |r: &Rung| r.at.len() * 8 + r.bits.len();
+        let chains: usize = self
+            .chains
+            .iter()
+            .map(|c| {
+                (c.pos.len() + c.prefix.len()) * 4
+                    + c.ends.len() * 8
+                    + c.rungs.iter().map(rung).sum::<usize>()
+            })
+            .sum();
+        self.pieces.len() * size_of::<Piece>() + self.solo.len() + chains + self.code.header.len()
+    }
+
+    /// Bytes cut off each record's end before compressing.
+    pub fn trim(&self) -> usize {
+        self.trim
+    }
+
+    /// Record `i`'s solo fragment (bit range of a stream), CRC and shift.
+    #[inline]
+    pub(super) fn solo(&self, i: usize) -> (&[u8], u64, u64, u32, u32) {
+        let (p, next) = (self.pieces[i], self.pieces[i + 1].solo);
+        (&self.solo, p.solo, next, p.crc, p.shift)
+    }
+
+    /// A chain in which record `after` directly follows record `before`,
+    /// and the position of `after` in it.
+    #[inline]
+    pub(super) fn follows(&self, before: usize, after: usize) -> Option<(usize, usize)> {
+        self.chains.iter().enumerate().find_map(|(c, chain)| {
+            let (b, a) = (chain.pos[before], chain.pos[after]);
+            (b != NOT_CHAINED && a == b.wrapping_add(1)).then_some((c, a as usize))
+        })
+    }
+
+    /// The position of record `i` in chain `c`, if both are there.
+    #[inline]
+    pub fn position(&self, c: usize, i: usize) -> Option<usize> {
+        let k = *self.chains.get(c)?.pos.get(i)?;
+        (k != NOT_CHAINED).then_some(k as usize)
+    }
+
+    /// The dictionary depth of chain `c`'s rung `r` (rungs go from the
+    /// fewest predecessors up), or `None` past the last rung.
+    #[inline]
+    pub(super) fn depth(&self, c: usize, r: usize) -> Option<usize> {
+        self.chains[c].rungs.get(r).map(|rung| rung.depth)
+    }
+
+    /// The chained fragments of chain `c`'s rung `r` at positions
+    /// `from..to` (`from` ≥ 1), as one bit range of a stream.
+    #[inline]
+    pub(super) fn chained(&self, c: usize, r: usize, from: usize, to: usize) -> (&[u8], u64, u64) {
+        let rung = &self.chains[c].rungs[r];
+        (&rung.bits, rung.at[from], rung.at[to])
+    }
+
+    /// The CRC of chain `c`'s records up to position `k`, comma-separated.
+    #[inline]
+    pub(super) fn prefix_crc(&self, c: usize, k: usize) -> u32 {
+        self.chains[c].prefix[k]
+    }
+
+    /// The length of chain `c`'s records up to position `k`, comma-separated.
+    #[inline]
+    pub(super) fn prefix_len(&self, c: usize, k: usize) -> u64 {
+        self.chains[c].ends[k]
+    }
+
+    /// Where `list`, which the caller says is a stretch of chain `c`,
+    /// starts in it, if its first and last records are where that puts
+    /// them (a cheap check against a wrong word).
+    pub fn stretch(&self, c: usize, list: &[u32]) -> Option<usize> {
+        let (&first, &last) = (list.first()?, list.last()?);
+        let k = self.position(c, first as usize)?;
+        (self.position(c, last as usize)? == k + list.len() - 1).then_some(k)
+    }
+
+    /// The plain length of the `n` records of chain `c` from position `k`
+    /// on, comma-separated, if the chain has them.
+    pub fn run_len(&self, c: usize, k: usize, n: usize) -> Option<u64> {
+        let chain = self.chains.get(c)?;
+        if n == 0 {
+            return Some(0);
+        }
+        let before = if k == 0 { 0 } else { chain.ends[k - 1] + 1 };
+        Some(chain.ends.get(k + n - 1)? - before)
+    }
+}
+
+/// What a pass of [`Packed::build`] makes.
+enum Output {
+    Solo { pieces: Vec<Piece>, bits: Vec<u8> },
+    Rung(Rung),
+}
+
+/// Every record's solo fragment, CRC and shift.
+fn solo_pass<'r>(
+    record: &impl Fn(usize) -> &'r [u8],
+    n: usize,
+    plain: usize,
+    code: &Code,
+    matcher: &mut Matcher,
+    keep_going: &dyn Fn() -> bool,
+) -> Option<Output> {
+    let mut symbols = Vec::new();
+    let mut pieces = huge(n + 1);
+    let mut bits = BitWriter::new(huge(plain * 5 / 8));
+    for i in 0..n {
+        if i % CHECK_EVERY == 0 && !keep_going() {
+            return None;
+        }
+        let bytes = record(i);
+        let mut crc = flate2::Crc::new();
+        crc.update(bytes);
+        pieces.push(Piece {
+            solo: bits.bit_len(),
+            crc: crc.sum(),
+            shift: crc::shift_for(bytes.len() as u64),
+        });
+        matcher.parse(bytes, 0, &mut symbols);
+        encode(code, &symbols, &mut bits);
+    }
+    pieces.push(Piece {
+        solo: bits.bit_len(),
+        ..Piece::default()
+    });
+    Some(Output::Solo {
+        pieces,
+        bits: finish(bits),
+    })
+}
+
+/// Every record of chain `order` compressed against the `depth` records
+/// before it there.
+fn rung_pass<'r>(
+    record: &impl Fn(usize) -> &'r [u8],
+    order: &[u32],
+    depth: usize,
+    plain: usize,
+    code: &Code,
+    matcher: &mut Matcher,
+    keep_going: &dyn Fn() -> bool,
+) -> Option<Output> {
+    let (mut symbols, mut scratch) = (Vec::new(), Vec::new());
+    let mut at = huge(order.len() + 1);
+    let mut bits = BitWriter::new(huge(plain * 3 / 8));
+    for k in 0..order.len() {
+        if k % CHECK_EVERY == 0 && !keep_going() {
+            return None;
+        }
+        at.push(bits.bit_len());
+        if k == 0 {
+            continue;
+        }
+        let before = order[k.saturating_sub(depth)..k]
+            .iter()
+            .map(|&b| record(b as usize));
+        let start = with_predecessors(&mut scratch, before, record(order[k] as usize));
+        matcher.parse(&scratch, start, &mut symbols);
+        code.put_literal(&mut bits, b',');
+        encode(code, &symbols, &mut bits);
+    }
+    at.push(bits.bit_len());
+    memory::collapse_to_huge_pages(&at);
+    Some(Output::Rung(Rung {
+        depth,
+        at,
+        bits: finish(bits),
+    }))
+}
+
+/// `dict ++ "," ++ record` in `scratch`; returns where the record starts.
+fn with_predecessor(scratch: &mut Vec<u8>, dict: &[u8], record: &[u8]) -> usize {
+    with_predecessors(scratch, std::iter::once(dict), record)
+}
+
+/// The records `before`, then `record`, comma-separated, in `scratch`, as
+/// a page has them; returns where `record` starts.
+fn with_predecessors<'r>(
+    scratch: &mut Vec<u8>,
+    before: impl Iterator<Item = &'r [u8]>,
+    record: &[u8],
+) -> usize {
+    scratch.clear();
+    for b in before {
+        scratch.extend_from_slice(b);
+        scratch.push(b',');
+    }
+    let start = scratch.len();
+    scratch.extend_from_slice(record);
+    start
+}
+
+/// A code from the symbols of about [`SAMPLE`] records: solo ones spread
+/// over the record order, and chained ones spread over each chain order.
+fn train<'r>(
+    record: &impl Fn(usize) -> &'r [u8],
+    n: usize,
+    chains: &[&[u32]],
+    matcher: &mut Matcher,
+) -> Code {
+    let (symbols, scratch) = (&mut Vec::new(), &mut Vec::new());
+    let mut literal = [0u32; LITERALS];
+    let mut distance = [0u32; DISTANCES];
+    let mut count = |symbols: &[Symbol]| {
+        for s in symbols {
+            match *s {
+                Symbol::Literal(b) => literal[b as usize] += 1,
+                Symbol::Match { len, dist } => {
+                    literal[length_symbol(u32::from(len)).0] += 1;
+                    distance[distance_symbol(u32::from(dist)).0] += 1;
+                }
+            }
+        }
+    };
+    for i in (0..n).step_by(n.div_ceil(SAMPLE).max(1)) {
+        matcher.parse(record(i), 0, symbols);
+        count(symbols);
+    }
+    let mut commas = 0;
+    for order in chains {
+        for k in (1..order.len()).step_by(order.len().div_ceil(SAMPLE).max(1)) {
+            let before = record(order[k - 1] as usize);
+            let start = with_predecessor(scratch, before, record(order[k] as usize));
+            matcher.parse(scratch, start, symbols);
+            count(symbols);
+            commas += 1;
+        }
+    }
+    literal[b',' as usize] += commas;
+    literal[END] += 1;
+    Code::from_counts(&literal, &distance)
+}
+
+fn encode(code: &Code, symbols: &[Symbol], out: &mut BitWriter) {
+    for s in symbols {
+        match *s {
+            Symbol::Literal(b) => code.put_literal(out, b),
+            Symbol::Match { len, dist } => code.put_match(out, u32::from(len), u32::from(dist)),
+        }
+    }
+}

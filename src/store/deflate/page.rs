@@ -1,0 +1,178 @@
+//! [`GzipPage`]: a gzip member (RFC 1952) assembled from precompressed
+//! fragments and a little text compressed on the spot.
+//!
+//! Layout: the 10-byte gzip header; one dynamic block per run of pieces
+//! that share a Huffman code (the page's own text, such as `{"data":[` or
+//! the pagination, is written with the code of the block it falls in);
+//! an empty final block; CRC-32 and length of the plain text. The CRC is
+//! combined from the records' CRCs, so the plain text is never read.
+
+use super::bits::BitWriter;
+use super::crc;
+use super::huffman::Code;
+use super::pack::Packed;
+
+/// ID1 ID2 CM=deflate FLG=0 MTIME=0 XFL=0 OS=unknown.
+const HEADER: [u8; 10] = [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF];
+
+/// A gzip answer being written.
+pub struct GzipPage<'a> {
+    out: BitWriter,
+    /// CRC-32 and length of the plain text so far.
+    crc: u32,
+    len: u64,
+    /// The code of the open block, if one is open.
+    code: Option<&'a Code>,
+}
+
+impl<'a> GzipPage<'a> {
+    /// A page expected to take about `capacity` bytes.
+    pub fn new(capacity: usize) -> GzipPage<'a> {
+        let mut out = Vec::with_capacity(capacity + 32);
+        out.extend_from_slice(&HEADER);
+        GzipPage {
+            out: BitWriter::new(out),
+            crc: 0,
+            len: 0,
+            code: None,
+        }
+    }
+
+    /// Opens a block with `code` unless the open one has it.
+    fn block(&mut self, code: &'a Code) {
+        if let Some(open) = self.code {
+            if std::ptr::eq(open, code) {
+                return;
+            }
+            open.put_end(&mut self.out);
+        }
+        self.out.put(0, 1); // BFINAL = 0: the final block is an empty one.
+        self.out.copy(&code.header, 0, code.header_bits);
+        self.code = Some(code);
+    }
+
+    /// Writes `text` with the open block's code, or in a block with
+    /// `packed`'s code if none is open.
+    pub fn text(&mut self, packed: &'a Packed, text: &[u8]) {
+        if text.is_empty() {
+            return;
+        }
+        let code = match self.code {
+            Some(code) => code,
+            None => {
+                self.block(&packed.code);
+                &packed.code
+            }
+        };
+        for &b in text {
+            code.put_literal(&mut self.out, b);
+        }
+        self.crc = crc::update(self.crc, text);
+        self.len += text.len() as u64;
+    }
+
+    /// Record `i` of `packed` (less the packing's trim), `len` bytes plain.
+    pub fn record(&mut self, packed: &'a Packed, i: usize, len: usize) {
+        self.block(&packed.code);
+        let (src, from, to, crc, shift) = packed.solo(i);
+        self.out.copy(src, from, to);
+        self.crc = crc::combine(self.crc, crc, shift);
+        self.len += len as u64;
+    }
+
+    /// Records `list` of `packed`, comma-separated; `len(i)` is record
+    /// `i`'s plain length. A record whose neighbour before it is its
+    /// predecessor in a chain order goes as its chained fragment, and a run
+    /// of them in one chain as one copy.
+    ///
+    /// With `chain`, the caller vouches that `list` is a stretch of that
+    /// chain order (a main list, a company's list): then no record is
+    /// looked up but the first.
+    pub fn list(
+        &mut self,
+        packed: &'a Packed,
+        list: &[u32],
+        chain: Option<usize>,
+        len: impl Fn(usize) -> usize,
+    ) {
+        let Some(&first) = list.first() else {
+            return;
+        };
+        if let Some(chain) = chain
+            && let Some(k) = packed.stretch(chain, list)
+            && let Some(first_len) = packed.run_len(chain, k, 1)
+        {
+            self.record(packed, first as usize, first_len as usize);
+            self.run(packed, chain, k + 1, list.len() - 1);
+            return;
+        }
+        self.record(packed, first as usize, len(first as usize));
+        let mut j = 1;
+        while j < list.len() {
+            let (before, here) = (list[j - 1] as usize, list[j] as usize);
+            let Some((chain, start)) = packed.follows(before, here) else {
+                self.comma(packed);
+                self.record(packed, here, len(here));
+                j += 1;
+                continue;
+            };
+            // The run of `chain` from `start` on.
+            let run = j;
+            j += 1;
+            while j < list.len()
+                && packed.position(chain, list[j] as usize) == Some(start + j - run)
+            {
+                j += 1;
+            }
+            self.run(packed, chain, start, j - run);
+        }
+    }
+
+    /// The `n` chained records of chain `chain` from position `start` on
+    /// (`start` ≥ 1: the record before it is the last one written).
+    fn run(&mut self, packed: &'a Packed, chain: usize, start: usize, n: usize) {
+        if n == 0 {
+            return;
+        }
+        self.block(&packed.code);
+        // The record `t` places into the run refers back `t` records at
+        // most: the deepest rung that needs no more, in one copy each.
+        let mut r = 0;
+        while let Some(depth) = packed.depth(chain, r).filter(|&d| d <= n) {
+            let next = packed.depth(chain, r + 1).map_or(n, |d| (d - 1).min(n));
+            let (src, from, to) = packed.chained(chain, r, start + depth - 1, start + next);
+            self.out.copy(src, from, to);
+            r += 1;
+        }
+        // The run's text is the chain's text from the comma after the
+        // record before it to its last record: its CRC is prefix(last) -
+        // prefix(before)·x^8n, added to the page's: (page +
+        // prefix(before))·x^8n + prefix(last).
+        let (before, last) = (start - 1, start + n - 1);
+        let bytes = packed.prefix_len(chain, last) - packed.prefix_len(chain, before);
+        let shift = crc::shift_for(bytes);
+        let (anchor, end) = (
+            packed.prefix_crc(chain, before),
+            packed.prefix_crc(chain, last),
+        );
+        self.crc = crc::multiply_fast(shift, self.crc ^ anchor) ^ end;
+        self.len += bytes;
+    }
+
+    fn comma(&mut self, packed: &'a Packed) {
+        self.text(packed, b",");
+    }
+
+    /// Ends the stream: the open block, an empty final block, the trailer.
+    pub fn finish(mut self) -> Vec<u8> {
+        if let Some(code) = self.code {
+            code.put_end(&mut self.out);
+        }
+        // BFINAL = 1, BTYPE = 01 (fixed codes), end of block (seven zeros).
+        self.out.put(0b011, 10);
+        self.out.align();
+        self.out.bytes(&self.crc.to_le_bytes());
+        self.out.bytes(&(self.len as u32).to_le_bytes());
+        self.out.finish()
+    }
+}

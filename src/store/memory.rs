@@ -1,0 +1,78 @@
+//! Hints about large arrays: huge pages, and prefetching records before
+//! they are copied. The store's records use them, and so does the loader's
+//! buffer for a file read whole.
+//!
+//! A page copies (or assembles) records from all over gigabytes of memory.
+//! With 4 KB pages nearly every record costs a TLB miss and a page walk
+//! before its cache misses even start; with 2 MB pages the translations of
+//! the whole dataset fit the TLB. Only hints: where they do not apply,
+//! nothing changes but speed.
+
+/// Asks the kernel to back `v`'s allocation (its spare capacity too) with
+/// transparent huge pages, where the system allows it on request (as its
+/// `madvise` mode does). Call it before writing: pages faulted in after it
+/// come as 2 MB pages, with nothing copied (collapsing written memory
+/// costs seconds a gigabyte). A buffer that moves while it grows needs it
+/// again; one that grows in place keeps it.
+pub fn prefer_huge_pages<T>(v: &Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 * 1024 * 1024;
+        let start = v.as_ptr() as usize;
+        let end = start + v.capacity() * size_of::<T>();
+        let aligned = start.next_multiple_of(HUGE);
+        if end >= aligned + HUGE {
+            let len = (end - aligned) / HUGE * HUGE;
+            // SAFETY: the range lies inside the Vec's allocation, which
+            // outlives the call; MADV_HUGEPAGE changes no contents.
+            unsafe {
+                libc::madvise(aligned as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
+}
+
+/// Moves what `data` holds onto transparent huge pages now
+/// (`MADV_COLLAPSE`, Linux 6.1+): where pages could not be had as 2 MB
+/// ones when they were first written (memory fragmented, or a buffer that
+/// moved while it grew), this copies them into 2 MB pages. About a second
+/// per gigabyte of one core; run it off the load, on memory already read by
+/// requests if need be (the kernel handles that, as its own khugepaged
+/// does). A no-op where it does not apply.
+pub fn collapse_to_huge_pages<T>(data: &[T]) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        const HUGE: usize = 2 * 1024 * 1024;
+        let start = data.as_ptr() as usize;
+        let end = start + size_of_val(data);
+        let aligned = start.next_multiple_of(HUGE);
+        if end >= aligned + HUGE {
+            let len = (end - aligned) / HUGE * HUGE;
+            // SAFETY: the range lies inside the slice's allocation, which
+            // outlives the calls; neither advice changes its contents.
+            unsafe {
+                let at = aligned as *mut libc::c_void;
+                libc::madvise(at, len, libc::MADV_HUGEPAGE);
+                libc::madvise(at, len, libc::MADV_COLLAPSE);
+            }
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = data;
+}
+
+/// Starts loading `bytes` into the cache, every line of it.
+#[inline]
+pub fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in bytes.chunks(64) {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: a prefetch is only a hint; it reads nothing and faults on
+        // nothing, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
+}
