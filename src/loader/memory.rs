@@ -161,7 +161,36 @@ fn cgroup_limit() -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_bytes;
+    use std::path::Path;
+
+    use super::*;
+
+    /// A file whose build fits the limit is refused if its gzip fragments
+    /// would not fit too.
+    #[test]
+    fn precompression_counts_against_the_limit() {
+        const GIB: u64 = 1 << 30;
+        let file = SnapshotFile::named(Path::new("/nonexistent/big.json"), "big.json");
+        // Room for 2 GiB more than now: the build (1.3 GiB) fits, the build
+        // and its fragments (3 GiB) do not. Other tests' memory moves by
+        // far less than the margins.
+        let limit = MemoryLimit {
+            bytes: Some(resident_bytes().expect("VmRSS") + 2 * GIB),
+        };
+        assert!(limit.refusal("big.json", &file, GIB, false).is_none());
+        let refused = limit
+            .refusal("big.json", &file, GIB, true)
+            .expect("refused with its fragments");
+        assert!(
+            refused.to_string().contains("with its gzip fragments"),
+            "{refused}"
+        );
+        assert!(
+            MemoryLimit::none()
+                .refusal("big.json", &file, GIB, true)
+                .is_none()
+        );
+    }
 
     #[test]
     fn sizes_take_binary_units() {
