@@ -115,9 +115,6 @@ impl Rendered {
 pub struct Renderer {
     buf: Vec<u8>,
     ends: Vec<usize>,
-    /// Where `buf` and `ends` were last asked onto huge pages: they move
-    /// as they grow.
-    advised: (usize, usize),
 }
 
 impl Renderer {
@@ -125,7 +122,6 @@ impl Renderer {
         Renderer {
             buf: Vec::with_capacity(bytes),
             ends: Vec::with_capacity(records),
-            advised: (0, 0),
         }
     }
 
@@ -139,25 +135,11 @@ impl Renderer {
             "a record is a JSON object"
         );
         self.ends.push(self.buf.len());
-        self.advise();
-    }
-
-    /// Asks for huge pages again wherever the buffers have moved to.
-    fn advise(&mut self) {
-        let at = (self.buf.as_ptr() as usize, self.ends.as_ptr() as usize);
-        if at != self.advised {
-            self.advised = at;
-            memory::prefer_huge_pages(&self.buf);
-            memory::prefer_huge_pages(&self.ends);
-        }
     }
 
     /// Appends every record of `other` after this one's.
     pub fn append(&mut self, other: Renderer) {
         let offset = self.buf.len();
-        self.buf.reserve(other.buf.len());
-        self.ends.reserve(other.ends.len());
-        self.advise();
         self.buf.extend_from_slice(&other.buf);
         self.ends
             .extend(other.ends.into_iter().map(|end| end + offset));
