@@ -390,10 +390,16 @@ const PACE_RUN: Duration = Duration::from_micros(250);
 /// How long it then steps aside if they did.
 const PACE_PAUSE: Duration = Duration::from_micros(500);
 
+/// How long after the last answered request the reloader still steps
+/// aside: a slice in which the worker could answer nothing (because the
+/// reloader held the core) does not mean that no request is waiting.
+const PACE_BUSY: Duration = Duration::from_millis(2);
+
 /// Keeps a load from delaying requests when the reloader and the request
 /// worker share one core (a replica given one CPU). The reloader works in
-/// slices of [`PACE_RUN`]; after a slice in which requests were answered it
-/// sleeps [`PACE_PAUSE`], so a request waits at most one slice, and under
+/// slices of [`PACE_RUN`]; after each slice, while requests were answered
+/// in the last [`PACE_BUSY`], it sleeps [`PACE_PAUSE`], so a request waits
+/// at most one slice, and under
 /// full load the reload still gets a third of the core (it takes at most
 /// about three times as long). With no requests it never pauses. With more
 /// cores the scheduler runs both at once and nothing is paced.
@@ -401,6 +407,8 @@ struct Pacer<'m> {
     metrics: &'m Metrics,
     slice: Clock,
     seen: u64,
+    /// When `seen` last changed.
+    busy_at: Option<Clock>,
 }
 
 impl<'m> Pacer<'m> {
@@ -410,6 +418,7 @@ impl<'m> Pacer<'m> {
             metrics,
             slice: Clock::now(),
             seen: metrics.answered(),
+            busy_at: None,
         })
     }
 
@@ -420,6 +429,9 @@ impl<'m> Pacer<'m> {
         let answered = self.metrics.answered();
         if answered != self.seen {
             self.seen = answered;
+            self.busy_at = Some(Clock::now());
+        }
+        if self.busy_at.is_some_and(|at| at.elapsed() < PACE_BUSY) {
             std::thread::sleep(PACE_PAUSE);
         }
         self.slice = Clock::now();

@@ -173,10 +173,9 @@ impl Dataset {
     }
 
     /// Starts the work a built dataset does in the background while it
-    /// serves: moving its records onto huge pages and, if `precompress`,
-    /// compressing them into fragments for gzip answers. Call it once,
-    /// before the dataset is shared; until that work is done answers are
-    /// served as without it.
+    /// serves, if `precompress`: compressing its records into fragments
+    /// for gzip answers. Call it once, before the dataset is shared; until
+    /// that work is done gzip answers are compressed per request.
     pub fn start_background(&mut self, precompress: bool) {
         build::start_background(self, precompress);
     }

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::index::{Interner, group_by, group_by_pair, group_by_parent, index_ids, newest_first};
+use super::index::{
+    Interner, breathe, group_by, group_by_pair, group_by_parent, index_ids, newest_first, sort_by,
+};
 use super::precompress::Precompression;
 use super::{Builder, Built, Key, Meta, Part, RepeatedId};
 use crate::store::collection::{Collection, RecordCounts};
@@ -31,18 +33,16 @@ impl Builder {
         } = self;
         // The task list is most of a large dataset: its orders are built on
         // a second thread while this one indexes ids.
-        let (task_indexes, checked) = std::thread::scope(|scope| {
-            let keys = &parts[Collection::Tasks.index()].keys;
-            let tasks = scope.spawn(|| task_indexes(keys, &task_fields, &interner));
-            let checked = check_ids(&parts).map(|ids| {
-                let warnings = dangling_references(&parts, &ids);
-                (ids, warnings)
-            });
-            let tasks = tasks
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (tasks, checked)
-        });
+        let keys = &parts[Collection::Tasks.index()].keys;
+        let (task_indexes, checked) = join(
+            || task_indexes(keys, &task_fields, &interner),
+            || {
+                check_ids(&parts).map(|ids| {
+                    let warnings = dangling_references(&parts, &ids);
+                    (ids, warnings)
+                })
+            },
+        );
         let (mut ids, mut warnings) = checked?;
         if meta.key_hashes.is_empty() {
             warnings.push("api_keys is empty: no key can read this workspace".to_owned());
@@ -116,6 +116,24 @@ impl Builder {
     }
 }
 
+/// `a` and `b`, on two threads if the process may use more than one core.
+/// On one core a second thread would only take turns with this one, and
+/// with the requests, for the same time in all.
+fn join<A: Send, B>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> (A, B) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores == 1 {
+        return (a(), b());
+    }
+    std::thread::scope(|scope| {
+        let a = scope.spawn(a);
+        let b = b();
+        let a = a
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (a, b)
+    })
+}
+
 /// Id → record index of every collection; the first repeat is an error.
 fn check_ids(
     parts: &[Part; Collection::COUNT],
@@ -148,7 +166,12 @@ fn dangling_references(
         let mut dangling = parts[c.index()]
             .keys
             .iter()
-            .filter(|k| !k.parent.is_some_and(|p| parents.contains_key(&p)));
+            .enumerate()
+            .filter(|(i, k)| {
+                breathe(*i);
+                !k.parent.is_some_and(|p| parents.contains_key(&p))
+            })
+            .map(|(_, k)| k);
         if let Some(first) = dangling.next() {
             let count = 1 + dangling.count();
             warnings.push(format!(
@@ -186,7 +209,7 @@ fn companies_by_name(
 ) -> Companies {
     let keys = &part.keys;
     let mut order: Positions = (0..keys.len() as u32).collect();
-    order.sort_unstable_by(|&a, &b| {
+    sort_by(&mut order, |&a, &b| {
         let (a, b) = (a as usize, b as usize);
         names[a].cmp(&names[b]).then(keys[a].id.cmp(&keys[b].id))
     });
@@ -277,9 +300,9 @@ fn meeting_notes(part: Part) -> MeetingNotes {
     let mut order: Positions = (0..keys.len() as u32)
         .filter(|&i| keys[i as usize].parent.is_some())
         .collect();
-    order.sort_unstable_by_key(|&i| {
-        let k = &keys[i as usize];
-        (k.parent, k.at, k.id)
+    sort_by(&mut order, |&a, &b| {
+        let (a, b) = (&keys[a as usize], &keys[b as usize]);
+        (a.parent, a.at, a.id).cmp(&(b.parent, b.at, b.id))
     });
     MeetingNotes {
         by_meeting: group_by_parent(&order, keys),
@@ -306,7 +329,7 @@ fn latest_metrics(
                 .is_some_and(|c| companies.contains_key(&c))
         })
         .collect();
-    order.sort_unstable_by(|&a, &b| {
+    sort_by(&mut order, |&a, &b| {
         let (ka, kb) = (&keys[a as usize], &keys[b as usize]);
         ka.parent
             .cmp(&kb.parent)

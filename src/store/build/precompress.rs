@@ -1,6 +1,5 @@
 //! Precompressing a dataset's records for gzip answers, on a thread of its
-//! own once the dataset is built; first the records are moved onto huge
-//! pages (which that thread does even without precompression).
+//! own once the dataset is built (`--precompress on`).
 //!
 //! Compressing every record takes several times as long as parsing the
 //! snapshot, so it does not hold up publishing: a new dataset serves at
@@ -35,10 +34,9 @@ pub mod chains {
     pub const BY_PARENT: usize = 0;
 }
 
-/// One piece of work: a collection's records onto huge pages, its
-/// records to compress, or a body to gzip once.
+/// One piece of work: a collection's records to compress, or a body to
+/// gzip once.
 enum Job {
-    Collapse(Arc<Rendered>),
     /// Records to compress, chained in each of `chains`, less `trim` bytes
     /// at the end of each.
     Records {
@@ -94,12 +92,13 @@ impl Precompression {
         }
     }
 
-    /// Whether the thread is done (or has given up).
+    /// Whether the thread is done precompressing (or has given up); the
+    /// move onto huge pages may still be going on.
     pub fn is_done(&self) -> bool {
         *self.done.finished.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Blocks until the thread is done (or has given up).
+    /// Blocks until the thread is done precompressing (or has given up).
     pub fn wait(&self) {
         let mut finished = self.done.finished.lock().unwrap_or_else(|p| p.into_inner());
         while !*finished {
@@ -124,25 +123,20 @@ fn concat<K: Ord>(groups: impl IntoIterator<Item = (K, impl AsRef<[u32]>)>) -> P
         .collect()
 }
 
-/// Starts, on a thread of its own, moving `dataset`'s records onto huge
-/// pages and (if `precompress`) precompressing them, and gives the dataset
-/// its side of it.
+/// Starts, on a thread of its own, precompressing `dataset`'s records (if
+/// `precompress`), and gives the dataset its side of it.
+///
+/// The records themselves are not moved onto huge pages
+/// (`MADV_COLLAPSE`): measured on the `large` dataset, that cost about 5 s
+/// of one core per gigabyte after every load and held the core in the
+/// kernel for 5-6 ms at a time (requests on a shared core waited that
+/// long), for a few percent on pages scattered over the records.
 pub fn start(dataset: &mut Dataset, precompress: bool) {
-    let ds = &*dataset;
-    let all = [
-        &ds.tasks.records,
-        &ds.feed.records,
-        &ds.notes.records,
-        &ds.meeting_notes.records,
-        &ds.companies.records,
-        &ds.roles.records,
-        &ds.metrics.records,
-        &ds.meetings.records,
-    ];
-    let mut jobs: Vec<Job> = all.iter().map(|r| Job::Collapse(Arc::clone(r))).collect();
-    if precompress {
-        jobs.extend(precompression_jobs(ds));
+    if !precompress {
+        return;
     }
+    let ds = &*dataset;
+    let jobs = precompression_jobs(ds);
     let done = Arc::new(Done::default());
     let alive = Arc::new(());
     let (weak, finished) = (Arc::downgrade(&alive), Arc::clone(&done));
@@ -229,7 +223,6 @@ fn run(jobs: Vec<Job>, alive: &Weak<()>, done: Arc<Done>, workspace: &str) {
             return;
         }
         match job {
-            Job::Collapse(records) => records.collapse_to_huge_pages(),
             Job::Records {
                 records,
                 chains,
