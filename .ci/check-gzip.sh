@@ -12,6 +12,8 @@
 # exit. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=.ci/wait-for-server.sh
+source .ci/wait-for-server.sh
 
 BIN=$(pwd)/target/debug/portfolio-replica
 SERVER_PID=
@@ -38,26 +40,7 @@ LOG=$SNAP_DIR/server.log
 "$BIN" serve --snapshots "$SNAP_DIR/snap" --listen 127.0.0.1:0 \
   --admin-listen 127.0.0.1:0 --precompress on --log-format json 2>"$LOG" &
 SERVER_PID=$!
-ADDR=
-for _ in $(seq 1 600); do
-  if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-    echo "check-gzip: the server exited at start:" >&2
-    cat "$LOG" >&2
-    exit 1
-  fi
-  if [ -z "$ADDR" ]; then
-    ADDR=$(sed -n 's/.*"message":"serving","listen":"\(127\.0\.0\.1:[0-9]*\)".*/\1/p' "$LOG" | head -1)
-  fi
-  if [ -n "$ADDR" ] && curl -fsS -o /dev/null "http://$ADDR/readyz" 2>/dev/null; then
-    break
-  fi
-  sleep 0.1
-done
-if [ -z "$ADDR" ] || ! curl -fsS -o /dev/null "http://$ADDR/readyz"; then
-  echo "check-gzip: the server was not ready after 60 s:" >&2
-  cat "$LOG" >&2
-  exit 1
-fi
+wait_for_server check-gzip "$LOG" 60
 
 # One line per workspace: "<dir>/<file>: workspace <id>, ..., key <key>".
 while read -r line; do

@@ -34,6 +34,8 @@
 # Loopback only; the server is killed by PID on exit. Exits 1 on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=.ci/wait-for-server.sh
+source .ci/wait-for-server.sh
 
 OPC_VERSION=0.29.1
 TIME_LIMIT=${CLIENTS_TIME_LIMIT:-300}
@@ -171,26 +173,7 @@ LOG=$OUT/server.log
 "$BIN" serve --snapshots "$SNAP" --listen 127.0.0.1:0 \
   --admin-listen 127.0.0.1:0 --log-format json 2>"$LOG" &
 SERVER_PID=$!
-ADDR=
-for _ in $(seq 1 300); do
-  if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-    echo "clients: the server exited at start:" >&2
-    cat "$LOG" >&2
-    exit 1
-  fi
-  if [ -z "$ADDR" ]; then
-    ADDR=$(sed -n 's/.*"message":"serving","listen":"\(127\.0\.0\.1:[0-9]*\)".*/\1/p' "$LOG" | head -1)
-  fi
-  if [ -n "$ADDR" ] && [ "$(curl -sS -o /dev/null -w '%{http_code}' --max-time 5 "http://$ADDR/readyz" 2>/dev/null)" = 200 ]; then
-    break
-  fi
-  sleep 0.1
-done
-if [ -z "$ADDR" ] || [ "$(curl -sS -o /dev/null -w '%{http_code}' --max-time 5 "http://$ADDR/readyz")" != 200 ]; then
-  echo "clients: the server was not ready after 30 s:" >&2
-  cat "$LOG" >&2
-  exit 1
-fi
+wait_for_server clients "$LOG" 30
 BASE=http://$ADDR
 echo "== server on $BASE (pid $SERVER_PID)"
 

@@ -37,6 +37,8 @@
 # only; the server is killed by PID on exit. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=.ci/wait-for-server.sh
+source .ci/wait-for-server.sh
 
 ST_VERSION=4.32.5
 MAX_EXAMPLES=${ST_MAX_EXAMPLES:-100}
@@ -101,26 +103,7 @@ LOG=$WORK/server.log
   --admin-listen 127.0.0.1:0 --log-format json 2>"$LOG" &
 SERVER_PID=$!
 
-ADDR=
-for _ in $(seq 1 300); do
-  if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-    echo "schemathesis: the server exited at start:" >&2
-    cat "$LOG" >&2
-    exit 1
-  fi
-  if [ -z "$ADDR" ]; then
-    ADDR=$(sed -n 's/.*"message":"serving","listen":"\(127\.0\.0\.1:[0-9]*\)".*/\1/p' "$LOG" | head -1)
-  fi
-  if [ -n "$ADDR" ] && curl -fsS -o /dev/null "http://$ADDR/readyz" 2>/dev/null; then
-    break
-  fi
-  sleep 0.1
-done
-if [ -z "$ADDR" ] || ! curl -fsS -o /dev/null "http://$ADDR/readyz"; then
-  echo "schemathesis: the server was not ready after 30 s:" >&2
-  cat "$LOG" >&2
-  exit 1
-fi
+wait_for_server schemathesis "$LOG" 30
 echo "== server on http://$ADDR (pid $SERVER_PID), snapshots in $SNAP_DIR"
 
 # Config: dictionaries of real ids and filter values from the snapshots.
