@@ -7,8 +7,9 @@ use super::deflate::{Packed, Source};
 use super::memory;
 
 /// How many records ahead of its copy a record is prefetched.
-/// Measured on random 50-task pages of the large dataset, on huge pages:
-/// 6.1-6.5 us a page without, 5.8-6.1 us with 8 (4 and 16 are no better).
+/// Measured on random 50-task pages of the large dataset (then on huge
+/// pages): 6.1-6.5 us a page without, 5.8-6.1 us with 8 (4 and 16 are no
+/// better).
 /// Such a page is some 450 cache lines from DRAM: the misses are what it
 /// costs, and prefetching only overlaps a few more of them.
 const PREFETCH_AHEAD: usize = 8;

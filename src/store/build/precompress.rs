@@ -92,8 +92,7 @@ impl Precompression {
         }
     }
 
-    /// Whether the thread is done precompressing (or has given up); the
-    /// move onto huge pages may still be going on.
+    /// Whether the thread is done precompressing (or has given up).
     pub fn is_done(&self) -> bool {
         *self.done.finished.lock().unwrap_or_else(|p| p.into_inner())
     }
