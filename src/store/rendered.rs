@@ -51,6 +51,12 @@ impl Rendered {
         self.ends[i] - start
     }
 
+    /// Moves the records onto huge pages (see [`memory`]).
+    pub fn collapse_to_huge_pages(&self) {
+        memory::collapse_to_huge_pages(&self.buf);
+        memory::collapse_to_huge_pages(&self.ends);
+    }
+
     /// Keeps the records' deflate fragments (once; later ones are dropped).
     pub fn set_packed(&self, packed: Packed) {
         let _ = self.packed.set(packed);

@@ -1,5 +1,6 @@
 //! Precompressing a dataset's records for gzip answers, on a thread of its
-//! own once the dataset is built (`--precompress on`).
+//! own once the dataset is built (`--precompress on`); then, where the
+//! process has more than one core, moving the records onto huge pages.
 //!
 //! Compressing every record takes several times as long as parsing the
 //! snapshot, so it does not hold up publishing: a new dataset serves at
@@ -17,6 +18,7 @@ use bytes::Bytes;
 use crate::store::Dataset;
 use crate::store::Positions;
 use crate::store::deflate::Packed;
+use crate::store::memory;
 use crate::store::rendered::Rendered;
 
 /// Each collection's chain orders, by their index in its `Packed`. A page
@@ -92,7 +94,8 @@ impl Precompression {
         }
     }
 
-    /// Whether the thread is done precompressing (or has given up).
+    /// Whether the thread is done precompressing (or has given up); the
+    /// move onto huge pages may still be going on.
     pub fn is_done(&self) -> bool {
         *self.done.finished.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -123,26 +126,47 @@ fn concat<K: Ord>(groups: impl IntoIterator<Item = (K, impl AsRef<[u32]>)>) -> P
 }
 
 /// Starts, on a thread of its own, precompressing `dataset`'s records (if
-/// `precompress`), and gives the dataset its side of it.
+/// `precompress`) and then moving them onto huge pages (if
+/// [`memory::collapse_is_worth_it`]), and gives the dataset its side of
+/// it. Only the precompression is waited for.
 ///
-/// The records themselves are not moved onto huge pages
-/// (`MADV_COLLAPSE`): measured on the `large` dataset, that cost about 5 s
-/// of one core per gigabyte after every load and held the core in the
-/// kernel for 5-6 ms at a time (requests on a shared core waited that
-/// long), for a few percent on pages scattered over the records.
+/// Huge pages make a page scattered over a gigabyte of records about a
+/// fifth cheaper to copy (random 50-task pages of the `medium` dataset,
+/// in-process: 5.8-6.1 us against 7.5), and cost about 5 s of a core per
+/// gigabyte after each load; on a single core they are not worth the
+/// requests' wait (see `memory`).
 pub fn start(dataset: &mut Dataset, precompress: bool) {
-    if !precompress {
+    let collapse = memory::collapse_is_worth_it();
+    if !precompress && !collapse {
         return;
     }
     let ds = &*dataset;
-    let jobs = precompression_jobs(ds);
+    let jobs = if precompress {
+        precompression_jobs(ds)
+    } else {
+        Vec::new()
+    };
+    let mut to_collapse = Vec::new();
+    if collapse {
+        let all = [
+            &ds.tasks.records,
+            &ds.feed.records,
+            &ds.notes.records,
+            &ds.meeting_notes.records,
+            &ds.companies.records,
+            &ds.roles.records,
+            &ds.metrics.records,
+            &ds.meetings.records,
+        ];
+        to_collapse.extend(all.into_iter().map(Arc::clone));
+    }
     let done = Arc::new(Done::default());
     let alive = Arc::new(());
     let (weak, finished) = (Arc::downgrade(&alive), Arc::clone(&done));
     let workspace = ds.workspace_id.clone();
     let spawned = std::thread::Builder::new()
         .name("precompress".to_owned())
-        .spawn(move || run(jobs, &weak, finished, &workspace));
+        .spawn(move || run(jobs, to_collapse, &weak, finished, &workspace));
     if let Err(err) = spawned {
         tracing::warn!(error = %err, "cannot start precompressing; gzip answers are compressed per request");
         done.finish();
@@ -210,13 +234,19 @@ fn precompression_jobs(ds: &Dataset) -> Vec<Job> {
     ]
 }
 
-fn run(jobs: Vec<Job>, alive: &Weak<()>, done: Arc<Done>, workspace: &str) {
-    let _finish = FinishOnDrop(done);
+fn run(
+    jobs: Vec<Job>,
+    to_collapse: Vec<Arc<Rendered>>,
+    alive: &Weak<()>,
+    done: Arc<Done>,
+    workspace: &str,
+) {
+    let finish = FinishOnDrop(done);
     lower_priority();
+    let keep_going = || alive.strong_count() > 0;
     let started = Clock::now();
     let mut bytes = 0;
     for job in jobs {
-        let keep_going = || alive.strong_count() > 0;
         if !keep_going() {
             tracing::debug!(workspace, "dataset replaced; precompression stopped");
             return;
@@ -250,6 +280,15 @@ fn run(jobs: Vec<Job>, alive: &Weak<()>, done: Arc<Done>, workspace: &str) {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "records precompressed for gzip answers"
         );
+    }
+    // Whoever waits for the precompression may go on; huge pages are
+    // not waited for.
+    finish.0.finish();
+    for records in to_collapse {
+        if !keep_going() {
+            return;
+        }
+        records.collapse_to_huge_pages();
     }
 }
 
