@@ -37,30 +37,38 @@ pub fn prefer_huge_pages<T>(v: &Vec<T>) {
 /// Moves what `data` holds onto transparent huge pages now
 /// (`MADV_COLLAPSE`, Linux 6.1+): where pages could not be had as 2 MB
 /// ones when they were first written (memory fragmented, or a buffer that
-/// moved while it grew), this copies them into 2 MB pages. About a second
-/// per gigabyte of one core; run it off the load, on memory already read by
+/// moved while it grew), this copies them into 2 MB pages. About 5 s per
+/// gigabyte of one core; run it off the load, on memory already read by
 /// requests if need be (the kernel handles that, as its own khugepaged
-/// does). A no-op where it does not apply.
+/// does). A no-op where it does not apply, or on a single core.
 pub fn collapse_to_huge_pages<T>(data: &[T]) {
+    collapse_to_huge_pages_while(data, &|| true);
+}
+
+/// [`collapse_to_huge_pages`] in steps of 32 MB, while `keep_going` says
+/// so: whoever holds `data` only for this can let it go soon.
+pub fn collapse_to_huge_pages_while<T>(data: &[T], keep_going: &dyn Fn() -> bool) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if collapse_is_worth_it() {
         const HUGE: usize = 2 * 1024 * 1024;
+        const STEP: usize = 16 * HUGE;
         let start = data.as_ptr() as usize;
         let end = start + size_of_val(data);
-        let aligned = start.next_multiple_of(HUGE);
-        if end >= aligned + HUGE {
-            let len = (end - aligned) / HUGE * HUGE;
+        let mut at = start.next_multiple_of(HUGE);
+        while at + HUGE <= end && keep_going() {
+            let len = ((end - at) / HUGE * HUGE).min(STEP);
             // SAFETY: the range lies inside the slice's allocation, which
             // outlives the calls; neither advice changes its contents.
             unsafe {
-                let at = aligned as *mut libc::c_void;
-                libc::madvise(at, len, libc::MADV_HUGEPAGE);
-                libc::madvise(at, len, libc::MADV_COLLAPSE);
+                let range = at as *mut libc::c_void;
+                libc::madvise(range, len, libc::MADV_HUGEPAGE);
+                libc::madvise(range, len, libc::MADV_COLLAPSE);
             }
+            at += len;
         }
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    let _ = data;
+    let _ = (data, keep_going);
 }
 
 /// Whether collapsing may run: only where the process has more than one

@@ -51,10 +51,11 @@ impl Rendered {
         self.ends[i] - start
     }
 
-    /// Moves the records onto huge pages (see [`memory`]).
-    pub fn collapse_to_huge_pages(&self) {
-        memory::collapse_to_huge_pages(&self.buf);
-        memory::collapse_to_huge_pages(&self.ends);
+    /// Moves the records onto huge pages (see [`memory`]), while
+    /// `keep_going` says so.
+    pub fn collapse_to_huge_pages(&self, keep_going: &dyn Fn() -> bool) {
+        memory::collapse_to_huge_pages_while(&self.buf, keep_going);
+        memory::collapse_to_huge_pages_while(&self.ends, keep_going);
     }
 
     /// Keeps the records' deflate fragments (once; later ones are dropped).

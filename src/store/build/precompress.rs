@@ -288,7 +288,7 @@ fn run(
         if !keep_going() {
             return;
         }
-        records.collapse_to_huge_pages();
+        records.collapse_to_huge_pages(&keep_going);
     }
 }
 
