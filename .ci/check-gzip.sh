@@ -12,27 +12,14 @@
 # exit. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# shellcheck source=.ci/wait-for-server.sh
-source .ci/wait-for-server.sh
+# shellcheck source=.ci/server.sh
+source .ci/server.sh
 
 BIN=$(pwd)/target/debug/portfolio-replica
-SERVER_PID=
-SNAP_DIR=
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-  if [ -n "$SERVER_PID" ]; then
-    kill "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-  if [ -n "$SNAP_DIR" ]; then
-    rm -rf "$SNAP_DIR"
-  fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 cargo build --locked --quiet --bin portfolio-replica
 SNAP_DIR=$(mktemp -d "${TMPDIR:-/tmp}/check-gzip.XXXXXX")
+SCRATCH_DIRS+=("$SNAP_DIR")
 mkdir "$SNAP_DIR/snap"
 "$BIN" generate --out "$SNAP_DIR/snap" --scale small --seed 7 >"$SNAP_DIR/generate.txt"
 

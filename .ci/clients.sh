@@ -34,8 +34,8 @@
 # Loopback only; the server is killed by PID on exit. Exits 1 on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# shellcheck source=.ci/wait-for-server.sh
-source .ci/wait-for-server.sh
+# shellcheck source=.ci/server.sh
+source .ci/server.sh
 
 OPC_VERSION=0.29.1
 TIME_LIMIT=${CLIENTS_TIME_LIMIT:-300}
@@ -55,21 +55,6 @@ Unable to process schema /components/schemas/OpenApiDocument:'
 started=$(date +%s)
 passed=0
 failed=0
-SERVER_PID=
-TMP=
-
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-  if [ -n "$SERVER_PID" ]; then
-    kill "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-  if [ -n "$TMP" ]; then
-    rm -rf "$TMP"
-  fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 result() { # name status detail
   if [ "$2" -eq 0 ]; then
@@ -122,6 +107,7 @@ PY=$VENV/bin/python
 # --- data -------------------------------------------------------------------
 mkdir -p "$OUT"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/clients-check.XXXXXX")
+SCRATCH_DIRS+=("$TMP")
 SNAP=$TMP/snapshots
 NEG=$TMP/negative
 mkdir -p "$SNAP" "$NEG"

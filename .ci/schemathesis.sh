@@ -37,8 +37,8 @@
 # only; the server is killed by PID on exit. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# shellcheck source=.ci/wait-for-server.sh
-source .ci/wait-for-server.sh
+# shellcheck source=.ci/server.sh
+source .ci/server.sh
 
 ST_VERSION=4.32.5
 MAX_EXAMPLES=${ST_MAX_EXAMPLES:-100}
@@ -65,20 +65,6 @@ for tool in python3 curl; do
   }
 done
 
-SERVER_PID=
-SNAP_DIR=
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-  if [ -n "$SERVER_PID" ]; then
-    kill "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-  if [ -n "$SNAP_DIR" ]; then
-    rm -rf "$SNAP_DIR"
-  fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 echo "== schemathesis $ST_VERSION (venv $VENV)"
 if [ "$("$VENV/bin/st" --version 2>/dev/null || true)" != "st, version $ST_VERSION" ]; then
@@ -95,6 +81,7 @@ cargo build --locked --quiet --bin portfolio-replica
 rm -rf "$WORK"
 mkdir -p "$WORK"
 SNAP_DIR=$(mktemp -d "${TMPDIR:-/tmp}/schemathesis-snapshots.XXXXXX")
+SCRATCH_DIRS+=("$SNAP_DIR")
 cp snapshots/*.json "$SNAP_DIR/"
 
 # Port 0: the kernel picks free ports, and the server logs which.

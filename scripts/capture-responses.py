@@ -11,22 +11,17 @@ Diff two outputs to compare builds.
 
     scripts/capture-responses.py http://127.0.0.1:8080 cura_demo_acme_key snapshots/acme.json > before.txt
 """
-import gzip
 import hashlib
-import http.client
 import json
 import random
 import sys
 import urllib.parse
 
+from snapshot_client import open_from_argv
+
 
 def main():
-    base, key, snapshot_path = sys.argv[1:4]
-    opener = gzip.open if snapshot_path.endswith(".gz") else open
-    with opener(snapshot_path, "rb") as f:
-        snap = json.load(f)
-    url = urllib.parse.urlsplit(base)
-    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    snap, conn, key = open_from_argv(sys.argv)
     rng = random.Random(42)
 
     def get(path):

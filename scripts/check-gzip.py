@@ -14,12 +14,13 @@ kind and the median of the main lists; exits 1 on any failure.
 .ci/check-gzip.sh runs it against the debug build on generated snapshots.
 """
 import gzip
-import http.client
 import json
 import statistics
 import sys
 import urllib.parse
 import zlib
+
+from snapshot_client import open_from_argv
 
 
 def one_member(body):
@@ -34,12 +35,7 @@ def one_member(body):
 
 
 def main():
-    base, key, snapshot_path = sys.argv[1:4]
-    opener = gzip.open if snapshot_path.endswith(".gz") else open
-    with opener(snapshot_path, "rb") as f:
-        snap = json.load(f)
-    url = urllib.parse.urlsplit(base)
-    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    snap, conn, key = open_from_argv(sys.argv)
     failures, ratios = [], {"chained": [], "one filter": [], "main": []}
     checked = gzipped = 0
 

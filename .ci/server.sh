@@ -1,5 +1,8 @@
 # shellcheck shell=bash
-# Sourced by the CI scripts that start the server on port 0.
+# Sourced by the CI scripts that start the server on port 0 (check-gzip.sh,
+# schemathesis.sh, clients.sh). On exit (or INT/TERM) it stops the server
+# SERVER_PID, if any, by its PID, and removes the directories listed in
+# SCRATCH_DIRS.
 #
 #   wait_for_server NAME LOG SECONDS
 #
@@ -29,3 +32,18 @@ wait_for_server() {
   cat "$log" >&2
   exit 1
 }
+
+SERVER_PID=
+SCRATCH_DIRS=()
+# shellcheck disable=SC2317 # called by the EXIT trap
+cleanup() {
+  if [ -n "$SERVER_PID" ]; then
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  for dir in "${SCRATCH_DIRS[@]}"; do
+    rm -rf "$dir"
+  done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
