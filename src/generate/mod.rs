@@ -313,19 +313,10 @@ mod tests {
             assert!(count("companies") >= 8);
             assert!(count("tasks") >= 120);
             assert!(count("feed") >= 60);
-            let total: usize = [
-                "companies",
-                "tasks",
-                "roles",
-                "feed",
-                "notes",
-                "metrics",
-                "meetings",
-                "meeting_notes",
-            ]
-            .into_iter()
-            .map(count)
-            .sum();
+            let total: usize = crate::store::Collection::ALL
+                .iter()
+                .map(|c| count(c.name()))
+                .sum();
             assert_eq!(file.records, total as u64);
         }
         let leftovers = fs::read_dir(&first)

@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 use super::error::{Location, SnapshotError, shorten};
 use super::format::SnapshotDoc;
 use super::header::check_format_version;
+use crate::store::Collection;
 
 /// The format version problem of a document, if it has one. Runs only on
 /// the error path: a scan of the whole file that skips everything else.
@@ -172,15 +173,12 @@ fn top_level_kind(bytes: &[u8]) -> Option<&'static str> {
 /// The keys under which a JSON array is allowed: the collections and the
 /// array-valued fields. An index after any other key means serde read an
 /// object's fields from an array.
-const ARRAY_KEYS: &[&str] = &[
-    "companies",
-    "tasks",
-    "roles",
-    "feed",
-    "notes",
-    "metrics",
-    "meetings",
-    "meeting_notes",
+fn is_array_key(key: &str) -> bool {
+    Collection::ALL.iter().any(|c| c.name() == key) || ARRAY_FIELDS.contains(&key)
+}
+
+/// The array-valued fields of records and of the header.
+const ARRAY_FIELDS: &[&str] = &[
     "api_keys",
     "domain_aliases",
     "labels",
@@ -197,7 +195,7 @@ fn array_for_object(segments: &[Seg]) -> Option<usize> {
         let Seg::Index(_) = seg else { return None };
         let legit = matches!(
             n.checked_sub(1).map(|p| &segments[p]),
-            Some(Seg::Key(key)) if ARRAY_KEYS.contains(&key.as_str())
+            Some(Seg::Key(key)) if is_array_key(key)
         );
         (!legit).then_some(n)
     })
