@@ -4,8 +4,8 @@ use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::loader::read::{SnapshotFile, is_snapshot_name};
 use crate::snapshot::{self, SnapshotError};
+use crate::storage::{SnapshotFile, is_snapshot_name};
 use crate::store::key::{self, KeyHash};
 
 /// What the server reads of a directory, for the messages about names.

@@ -10,8 +10,9 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::api::Cors;
-use crate::loader::{StorageOptions, parse_bytes};
+use crate::loader::parse_bytes;
 use crate::server::HttpLimits;
+use crate::storage::StorageOptions;
 
 #[derive(Debug, Parser)]
 #[command(

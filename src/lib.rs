@@ -39,6 +39,7 @@ pub mod reload;
 pub mod reply;
 pub mod server;
 pub mod snapshot;
+pub mod storage;
 pub mod store;
 
 use std::future::Future;
@@ -63,14 +64,14 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let store = Arc::new(store::Store::default());
-    let location =
-        loader::Location::parse(&config.snapshots.to_string_lossy()).map_err(anyhow::Error::msg)?;
+    let location = storage::Location::parse(&config.snapshots.to_string_lossy())
+        .map_err(anyhow::Error::msg)?;
     let mut metrics = metrics::Metrics::new(&api::Route::LABELS);
-    if let loader::Location::Url(_) = location {
+    if let storage::Location::Url(_) = location {
         metrics = metrics.with_object_store();
     }
     let metrics = Arc::new(metrics);
-    let origin = loader::Origin::open(&location, &config.storage, Arc::clone(&metrics))
+    let origin = storage::Origin::open(&location, &config.storage, Arc::clone(&metrics))
         .map_err(anyhow::Error::msg)?;
     let snapshots = Arc::new(loader::Snapshots::new(
         origin,

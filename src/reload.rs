@@ -15,7 +15,7 @@
 //!
 //! An object store has no events: it is polled, every `--poll-interval`
 //! (10 s by default) jittered by ±20%, and less often while it fails
-//! (`loader::Origin::next_poll`).
+//! (`storage::Origin::next_poll`).
 
 use std::path::Path;
 use std::sync::Arc;

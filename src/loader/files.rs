@@ -6,12 +6,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
 use super::ScanReport;
-use super::source::{Fingerprint, Listing, SourceError, SourceStatus};
 use crate::snapshot::{Loaded, SnapshotError};
+use crate::storage::{Fingerprint, Listing, SourceStatus, StorageError};
+use crate::store::time::utc_now;
 use crate::store::{Dataset, RecordCounts};
 
 /// What `GET /snapshots` shows for one file.
@@ -73,7 +73,7 @@ impl FileStatus {
     /// served before (if anything) keeps serving.
     fn fail(&mut self, message: String) {
         self.error = Some(message);
-        self.failed_at = Some(now_rfc3339());
+        self.failed_at = Some(utc_now());
     }
 }
 
@@ -94,7 +94,7 @@ pub struct FileEntry {
     previous: Option<(Arc<Dataset>, FileStatus)>,
     /// Object storage: why the content the listing names could not be
     /// downloaded, and since when; cleared by the next download.
-    pub source_error: Option<(SourceError, String)>,
+    pub source_error: Option<(StorageError, String)>,
     /// Object storage: when a successful poll last found this entry
     /// serving (or having judged) what storage names.
     pub confirmed: Option<SystemTime>,
@@ -246,7 +246,7 @@ pub fn apply(
                     file: name.clone(),
                     workspace: Some(loaded.dataset.workspace_id.clone()),
                     version: Some(loaded.dataset.version.clone()),
-                    loaded_at: Some(now_rfc3339()),
+                    loaded_at: Some(utc_now()),
                     records: Some(loaded.dataset.counts),
                     warnings: loaded.warnings,
                     error: None,
@@ -412,7 +412,7 @@ pub fn confirm(files: &mut Files, present: &Listing, now: SystemTime) {
 /// Object storage: records that the content of `name` could not be
 /// downloaded. Nothing is unloaded; the entry keeps serving what it served,
 /// and the next poll tries again. Logged once per change of the problem.
-pub fn fetch_failed(files: &mut Files, name: &str, error: SourceError) {
+pub fn fetch_failed(files: &mut Files, name: &str, error: StorageError) {
     let entry = files
         .entry(name.to_owned())
         .or_insert_with(|| FileEntry::new(name));
@@ -442,7 +442,7 @@ pub fn fetch_failed(files: &mut Files, name: &str, error: SourceError) {
             "cannot download the snapshot; it serves nothing yet"
         ),
     }
-    entry.source_error = Some((error, now_rfc3339()));
+    entry.source_error = Some((error, utc_now()));
 }
 
 /// The entries that left the listing but may have a successor in it, by
@@ -468,9 +468,4 @@ pub fn successors(files: &Files, present: &Listing) -> HashMap<String, String> {
             may_succeed.then(|| (name.clone(), workspace.clone()))
         })
         .collect()
-}
-
-pub(crate) fn now_rfc3339() -> String {
-    let now: DateTime<Utc> = Utc::now();
-    now.to_rfc3339_opts(SecondsFormat::Millis, true)
 }

@@ -1,23 +1,17 @@
-//! The loader: the snapshot source (a directory, or a prefix of an object
-//! store), the only part of the crate that reads snapshots. It knows which
-//! entries are there, what each one loaded (or why it was rejected),
-//! resolves conflicts between them and publishes the resulting catalog.
+//! The loader: the scan over a snapshot source ([`crate::storage::Origin`],
+//! a directory or a prefix of an object store). It knows which entries are
+//! there, what each one loaded (or why it was rejected), resolves conflicts
+//! between them and publishes the resulting catalog. How bytes arrive is
+//! storage's business; the scan only lists, fetches and loads.
 //!
 //! [`Snapshots::scan`] reads what changed since the last scan, loads it
 //! through [`crate::snapshot::load`], and publishes one new catalog. It
 //! blocks; call it off the async runtime (the reloader thread does).
 
-mod cache;
-mod client;
-mod dir;
-mod fetch;
 mod files;
-pub mod location;
-pub mod manifest;
-mod memory;
-mod objects;
-pub mod read;
-pub mod source;
+mod limit;
+#[cfg(test)]
+mod object_store_tests;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,13 +20,11 @@ use std::time::{Duration, Instant as Clock, SystemTime};
 
 use crate::metrics::Metrics;
 use crate::snapshot;
+use crate::storage::{Fetch, Fingerprint, ListError, Origin, SnapshotFile};
 use crate::store::{Catalog, Store};
 pub use files::FileStatus;
 use files::{Files, ReadResult};
-pub use location::{Location, StorageOptions};
-pub use memory::{MemoryLimit, parse_bytes, resident_bytes};
-use source::{Fetch, Fingerprint, ListError};
-pub use source::{Origin, OriginStatus};
+pub use limit::{MemoryLimit, parse_bytes, resident_bytes};
 
 /// The outcome of one scan, for logs and for the reloader.
 #[derive(Debug, Default)]
@@ -142,7 +134,7 @@ impl Snapshots {
     }
 
     /// The object store's state; `None` for a directory.
-    pub fn source_status(&self) -> Option<OriginStatus> {
+    pub fn source_status(&self) -> Option<crate::storage::OriginStatus> {
         self.origin.status()
     }
 
@@ -317,7 +309,7 @@ impl Snapshots {
                 return None;
             }
         };
-        let file = read::SnapshotFile::named(&local.path, &local.label);
+        let file = SnapshotFile::named(&local.path, &local.label);
         let result = match self
             .memory
             .refusal(&local.label, &file, local.len, self.precompress)
@@ -361,7 +353,7 @@ const PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
 /// load is paced so that requests do not notice it ([`Pacer`]).
 fn load_logging_progress(
     name: &str,
-    file: &read::SnapshotFile,
+    file: &SnapshotFile,
     started: Clock,
     metrics: &Metrics,
 ) -> Result<snapshot::Loaded, snapshot::SnapshotError> {

@@ -14,9 +14,10 @@ use warp::http::{Method, StatusCode};
 use warp::path::FullPath;
 use warp::reply::Response;
 
-use crate::loader::{FileStatus, OriginStatus, Snapshots};
+use crate::loader::{FileStatus, Snapshots};
 use crate::metrics::{Format, Metrics};
 use crate::reply::json;
+use crate::storage::OriginStatus;
 
 #[derive(Serialize)]
 struct SnapshotsBody {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::loader::manifest::Manifest;
+use crate::storage::manifest::Manifest;
 
 /// How long one replica may take to answer.
 const TIMEOUT: Duration = Duration::from_secs(3);
@@ -107,7 +107,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::loader::manifest::Version;
+    use crate::storage::manifest::Version;
 
     #[test]
     fn marks_replicas_behind_the_manifest() {

@@ -15,10 +15,10 @@ use std::path::PathBuf;
 use object_store::ObjectStore;
 use object_store::path::Path as ObjectPath;
 
-use crate::loader::location::{self, Location, StorageOptions};
-use crate::loader::manifest::{Manifest, Version, short};
-use crate::loader::read::SnapshotFile;
 use crate::snapshot;
+use crate::storage::SnapshotFile;
+use crate::storage::location::{self, Location, StorageOptions};
+use crate::storage::manifest::{Manifest, Version, short};
 use update::ManifestStore;
 
 /// An object store prefix to publish to.
@@ -226,7 +226,7 @@ fn upload_one(target: &Target, item: &Checked, out: &mut impl Write) -> Result<V
         key: relative.to_string(),
         size: prepared.size,
         version: item.version.clone(),
-        published_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        published_at: crate::store::time::utc_now(),
         file: item.file.clone(),
         records: item.records,
     })

@@ -11,7 +11,7 @@ use std::time::Duration;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 
-use crate::loader::manifest::{MANIFEST_NAME, MANIFEST_VERSION, Manifest};
+use crate::storage::manifest::{MANIFEST_NAME, MANIFEST_VERSION, Manifest};
 
 /// Attempts before a publisher gives up on a manifest that keeps changing.
 const ATTEMPTS: u32 = 30;
@@ -185,7 +185,7 @@ impl ManifestStore<'_> {
 fn stamp(manifest: &mut Manifest) {
     manifest.manifest_version = MANIFEST_VERSION;
     manifest.revision += 1;
-    manifest.updated_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    manifest.updated_at = crate::store::time::utc_now();
 }
 
 /// 50 ms doubling to 1.6 s, with up to 50% more at random, so that
@@ -205,7 +205,7 @@ mod tests {
     use object_store::memory::InMemory;
 
     use super::*;
-    use crate::loader::manifest::Version;
+    use crate::storage::manifest::Version;
 
     fn version(n: u32) -> Version {
         let sha256 = format!("{n:064x}");

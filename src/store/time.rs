@@ -6,6 +6,7 @@
 //! because a large snapshot holds millions of timestamps.
 
 use std::fmt;
+use std::time::SystemTime;
 
 /// A point in time: seconds since the Unix epoch plus nanoseconds.
 ///
@@ -187,6 +188,20 @@ pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + (month <= 2) as i64;
     (year, month, day)
+}
+
+/// The one way the service writes a moment of its own (`loaded_at`,
+/// `published_at`, `updated_at`, ...): RFC 3339 in UTC with milliseconds,
+/// `2026-11-24T23:13:11.042Z`. Snapshot timestamps are served as written,
+/// never through this.
+pub fn utc_millis(at: SystemTime) -> String {
+    let at: chrono::DateTime<chrono::Utc> = at.into();
+    at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// [`utc_millis`] of the present moment.
+pub fn utc_now() -> String {
+    utc_millis(SystemTime::now())
 }
 
 #[cfg(test)]

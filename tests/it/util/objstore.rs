@@ -10,7 +10,7 @@ use object_store::aws::AmazonS3Builder;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use portfolio_replica::ServeConfig;
-use portfolio_replica::loader::StorageOptions;
+use portfolio_replica::storage::StorageOptions;
 use serde_json::Value;
 
 use super::{FaultProxy, Moto};

@@ -1,20 +1,24 @@
-//! Unit tests of the object store source, through the loader's whole scan,
-//! on object_store's in-memory store (fast, no server); the same behaviour
-//! against a real S3 protocol server is in tests/it/objstore*.rs.
+//! Unit tests of the scan over an object store origin, on object_store's
+//! in-memory store (fast, no server); the same behaviour against a real S3
+//! protocol server is in tests/it/objstore*.rs.
 
 use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use object_store::memory::InMemory;
+use std::time::Duration;
+
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde_json::json;
 use sha2::{Digest, Sha256};
+use url::Url;
 
-use super::*;
-use crate::loader::manifest::{Manifest, Version};
-use crate::loader::{MemoryLimit, Origin, Snapshots};
+use super::{MemoryLimit, Snapshots};
+use crate::metrics::Metrics;
+use crate::storage::manifest::{Manifest, Version};
+use crate::storage::{Location, Origin, StorageOptions};
 use crate::store::Store;
 
 fn rt() -> tokio::runtime::Runtime {
@@ -64,18 +68,17 @@ impl Fixture {
             cache_dir: cache_dir.map(ToOwned::to_owned),
             ..StorageOptions::default()
         };
-        let origin = ObjectOrigin::new(
+        let origin = Origin::over_store(
             Arc::clone(&store) as Arc<dyn ObjectStore>,
-            ObjectPath::from("fleet"),
+            "fleet",
             "memory:///fleet/".to_owned(),
-            Arc::new(ClientLog::default()),
             &options,
             Arc::clone(&metrics),
         )
         .unwrap();
         let catalog = Arc::new(Store::default());
         let snapshots = Snapshots::new(
-            Origin::Objects(Box::new(origin)),
+            origin,
             Arc::clone(&catalog),
             metrics,
             MemoryLimit::none(),
@@ -108,7 +111,7 @@ impl Fixture {
             .map(|d| d.version.clone())
     }
 
-    fn status(&self, name: &str) -> crate::loader::FileStatus {
+    fn status(&self, name: &str) -> super::FileStatus {
         self.snapshots
             .statuses()
             .into_iter()
@@ -327,10 +330,10 @@ fn downloads_are_cached_and_serve_while_storage_is_unreachable() {
         cache_dir: Some(dir.clone()),
     };
     let url = Url::parse("s3://bucket/fleet/").unwrap();
-    let origin = ObjectOrigin::open(&url, &options, Arc::clone(&metrics)).unwrap();
+    let origin = Origin::open(&Location::Url(url), &options, Arc::clone(&metrics)).unwrap();
     let catalog = Arc::new(Store::default());
     let snapshots = Snapshots::new(
-        Origin::Objects(Box::new(origin)),
+        origin,
         Arc::clone(&catalog),
         Arc::clone(&metrics),
         MemoryLimit::none(),
@@ -371,9 +374,7 @@ fn downloads_are_cached_and_serve_while_storage_is_unreachable() {
 #[test]
 fn polls_are_jittered_and_back_off_while_failing() {
     let f = Fixture::new(Arc::new(InMemory::new()), None);
-    let Origin::Objects(origin) = f.snapshots.origin() else {
-        unreachable!()
-    };
+    let origin = f.snapshots.origin();
     let interval = Duration::from_secs(1);
     let waits: Vec<Duration> = (0..200).map(|_| origin.next_poll(interval)).collect();
     assert!(

@@ -10,8 +10,8 @@
 
 use std::io::{Read, Seek, SeekFrom};
 
-use super::read::SnapshotFile;
 use crate::snapshot::SnapshotError;
+use crate::storage::SnapshotFile;
 
 /// Peak bytes a build needs per byte of JSON: the rendered records (about
 /// the JSON's size), their keys, id maps and list orders, and the read

@@ -236,7 +236,7 @@ fn check_version(workspace: &str, version: &Version) -> Result<(), String> {
         || key
             .split('/')
             .any(|part| part.is_empty() || part == "." || part == "..");
-    if outside || !super::read::is_snapshot_name(key.rsplit('/').next().unwrap_or("")) {
+    if outside || !super::file::is_snapshot_name(key.rsplit('/').next().unwrap_or("")) {
         return Err(format!(
             "manifest.json: workspace {workspace:?} names the key {key:?}, which is not a snapshot object under the prefix"
         ));

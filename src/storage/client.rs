@@ -15,7 +15,7 @@ use object_store::client::{
     ReqwestConnector,
 };
 
-use super::source::ErrorKind;
+use super::error::ErrorKind;
 use crate::metrics::Metrics;
 
 /// What the client saw of its requests.

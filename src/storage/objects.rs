@@ -27,16 +27,15 @@ use url::Url;
 
 use super::cache::{Cache, Record};
 use super::client::{ClientLog, classify};
-use super::fetch::{DownloadError, Expect, download};
-use super::files::now_rfc3339;
+use super::download::{DownloadError, Expect, download};
+use super::error::{ErrorKind, ListError, StorageError};
+use super::file::is_snapshot_name;
+use super::listing::{Fetch, Fingerprint, Listing, Local, ObjectVersion};
 use super::location::{self, StorageOptions};
 use super::manifest::{MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest};
-use super::read::is_snapshot_name;
-use super::source::{
-    ErrorKind, Fetch, Fingerprint, ListError, Listing, Local, ObjectVersion, OriginStatus,
-    SourceError, SourceStatus,
-};
+use super::status::{OriginStatus, SourceStatus};
 use crate::metrics::Metrics;
+use crate::store::time::{utc_millis, utc_now};
 
 /// The longest a failing source waits between polls, unless the poll
 /// interval itself is longer.
@@ -69,7 +68,7 @@ struct State {
     last_success: Option<SystemTime>,
     /// Polls that failed in a row, and the problem of the last one.
     failures: u32,
-    failing: Option<(SourceError, String)>,
+    failing: Option<(StorageError, String)>,
     /// Polls in a row in which a request failed in a way that calls for
     /// backing off (the listing or a download).
     backoff_steps: u32,
@@ -82,7 +81,7 @@ struct ManifestSeen {
     /// Its listing, if it was valid.
     good: Option<(u64, BTreeMap<String, ObjectVersion>)>,
     /// Why it is not, if it is not.
-    broken: Option<SourceError>,
+    broken: Option<StorageError>,
 }
 
 /// What one poll read.
@@ -178,7 +177,7 @@ impl ObjectOrigin {
             tokio::time::timeout(self.timeout, self.poll(in_prefix_mode, manifest_etag))
                 .await
                 .unwrap_or_else(|_| {
-                    Err(SourceError::new(
+                    Err(StorageError::new(
                         ErrorKind::Timeout,
                         format!("no answer from {} within {:?}", self.url, self.timeout),
                     ))
@@ -217,7 +216,7 @@ impl ObjectOrigin {
         &self,
         in_prefix_mode: bool,
         manifest_etag: Option<String>,
-    ) -> Result<Polled, SourceError> {
+    ) -> Result<Polled, StorageError> {
         let manifest_key = self.prefix.clone().join(MANIFEST_NAME);
         if !in_prefix_mode {
             // No manifest: prefix mode.
@@ -247,7 +246,7 @@ impl ObjectOrigin {
         &self,
         key: &ObjectPath,
         etag: Option<String>,
-    ) -> Result<Option<Polled>, SourceError> {
+    ) -> Result<Option<Polled>, StorageError> {
         let options = GetOptions {
             if_none_match: etag,
             ..GetOptions::default()
@@ -259,7 +258,7 @@ impl ObjectOrigin {
             Err(e) => return Err(self.error(&e, format!("cannot read {key}: {e}"))),
         };
         if result.meta.size > MAX_MANIFEST_BYTES as u64 {
-            return Err(SourceError::new(
+            return Err(StorageError::new(
                 ErrorKind::Manifest,
                 format!(
                     "{key} is {} bytes, over the {MAX_MANIFEST_BYTES} a manifest may have",
@@ -269,18 +268,18 @@ impl ObjectOrigin {
         }
         let etag = result.meta.e_tag.clone();
         let bytes = result.bytes().await.map_err(|e| {
-            SourceError::new(ErrorKind::Incomplete, format!("cannot read {key}: {e}"))
+            StorageError::new(ErrorKind::Incomplete, format!("cannot read {key}: {e}"))
         })?;
         self.metrics.source_bytes(bytes.len() as u64);
         Ok(Some(Polled::Manifest(bytes, etag)))
     }
 
-    fn error(&self, error: &object_store::Error, message: String) -> SourceError {
-        SourceError::new(classify(error, &self.log), message)
+    fn error(&self, error: &object_store::Error, message: String) -> StorageError {
+        StorageError::new(classify(error, &self.log), message)
     }
 
     /// The listing a poll read, remembering the manifest.
-    fn read_poll(&self, state: &mut State, polled: Polled) -> Result<Listing, SourceError> {
+    fn read_poll(&self, state: &mut State, polled: Polled) -> Result<Listing, StorageError> {
         match polled {
             Polled::Objects(objects) => {
                 state.manifest = None;
@@ -298,7 +297,7 @@ impl ObjectOrigin {
                     Err(message) => ManifestSeen {
                         etag,
                         good: state.manifest.take().and_then(|m| m.good),
-                        broken: Some(SourceError::new(ErrorKind::Manifest, message)),
+                        broken: Some(StorageError::new(ErrorKind::Manifest, message)),
                     },
                 };
                 state.manifest = Some(seen);
@@ -384,7 +383,7 @@ impl ObjectOrigin {
         self.metrics.source_success(now);
     }
 
-    fn failed(&self, state: &mut State, error: SourceError) {
+    fn failed(&self, state: &mut State, error: StorageError) {
         state.failures += 1;
         self.metrics.source_error(error.kind.label());
         let changed = state
@@ -398,7 +397,7 @@ impl ObjectOrigin {
                 error = %error.message,
                 "cannot poll the object store; everything loaded keeps serving"
             );
-            state.failing = Some((error, now_rfc3339()));
+            state.failing = Some((error, utc_now()));
         } else if let Some((seen, _)) = &mut state.failing {
             seen.message = error.message;
         }
@@ -497,7 +496,7 @@ impl ObjectOrigin {
                 sha256: in_manifest.then_some(downloaded.sha256),
                 size: downloaded.len,
                 manifest_revision: revision,
-                fetched_at: now_rfc3339(),
+                fetched_at: utc_now(),
                 from_cache: false,
             }),
             download: true,
@@ -556,7 +555,7 @@ impl ObjectOrigin {
 
     fn fetch_failed(&self, kind: ErrorKind, message: String) -> Fetch {
         self.metrics.source_error(kind.label());
-        Fetch::Failed(SourceError::new(kind, message))
+        Fetch::Failed(StorageError::new(kind, message))
     }
 
     /// A download that loaded becomes the cached copy of `name`; one that
@@ -632,7 +631,7 @@ impl ObjectOrigin {
             mode,
             manifest_revision: manifest.and_then(|m| m.good.as_ref()).map(|(r, _)| *r),
             manifest_etag: manifest.and_then(|m| m.etag.clone()),
-            last_success_at: state.last_success.map(rfc3339),
+            last_success_at: state.last_success.map(utc_millis),
             stale_seconds: state
                 .last_success
                 .map(|at| now.duration_since(at).unwrap_or_default().as_secs_f64()),
@@ -655,9 +654,9 @@ impl Drop for ObjectOrigin {
 }
 
 /// The listing of the manifest last read, or why it cannot be followed.
-fn manifest_listing(state: &State) -> Result<Listing, SourceError> {
+fn manifest_listing(state: &State) -> Result<Listing, StorageError> {
     let Some(seen) = &state.manifest else {
-        return Err(SourceError::new(
+        return Err(StorageError::new(
             ErrorKind::Manifest,
             "no manifest was read",
         ));
@@ -668,7 +667,7 @@ fn manifest_listing(state: &State) -> Result<Listing, SourceError> {
     let (_, entries) = seen
         .good
         .as_ref()
-        .ok_or_else(|| SourceError::new(ErrorKind::Manifest, "no valid manifest was read"))?;
+        .ok_or_else(|| StorageError::new(ErrorKind::Manifest, "no valid manifest was read"))?;
     Ok(Listing {
         entries: entries
             .iter()
@@ -678,11 +677,6 @@ fn manifest_listing(state: &State) -> Result<Listing, SourceError> {
         names_are_workspaces: true,
         fresh: true,
     })
-}
-
-fn rfc3339(at: SystemTime) -> String {
-    let at: chrono::DateTime<chrono::Utc> = at.into();
-    at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 /// xorshift64*: enough to spread a fleet's polls, no dependency needed.
@@ -698,7 +692,3 @@ fn jittered(base: Duration, random: u64) -> Duration {
     let unit = (random >> 11) as f64 / (1u64 << 53) as f64;
     base.mul_f64(0.8 + 0.4 * unit)
 }
-
-#[cfg(test)]
-#[path = "objects_tests.rs"]
-mod tests;

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use super::read::is_snapshot_name;
-use super::source::{Fetch, Fingerprint, Listing, Local};
+use super::file::is_snapshot_name;
+use super::listing::{Fetch, Fingerprint, Listing, Local};
 
 /// How long a file must have been left alone before it is read: a writer
 /// that rewrites in place is given this long to finish.

@@ -88,11 +88,6 @@ impl Source for SnapshotFile {
     }
 }
 
-/// Reads a snapshot file whole and, for `.json.gz`, decompresses it.
-pub fn read_file(path: &Path) -> Result<Vec<u8>, SnapshotError> {
-    SnapshotFile::new(path).read_all()
-}
-
 /// `std::fs::read`, into a buffer that asks for huge pages.
 fn read_all(path: &Path) -> std::io::Result<Vec<u8>> {
     let mut file = std::fs::File::open(path)?;

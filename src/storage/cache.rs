@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::source::{ObjectVersion, SourceStatus};
+use super::listing::ObjectVersion;
+use super::status::SourceStatus;
 
 /// What the cache records of one entry.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,74 @@
+//! What a listing of a snapshot source says: each entry's name and the
+//! fingerprint of its content, and for a changed entry its content on
+//! local disk, ready to load.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::dir::FileFingerprint;
+use super::error::StorageError;
+use super::status::SourceStatus;
+
+/// What identifies an entry's content without reading it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fingerprint {
+    File(FileFingerprint),
+    Object(ObjectVersion),
+}
+
+/// One immutable version of an object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectVersion {
+    /// The object's key from the root of the bucket.
+    pub key: String,
+    /// What changes when the content does: the ETag the listing gave
+    /// (prefix mode), or the SHA-256 the manifest names (manifest mode).
+    pub tag: String,
+    pub size: u64,
+}
+
+/// The entries of a source by name, each with its fingerprint or the reason
+/// it cannot be read.
+#[derive(Debug, Default)]
+pub struct Listing {
+    pub entries: BTreeMap<String, Result<Fingerprint, String>>,
+    /// Names that are not snapshots (other endings, dot-names).
+    pub ignored: usize,
+    /// Each name is the id of the workspace it serves (a manifest lists
+    /// workspaces; a directory or prefix lists files).
+    pub names_are_workspaces: bool,
+    /// Object storage: read from storage by this poll, rather than restored
+    /// from the cache while storage is unreachable.
+    pub fresh: bool,
+}
+
+impl Listing {
+    pub fn contains(&self, name: &str) -> bool {
+        self.entries.contains_key(name)
+    }
+}
+
+/// A snapshot's content on local disk, ready to load.
+#[derive(Debug)]
+pub struct Local {
+    pub path: PathBuf,
+    /// The name load errors give: the file name, or the object's key.
+    pub label: String,
+    pub len: u64,
+    /// Object storage: the object it came from.
+    pub source: Option<SourceStatus>,
+    /// A fresh download: kept in the cache if it loads, removed otherwise.
+    pub download: bool,
+}
+
+/// What fetching a changed entry gave.
+#[derive(Debug)]
+pub enum Fetch {
+    Ready(Local),
+    /// Still being written (a file modified a moment ago), or replaced while
+    /// it was fetched: looked at again soon, not judged now.
+    Settling,
+    /// Cannot be fetched now (storage trouble): nothing changes, and the
+    /// next poll tries again.
+    Failed(StorageError),
+}

@@ -1,0 +1,32 @@
+//! Storage: where snapshot bytes come from and where `publish` puts them.
+//! A directory on disk or a prefix of an object store (S3, GCS, Azure,
+//! `file://`), seen by its users as one [`Origin`]: a [`Listing`] of names
+//! with fingerprints, and a [`Local`] file on disk for each changed entry.
+//! It owns listing and fetching, downloads verified against the manifest,
+//! `--cache-dir`, backoff and jitter, the object store client and its
+//! error kinds, the manifest format, and reading one snapshot file as a
+//! stream ([`SnapshotFile`]).
+//!
+//! It knows nothing of the scan (`crate::loader`) that decides what to
+//! load, nor of conflicts or publishing a catalog. `crate::publish` writes
+//! through it.
+
+mod cache;
+mod client;
+mod dir;
+mod download;
+mod error;
+mod file;
+mod listing;
+pub mod location;
+pub mod manifest;
+mod objects;
+mod origin;
+mod status;
+
+pub use error::{ErrorKind, ListError, StorageError};
+pub use file::{SnapshotFile, is_snapshot_name};
+pub use listing::{Fetch, Fingerprint, Listing, Local, ObjectVersion};
+pub use location::{Location, StorageOptions};
+pub use origin::Origin;
+pub use status::{OriginStatus, SourceStatus};

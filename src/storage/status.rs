@@ -1,0 +1,49 @@
+//! Object storage as `/snapshots` shows it: where each entry's serving
+//! version came from, and the state of the source as a whole.
+
+use serde::Serialize;
+
+/// Object storage: where an entry's serving version came from, as
+/// `/snapshots` shows it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SourceStatus {
+    /// The object's key from the root of the bucket.
+    pub key: String,
+    /// Its ETag (prefix mode); `null` in manifest mode.
+    pub etag: Option<String>,
+    /// Its SHA-256 as the manifest names it; `null` in prefix mode.
+    pub sha256: Option<String>,
+    pub size: u64,
+    /// The revision of the manifest that named it; `null` in prefix mode.
+    pub manifest_revision: Option<u64>,
+    /// When it was downloaded (RFC 3339, UTC); for a copy restored from
+    /// `--cache-dir`, when that copy was downloaded.
+    pub fetched_at: String,
+    /// Restored from `--cache-dir` rather than downloaded by this process.
+    pub from_cache: bool,
+}
+
+/// Object storage: the state of the source as a whole, for `/snapshots`.
+#[derive(Clone, Debug, Serialize)]
+pub struct OriginStatus {
+    /// The URL given to `--snapshots` (it holds no credentials).
+    pub url: String,
+    /// `prefix`, `manifest`, or `unknown` before the first successful poll.
+    pub mode: &'static str,
+    /// The manifest's revision and ETag, in manifest mode.
+    pub manifest_revision: Option<u64>,
+    pub manifest_etag: Option<String>,
+    /// When a poll last succeeded (RFC 3339, UTC), and how long ago.
+    pub last_success_at: Option<String>,
+    pub stale_seconds: Option<f64>,
+    /// Polls that failed in a row, and why the last one did.
+    pub consecutive_failures: u32,
+    pub error: Option<String>,
+    pub error_kind: Option<&'static str>,
+    pub error_since: Option<String>,
+    /// The storage was unreachable at startup and the workspaces were
+    /// restored from `--cache-dir`; false once a poll has succeeded.
+    pub serving_from_cache: bool,
+    /// Where downloads are kept, if `--cache-dir` was given.
+    pub cache_dir: Option<String>,
+}
