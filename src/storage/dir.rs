@@ -4,25 +4,14 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use super::file::is_snapshot_name;
-use super::listing::{Fetch, Fingerprint, Listing, Local};
+use super::listing::{Fetch, FileFingerprint, Fingerprint, Listing, Local};
 
 /// How long a file must have been left alone before it is read: a writer
 /// that rewrites in place is given this long to finish.
 const SETTLE: Duration = Duration::from_millis(150);
-
-/// What identifies a file's content without reading it: a rename into place
-/// changes the inode, a rewrite the size or the change time, a Kubernetes
-/// `..data` flip the inode behind the symlink.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FileFingerprint {
-    pub len: u64,
-    pub modified: Option<SystemTime>,
-    pub changed: (i64, i64),
-    pub inode: (u64, u64),
-}
 
 /// The snapshot files in `dir` by name, each with its fingerprint or the
 /// reason it cannot be read; and how many other names the directory holds.

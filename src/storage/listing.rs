@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::SystemTime;
 
-use super::dir::FileFingerprint;
 use super::error::StorageError;
 use super::status::SourceStatus;
 
@@ -14,6 +14,17 @@ use super::status::SourceStatus;
 pub enum Fingerprint {
     File(FileFingerprint),
     Object(ObjectVersion),
+}
+
+/// What identifies a file's content without reading it: a rename into place
+/// changes the inode, a rewrite the size or the change time, a Kubernetes
+/// `..data` flip the inode behind the symlink.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileFingerprint {
+    pub len: u64,
+    pub modified: Option<SystemTime>,
+    pub changed: (i64, i64),
+    pub inode: (u64, u64),
 }
 
 /// One immutable version of an object.

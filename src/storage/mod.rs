@@ -26,7 +26,7 @@ mod status;
 
 pub use error::{ErrorKind, ListError, StorageError};
 pub use file::{SnapshotFile, is_snapshot_name};
-pub use listing::{Fetch, Fingerprint, Listing, Local, ObjectVersion};
+pub use listing::{Fetch, FileFingerprint, Fingerprint, Listing, Local, ObjectVersion};
 pub use location::{Location, StorageOptions};
 pub use origin::Origin;
 pub use status::{OriginStatus, SourceStatus};
