@@ -28,6 +28,7 @@
 //! shutdown future completes; tests bind `127.0.0.1:0` and stop it at will.
 
 pub mod api;
+pub mod check;
 pub mod commands;
 pub mod config;
 pub mod generate;

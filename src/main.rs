@@ -20,7 +20,12 @@ fn main() -> ExitCode {
     match command {
         Command::Serve(args) => serve(&args),
         Command::Check { files } => {
-            let ok = commands::check(&files, &mut std::io::stdout(), &mut std::io::stderr());
+            let ok = portfolio_replica::check::check(
+                &files,
+                &mut std::io::stdout(),
+                &mut std::io::stderr(),
+            )
+            .is_some();
             if ok {
                 ExitCode::SUCCESS
             } else {

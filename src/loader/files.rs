@@ -11,6 +11,8 @@ use serde::Serialize;
 use super::ScanReport;
 use crate::snapshot::{Loaded, SnapshotError};
 use crate::storage::{Fingerprint, Listing, SourceStatus, StorageError};
+use crate::store::claims::{self, Claim, Conflict, Holders};
+use crate::store::key::KeyHash;
 use crate::store::time::utc_now;
 use crate::store::{Dataset, RecordCounts};
 
@@ -85,13 +87,20 @@ pub struct FileEntry {
     /// The dataset this file serves, if any; kept when a newer content of
     /// the file is rejected, so the previous version keeps serving.
     pub dataset: Option<Arc<Dataset>>,
+    /// When the content of `dataset` was written: it decides conflicts
+    /// (`crate::store::claims`).
+    pub written: SystemTime,
     /// Rejected because another file holds its workspace or a key: read
     /// again when a file goes away.
     pub conflict: bool,
+    /// What its current content claims, when that content lost a conflict
+    /// and its dataset was dropped: it takes part in every later decision,
+    /// so that the rule does not depend on the order files were read.
+    pub lost: Option<Lost>,
     /// While a scan applies a newly loaded dataset: the one it replaces,
-    /// with the status that went with it, restored if the new one loses a
-    /// conflict (a rejected replacement never unloads what was serving).
-    previous: Option<(Arc<Dataset>, FileStatus)>,
+    /// with the status and age that went with it, restored if the new one
+    /// loses a conflict and the old one does not.
+    previous: Option<(Arc<Dataset>, FileStatus, SystemTime)>,
     /// Object storage: why the content the listing names could not be
     /// downloaded, and since when; cleared by the next download.
     pub source_error: Option<(StorageError, String)>,
@@ -106,7 +115,9 @@ impl FileEntry {
             fingerprint: None,
             status: FileStatus::new(name),
             dataset: None,
+            written: SystemTime::UNIX_EPOCH,
             conflict: false,
+            lost: None,
             previous: None,
             source_error: None,
             confirmed: None,
@@ -127,6 +138,13 @@ impl FileEntry {
         }
         status
     }
+}
+
+/// A content's claim, kept without its dataset.
+pub struct Lost {
+    workspace: String,
+    keys: Vec<KeyHash>,
+    written: SystemTime,
 }
 
 /// Every file seen, by name.
@@ -235,8 +253,10 @@ pub fn apply(
         let entry = files
             .entry(name.clone())
             .or_insert_with(|| FileEntry::new(&name));
+        let written = fingerprint.written();
         entry.fingerprint = Some(fingerprint);
         entry.conflict = false;
+        entry.lost = None;
         if entry.source_error.take().is_some() {
             tracing::info!(file = %name, "downloaded after earlier failures");
         }
@@ -256,7 +276,11 @@ pub fn apply(
                     ..FileStatus::new(&name)
                 };
                 let replaced = std::mem::replace(&mut entry.status, status);
-                entry.previous = entry.dataset.take().map(|d| (d, replaced));
+                let replaced_written = std::mem::replace(&mut entry.written, written);
+                entry.previous = entry
+                    .dataset
+                    .take()
+                    .map(|d| (d, replaced, replaced_written));
                 entry.dataset = Some(Arc::new(loaded.dataset));
                 report.loaded.push(name.clone());
                 loaded_ms.push((name, elapsed_ms));
@@ -273,74 +297,148 @@ pub fn apply(
 }
 
 /// Step 5: two files must not serve the same workspace, nor the same key
-/// for two workspaces. The file that already served keeps serving; between
-/// two new ones the first by name wins. The loser is rejected, naming both
-/// files.
+/// for two workspaces ([`claims`]: the older content wins, then the first
+/// name). The rule is decided on what the files hold now, never on what
+/// this process loaded first, so that every replica agrees:
+/// - first every file's current content claims: a loaded one, or one that
+///   lost a conflict before (its claim remembered, its dataset dropped).
+///   A loaded loser is rejected, naming both files; a remembered one that
+///   now wins is read again at once ([`ScanReport::reread`]);
+/// - then the older versions that still serve (a file whose newer content
+///   was rejected, or lost just now), each only if it asks for nothing a
+///   current content holds: one that does is unloaded.
 pub fn resolve_conflicts(files: &mut Files, report: &mut ScanReport) {
-    let mut workspace_owner: HashMap<String, String> = HashMap::new();
-    let mut key_owner: HashMap<[u8; 32], String> = HashMap::new();
-    // Files that were serving before this scan claim first: a newcomer never
-    // displaces a workspace that is already up.
-    let mut order: Vec<String> = files.keys().cloned().collect();
-    order.sort_by_key(|name| report.loaded.contains(name));
-    for name in order {
-        let Some(entry) = files.get_mut(&name) else {
-            continue;
-        };
-        let Some(dataset) = entry.dataset.clone() else {
-            continue;
-        };
-        let conflict = if let Some(owner) = workspace_owner.get(&dataset.workspace_id) {
-            Some(format!(
-                "workspace {:?} is already served from {owner}; {name} names it too and is rejected",
-                dataset.workspace_id
-            ))
-        } else {
-            dataset.key_hashes.iter().find_map(|hash| key_owner.get(hash)).map(|owner| {
-                format!("an api_keys entry of {name} is already a key of the workspace served from {owner}")
+    let mut held = Holders::default();
+    let (lost, reread) = {
+        let current: Vec<(Claim, bool)> = files
+            .iter()
+            .filter_map(|(name, e)| match (&e.dataset, &e.lost) {
+                (Some(dataset), _) if e.status.error.is_none() => {
+                    Some((claim(name, dataset, e.written), true))
+                }
+                (_, Some(lost)) => Some((
+                    Claim {
+                        name,
+                        written: lost.written,
+                        workspace: &lost.workspace,
+                        keys: &lost.keys,
+                    },
+                    false,
+                )),
+                _ => None,
             })
-        };
-        if let Some(message) = conflict {
-            let message = format!("{name}: {message}");
-            // The version this file served before its new content, if it
-            // claims nothing already claimed, keeps serving.
-            let previous = entry.previous.take().filter(|(previous, _)| {
-                !workspace_owner.contains_key(&previous.workspace_id)
-                    && !previous
-                        .key_hashes
-                        .iter()
-                        .any(|h| key_owner.contains_key(h))
-            });
-            match previous {
-                Some((previous, status)) => {
-                    entry.dataset = Some(previous);
-                    entry.status = status;
-                }
-                None => {
-                    entry.dataset = None;
-                    entry.status.version = None;
-                    entry.status.loaded_at = None;
-                    entry.status.records = None;
-                    entry.status.serving_version = None;
-                    entry.status.source = None;
-                }
-            }
-            log_rejected(&name, entry, &message);
-            entry.status.fail(message);
-            entry.conflict = true;
-            report.loaded.retain(|n| n != &name);
-            report.rejected.push(name.clone());
-        }
-        if let Some(dataset) = &entry.dataset {
-            workspace_owner.insert(dataset.workspace_id.clone(), name.clone());
-            for hash in &dataset.key_hashes {
-                key_owner.insert(*hash, name.clone());
+            .collect();
+        let claims: Vec<Claim> = current.iter().map(|(c, _)| *c).collect();
+        let verdicts = claims::resolve(&claims, &mut held);
+        let mut lost = Vec::new();
+        let mut reread = Vec::new();
+        for ((claim, loaded), verdict) in current.iter().zip(verdicts) {
+            match (verdict, loaded) {
+                (Err(conflict), true) => lost.push((claim.name.to_owned(), conflict)),
+                (Ok(()), false) => reread.push(claim.name.to_owned()),
+                _ => {}
             }
         }
-        if let Some((replaced, _)) = entry.previous.take() {
+        (lost, reread)
+    };
+
+    // The older versions: those that served before this step, and those of
+    // the files that lost just now.
+    let mut older: Vec<(String, Arc<Dataset>, SystemTime)> = files
+        .iter()
+        .filter(|(_, e)| e.status.error.is_some())
+        .filter_map(|(n, e)| Some((n.clone(), Arc::clone(e.dataset.as_ref()?), e.written)))
+        .collect();
+    for (name, _) in &lost {
+        if let Some((dataset, _, written)) = &files[name].previous {
+            older.push((name.clone(), Arc::clone(dataset), *written));
+        }
+    }
+    let claims: Vec<Claim> = older.iter().map(|(n, d, w)| claim(n, d, *w)).collect();
+    let mut kept: HashMap<String, Result<(), Conflict>> = older
+        .iter()
+        .map(|(name, _, _)| name.clone())
+        .zip(claims::resolve(&claims, &mut held))
+        .collect();
+    drop(claims);
+
+    for (name, conflict) in lost {
+        let entry = files.get_mut(&name).expect("a file that claimed");
+        let message = format!("{name}: {conflict}");
+        let rejected = entry.dataset.take().expect("a file that claimed");
+        entry.lost = Some(Lost {
+            workspace: rejected.workspace_id.clone(),
+            keys: rejected.key_hashes.clone(),
+            written: entry.written,
+        });
+        report.retire(rejected);
+        match entry.previous.take() {
+            Some((previous, status, written)) if kept.remove(&name).is_some_and(|k| k.is_ok()) => {
+                entry.dataset = Some(previous);
+                entry.status = status;
+                entry.written = written;
+            }
+            previous => {
+                if let Some((previous, _, _)) = previous {
+                    report.retire(previous);
+                }
+                unserve(entry);
+            }
+        }
+        log_rejected(&name, entry, &message);
+        entry.status.fail(message);
+        entry.conflict = true;
+        report.loaded.retain(|n| n != &name);
+        report.rejected.push(name);
+    }
+    for (name, verdict) in kept {
+        let Err(conflict) = verdict else { continue };
+        let entry = files.get_mut(&name).expect("a file that claimed");
+        let dataset = entry.dataset.take().expect("an older version");
+        tracing::error!(
+            file = %name,
+            workspace = %dataset.workspace_id,
+            version = %dataset.version,
+            error = %conflict,
+            "the older version this file served is unloaded: another file's current content holds what it asks for"
+        );
+        report.retire(dataset);
+        unserve(entry);
+        entry.status.fail(format!("{name}: {conflict}"));
+        entry.conflict = true;
+    }
+    for name in reread {
+        if let Some(entry) = files.get_mut(&name) {
+            entry.fingerprint = None;
+            report.reread.push(name);
+        }
+    }
+    for entry in files.values_mut() {
+        if let Some((replaced, _, _)) = entry.previous.take() {
             report.retire(replaced);
         }
     }
+}
+
+/// What a file's content claims.
+fn claim<'a>(name: &'a str, dataset: &'a Dataset, written: SystemTime) -> Claim<'a> {
+    Claim {
+        name,
+        written,
+        workspace: &dataset.workspace_id,
+        keys: &dataset.key_hashes,
+    }
+}
+
+/// The entry serves nothing any more.
+fn unserve(entry: &mut FileEntry) {
+    entry.dataset = None;
+    entry.written = SystemTime::UNIX_EPOCH;
+    entry.status.version = None;
+    entry.status.loaded_at = None;
+    entry.status.records = None;
+    entry.status.serving_version = None;
+    entry.status.source = None;
 }
 
 /// Logs a rejection once, saying whether a previous version keeps serving.

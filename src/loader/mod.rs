@@ -20,7 +20,7 @@ use std::time::{Duration, Instant as Clock, SystemTime};
 
 use crate::metrics::Metrics;
 use crate::snapshot;
-use crate::storage::{Fetch, Fingerprint, ListError, Origin, SnapshotFile};
+use crate::storage::{Fetch, Fingerprint, ListError, Listing, Origin, SnapshotFile};
 use crate::store::{Catalog, Store};
 pub use files::FileStatus;
 use files::{Files, ReadResult};
@@ -35,6 +35,9 @@ pub struct ScanReport {
     /// Files modified so recently that they may still be being written;
     /// they are left for a later scan.
     pub settling: Vec<String>,
+    /// Files whose content lost a conflict before and now wins it: read
+    /// again in the same scan.
+    pub reread: Vec<String>,
     /// Object storage: the listing was read (from storage, or from the
     /// cache at startup); false when the poll failed.
     pub listed: bool,
@@ -165,7 +168,7 @@ impl Snapshots {
         self.warn_if_empty(present.entries.is_empty(), present.ignored);
 
         // Under the lock: forget deleted files, decide what to read.
-        let (to_read, mut successors) = {
+        let (mut to_read, mut successors) = {
             let mut files = self.files();
             let serving_before = files::serving_workspaces(&files);
             let mut step = ScanReport::default();
@@ -175,14 +178,17 @@ impl Snapshots {
                 |name| present.contains(name) || successors.contains_key(name),
                 &mut step,
             );
-            let to_read = files::changed_files(&mut files, &present, &mut step);
-            self.settle(&mut files, serving_before, Vec::new(), step, &mut report);
+            let mut to_read = files::changed_files(&mut files, &present, &mut step);
+            let reread = self.settle(&mut files, serving_before, Vec::new(), step, &mut report);
+            to_read.extend(listed(&present, reread));
             (to_read, successors)
         };
         self.free_retired(&mut report);
 
         // Each file: read and build without the lock, then settle it.
-        for (name, fingerprint) in to_read {
+        let mut next = 0;
+        while let Some((name, fingerprint)) = to_read.get(next).cloned() {
+            next += 1;
             let Some(result) = self.read_one(name, fingerprint, &mut report) else {
                 continue;
             };
@@ -200,8 +206,9 @@ impl Snapshots {
                     !replaced
                 });
             }
-            self.settle(&mut files, serving_before, vec![result], step, &mut report);
+            let reread = self.settle(&mut files, serving_before, vec![result], step, &mut report);
             drop(files);
+            to_read.extend(listed(&present, reread));
             self.free_retired(&mut report);
         }
 
@@ -213,7 +220,8 @@ impl Snapshots {
             let serving_before = files::serving_workspaces(&files);
             let mut step = ScanReport::default();
             files::forget_removed(&mut files, |name| !successors.contains_key(name), &mut step);
-            self.settle(&mut files, serving_before, Vec::new(), step, &mut report);
+            // What this frees is read by the next scan.
+            let _ = self.settle(&mut files, serving_before, Vec::new(), step, &mut report);
         }
         if present.fresh {
             files::confirm(&mut self.files(), &present, SystemTime::now());
@@ -236,6 +244,7 @@ impl Snapshots {
 
     /// Applies what a step read, resolves conflicts, publishes the catalog
     /// and records the step's metrics; adds the step to the scan's report.
+    /// Returns the files to read again now ([`ScanReport::reread`]).
     fn settle(
         &self,
         files: &mut Files,
@@ -243,7 +252,7 @@ impl Snapshots {
         results: Vec<ReadResult>,
         mut step: ScanReport,
         report: &mut ScanReport,
-    ) {
+    ) -> Vec<String> {
         let loaded_ms = files::apply(files, results, &mut step);
         files::resolve_conflicts(files, &mut step);
         files::log_loaded(files, &loaded_ms, &step);
@@ -269,6 +278,8 @@ impl Snapshots {
         report.loaded.append(&mut step.loaded);
         report.rejected.append(&mut step.rejected);
         report.removed.append(&mut step.removed);
+        report.reread.extend(step.reread.iter().cloned());
+        step.reread
     }
 
     /// A directory with no snapshot files serves no workspace: every key
@@ -340,6 +351,18 @@ impl Snapshots {
             source,
         })
     }
+}
+
+/// The names of `names` that the listing holds, with their fingerprints.
+/// (A file read again wins the claim it won before, so this ends.)
+fn listed(present: &Listing, names: Vec<String>) -> Vec<(String, Fingerprint)> {
+    names
+        .into_iter()
+        .filter_map(|name| match present.entries.get(&name) {
+            Some(Ok(fingerprint)) => Some((name, fingerprint.clone())),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Files at least this large log when their load starts.

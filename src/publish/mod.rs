@@ -8,17 +8,19 @@ mod fleet;
 mod update;
 mod upload;
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
+use std::time::SystemTime;
 
 use object_store::ObjectStore;
 use object_store::path::Path as ObjectPath;
 
-use crate::snapshot;
+use crate::check::{self, Checked};
 use crate::storage::SnapshotFile;
 use crate::storage::location::{self, Location, StorageOptions};
-use crate::storage::manifest::{Manifest, Version, short};
+use crate::storage::manifest::{Held, Manifest, Version, short};
+use crate::store::claims::Claim;
+use crate::store::key;
 use update::ManifestStore;
 
 /// An object store prefix to publish to.
@@ -64,19 +66,11 @@ impl Target {
     }
 }
 
-/// One file that passed the checks.
-struct Checked {
-    path: PathBuf,
-    file: String,
-    workspace: String,
-    version: String,
-    records: u64,
-}
-
 /// `portfolio-replica publish FILE... --to URL`: checks every file as the
-/// server would (the messages of `check`), and only if all pass uploads
-/// each as an immutable object and makes it current in the manifest, in
-/// one manifest write. Returns whether it published.
+/// server would (`crate::check`, its messages), and against what the
+/// manifest serves (no key of another workspace's current version); only if
+/// all pass, uploads each as an immutable object and makes it current in
+/// the manifest, in one manifest write. Returns whether it published.
 pub fn publish(
     files: &[PathBuf],
     to: &str,
@@ -85,13 +79,7 @@ pub fn publish(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    let Some(checked) = check_all(files, out, err) else {
-        let _ = writeln!(
-            err,
-            "error: nothing published: every file must pass the checks"
-        );
-        return false;
-    };
+    // A wrong URL is said before any file is read.
     let target = match Target::open(to, options) {
         Ok(target) => target,
         Err(e) => {
@@ -99,6 +87,33 @@ pub fn publish(
             return false;
         }
     };
+    let Some(checked) = check::check(files, out, err) else {
+        let _ = writeln!(
+            err,
+            "error: nothing published: every file must pass the checks"
+        );
+        return false;
+    };
+    let published = match target.runtime.block_on(target.manifest().read()) {
+        Ok((manifest, _)) => manifest,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return false;
+        }
+    };
+    let held = against_published(&published, &checked);
+    if !held.unknown.is_empty() {
+        let _ = writeln!(
+            err,
+            "warning: {} published workspace(s) record no key hashes (published by an older build), so their keys are not checked: {}; publish them again to record them",
+            held.unknown.len(),
+            held.unknown.join(", ")
+        );
+    }
+    if let Err(e) = held.check(&claims(&checked)) {
+        let _ = writeln!(err, "error: {e}\nerror: nothing published");
+        return false;
+    }
     let mut versions = Vec::new();
     for item in &checked {
         match upload_one(&target, item, out) {
@@ -112,6 +127,8 @@ pub fn publish(
     let updated = target
         .runtime
         .block_on(target.manifest().update(&mut |manifest| {
+            // Another publisher may have written since the check above.
+            against_published(manifest, &checked).check(&claims(&checked))?;
             let mut changed = false;
             for (workspace, version) in &versions {
                 changed |= manifest.publish(workspace, version.clone(), keep);
@@ -149,56 +166,23 @@ pub fn publish(
     }
 }
 
-/// Loads each file as the server would; prints `ok:`/`error:` lines like
-/// `check`. `None` if any is rejected, or two name one workspace.
-fn check_all(
-    files: &[PathBuf],
-    out: &mut impl Write,
-    err: &mut impl Write,
-) -> Option<Vec<Checked>> {
-    let mut checked = Vec::new();
-    let mut owners: HashMap<String, String> = HashMap::new();
-    let mut ok = true;
-    for path in files {
-        let name = path.display().to_string();
-        match snapshot::load_from(&name, &SnapshotFile::new(path), &mut |_, _| {}) {
-            Ok(loaded) => {
-                let ds = &loaded.dataset;
-                if let Some(owner) = owners.get(&ds.workspace_id) {
-                    ok = false;
-                    let _ = writeln!(
-                        err,
-                        "error: {name}: workspace {:?} is already named by {owner}; {name} names it too and is rejected",
-                        ds.workspace_id
-                    );
-                    continue;
-                }
-                owners.insert(ds.workspace_id.clone(), name.clone());
-                let _ = writeln!(
-                    out,
-                    "ok: {name}: workspace {}, version {}, {} records, {} warning(s)",
-                    ds.workspace_id,
-                    ds.version,
-                    ds.counts.total(),
-                    loaded.warnings.len()
-                );
-                checked.push(Checked {
-                    path: path.clone(),
-                    file: path
-                        .file_name()
-                        .map_or_else(|| name.clone(), |n| n.to_string_lossy().into_owned()),
-                    workspace: ds.workspace_id.clone(),
-                    version: ds.version.clone(),
-                    records: ds.counts.total() as u64,
-                });
-            }
-            Err(e) => {
-                ok = false;
-                let _ = writeln!(err, "error: {e}");
-            }
-        }
-    }
-    ok.then_some(checked)
+/// What the manifest's other workspaces hold, for the checked files.
+fn against_published(manifest: &Manifest, checked: &[Checked]) -> Held {
+    let replaced: Vec<&str> = checked.iter().map(|c| c.workspace.as_str()).collect();
+    Held::of(manifest, &replaced)
+}
+
+/// What the checked files ask for: their workspaces and keys.
+fn claims(checked: &[Checked]) -> Vec<Claim<'_>> {
+    checked
+        .iter()
+        .map(|c| Claim {
+            name: &c.name,
+            written: SystemTime::now(),
+            workspace: &c.workspace,
+            keys: &c.key_hashes,
+        })
+        .collect()
 }
 
 /// Gzips (if needed), hashes and uploads one checked file.
@@ -227,8 +211,12 @@ fn upload_one(target: &Target, item: &Checked, out: &mut impl Write) -> Result<V
         size: prepared.size,
         version: item.version.clone(),
         published_at: crate::store::time::utc_now(),
-        file: item.file.clone(),
+        file: item
+            .path
+            .file_name()
+            .map_or_else(|| item.name.clone(), |n| n.to_string_lossy().into_owned()),
         records: item.records,
+        key_hashes: Some(item.key_hashes.iter().map(key::to_hex).collect()),
     })
 }
 
@@ -249,12 +237,32 @@ pub fn rollback(
         }
     };
     let mut moved = None;
+    let mut unknown = false;
     let updated = target
         .runtime
         .block_on(target.manifest().update(&mut |manifest| {
-            moved = Some(manifest.rollback(workspace, version)?);
+            let (from, to) = manifest.rollback(workspace, version)?;
+            // The version brought back must not take a key that another
+            // workspace's current version holds (the replicas would
+            // have to refuse one of them).
+            let keys = to.key_hashes();
+            let name = format!("{workspace} {} ({})", to.version, short(&to.sha256));
+            Held::of(manifest, &[workspace]).check(&[Claim {
+                name: &name,
+                written: to.written(),
+                workspace,
+                keys: keys.as_deref().unwrap_or_default(),
+            }])?;
+            unknown = keys.is_none();
+            moved = Some((from, to));
             Ok(true)
         }));
+    if unknown {
+        let _ = writeln!(
+            err,
+            "warning: that version records no key hashes (published by an older build), so its keys were not checked against the other workspaces"
+        );
+    }
     match (updated, moved) {
         (Ok(updated), Some((from, to))) => {
             let _ = writeln!(

@@ -31,6 +31,10 @@ pub struct Record {
     pub sha256: Option<String>,
     pub manifest_revision: Option<u64>,
     pub fetched_at: String,
+    /// When the object was written (milliseconds since the epoch), for
+    /// conflicts; absent from records of older builds.
+    #[serde(default)]
+    pub written_ms: Option<u64>,
     /// The data file, in the cache directory.
     pub data: String,
 }
@@ -41,6 +45,9 @@ impl Record {
             key: self.key.clone(),
             tag: self.tag.clone(),
             size: self.size,
+            written: self
+                .written_ms
+                .map(|ms| std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(ms)),
         }
     }
 
@@ -272,6 +279,7 @@ mod tests {
             sha256: None,
             manifest_revision: None,
             fetched_at: "2026-11-23T10:00:00.000Z".to_owned(),
+            written_ms: None,
             data: String::new(),
         }
     }

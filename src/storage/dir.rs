@@ -65,6 +65,7 @@ pub fn fetch(dir: &Path, name: &str, fingerprint: &FileFingerprint) -> Fetch {
         len: fingerprint.len,
         source: None,
         download: false,
+        written: fingerprint.modified,
     })
 }
 

@@ -28,7 +28,7 @@ pub struct FileFingerprint {
 }
 
 /// One immutable version of an object.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct ObjectVersion {
     /// The object's key from the root of the bucket.
     pub key: String,
@@ -36,6 +36,31 @@ pub struct ObjectVersion {
     /// (prefix mode), or the SHA-256 the manifest names (manifest mode).
     pub tag: String,
     pub size: u64,
+    /// When it was written: the listing's last modification (prefix mode),
+    /// or the version's `published_at` (manifest mode). Not part of its
+    /// identity; it decides conflicts (`crate::store::claims`).
+    pub written: Option<SystemTime>,
+}
+
+/// Versions are the same object when key, tag and size are.
+impl PartialEq for ObjectVersion {
+    fn eq(&self, other: &ObjectVersion) -> bool {
+        (&self.key, &self.tag, self.size) == (&other.key, &other.tag, other.size)
+    }
+}
+
+impl Eq for ObjectVersion {}
+
+impl Fingerprint {
+    /// When the content was written, as far as the source tells;
+    /// `UNIX_EPOCH` when it does not.
+    pub fn written(&self) -> SystemTime {
+        let written = match self {
+            Fingerprint::File(file) => file.modified,
+            Fingerprint::Object(object) => object.written,
+        };
+        written.unwrap_or(SystemTime::UNIX_EPOCH)
+    }
 }
 
 /// The entries of a source by name, each with its fingerprint or the reason
@@ -70,6 +95,8 @@ pub struct Local {
     pub source: Option<SourceStatus>,
     /// A fresh download: kept in the cache if it loads, removed otherwise.
     pub download: bool,
+    /// When the content was written ([`Fingerprint::written`]).
+    pub written: Option<SystemTime>,
 }
 
 /// What fetching a changed entry gave.

@@ -6,7 +6,13 @@
 
 use std::collections::BTreeMap;
 
+use std::time::SystemTime;
+
 use serde::{Deserialize, Serialize};
+
+use crate::store::claims::{Claim, Holders};
+use crate::store::key::{self, KeyHash};
+use crate::store::time::Instant;
 
 /// The manifest's object name, directly under the prefix. In prefix mode it
 /// is never a snapshot, whatever its ending says.
@@ -63,6 +69,13 @@ pub struct Version {
     pub file: String,
     /// Records in the snapshot, all collections together.
     pub records: u64,
+    /// The SHA-256 of each of its API keys (lower-case hex), so that a
+    /// publish or rollback can refuse a key that another workspace's
+    /// current version holds. Absent from versions published by builds
+    /// before it was recorded: their keys are not known without
+    /// downloading them (docs/object-storage.md#keys-and-conflicts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_hashes: Option<Vec<String>>,
 }
 
 impl Manifest {
@@ -176,6 +189,83 @@ impl Manifest {
         }
         entry.current = target.sha256.clone();
         Ok((from, target))
+    }
+}
+
+/// What the workspaces of a manifest hold, for conflict checks.
+pub struct Held {
+    /// (workspace, what messages call its version, published, keys).
+    claims: Vec<(String, String, SystemTime, Vec<KeyHash>)>,
+    /// Workspaces whose current version records no key hashes.
+    pub unknown: Vec<String>,
+}
+
+impl Held {
+    /// Every current version's workspace and keys but those of `except`
+    /// (the workspaces a publish replaces).
+    pub fn of(manifest: &Manifest, except: &[&str]) -> Held {
+        let mut held = Held {
+            claims: Vec::new(),
+            unknown: Vec::new(),
+        };
+        for (name, workspace) in &manifest.workspaces {
+            if except.contains(&name.as_str()) {
+                continue;
+            }
+            let Some(current) = workspace.current_version() else {
+                continue;
+            };
+            let keys = current.key_hashes();
+            if keys.is_none() {
+                held.unknown.push(name.clone());
+            }
+            let label = format!(
+                "its published version {} ({})",
+                current.version,
+                short(&current.sha256)
+            );
+            held.claims.push((
+                name.clone(),
+                label,
+                current.written(),
+                keys.unwrap_or_default(),
+            ));
+        }
+        held
+    }
+
+    /// Takes each `(workspace, keys)` against what the manifest holds:
+    /// the first conflict, as a message, if any.
+    pub fn check(&self, wanted: &[Claim<'_>]) -> Result<(), String> {
+        let mut holders = Holders::default();
+        for (workspace, label, written, keys) in &self.claims {
+            // Two of them conflicting is a manifest from before key hashes
+            // were recorded; the replicas decide it, not this publish.
+            let _ = holders.take(&Claim {
+                name: label,
+                written: *written,
+                workspace,
+                keys,
+            });
+        }
+        for claim in wanted {
+            holders.take(claim).map_err(|c| c.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+impl Version {
+    /// Its key hashes, if it records them.
+    pub fn key_hashes(&self) -> Option<Vec<KeyHash>> {
+        let hashes = self.key_hashes.as_ref()?;
+        Some(hashes.iter().filter_map(|h| key::from_hex(h)).collect())
+    }
+
+    /// When it was published.
+    pub fn written(&self) -> SystemTime {
+        Instant::parse_rfc3339(&self.published_at)
+            .map_or(SystemTime::UNIX_EPOCH, Instant::to_system_time)
     }
 }
 

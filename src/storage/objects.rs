@@ -35,7 +35,7 @@ use super::location::{self, StorageOptions};
 use super::manifest::{MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest};
 use super::status::{OriginStatus, SourceStatus};
 use crate::metrics::Metrics;
-use crate::store::time::{utc_millis, utc_now};
+use crate::store::time::{Instant, utc_millis, utc_now};
 
 /// The longest a failing source waits between polls, unless the poll
 /// interval itself is longer.
@@ -331,6 +331,7 @@ impl ObjectOrigin {
                 key: object.location.to_string(),
                 tag,
                 size: object.size,
+                written: Some(object.last_modified.into()),
             };
             listing
                 .entries
@@ -359,6 +360,8 @@ impl ObjectOrigin {
                         key,
                         tag: current.sha256.clone(),
                         size: current.size,
+                        written: Instant::parse_rfc3339(&current.published_at)
+                            .map(Instant::to_system_time),
                     },
                 ))
             })
@@ -439,6 +442,7 @@ impl ObjectOrigin {
                 len: version.size,
                 source: Some(record.source()),
                 download: false,
+                written: version.written,
             });
         }
         let revision = {
@@ -500,6 +504,7 @@ impl ObjectOrigin {
                 from_cache: false,
             }),
             download: true,
+            written: version.written,
         })
     }
 
@@ -581,6 +586,10 @@ impl ObjectOrigin {
             sha256: source.sha256,
             manifest_revision: source.manifest_revision,
             fetched_at: source.fetched_at,
+            written_ms: local
+                .written
+                .and_then(|at| at.duration_since(std::time::SystemTime::UNIX_EPOCH).ok())
+                .map(|d| d.as_millis() as u64),
             data: String::new(),
         };
         if let Err(e) = self.cache.commit(name, &local.path, record) {

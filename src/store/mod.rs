@@ -14,6 +14,7 @@
 //! the layers above it (checked by `tests/it/layers.rs`).
 
 mod build;
+pub mod claims;
 pub mod collection;
 mod cursor;
 mod deflate;

@@ -20,6 +20,12 @@ pub struct Instant {
 }
 
 impl Instant {
+    /// The same moment as a `SystemTime` (before the epoch: the epoch).
+    pub fn to_system_time(self) -> SystemTime {
+        let since = std::time::Duration::new(self.secs.max(0) as u64, self.nanos);
+        SystemTime::UNIX_EPOCH + since
+    }
+
     /// Parses an RFC 3339 date-time: `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`.
     ///
     /// `T` and `Z` may be lower case, as RFC 3339 allows. Fraction digits past

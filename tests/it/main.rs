@@ -10,6 +10,7 @@ mod auth;
 mod caching;
 mod cli;
 mod compression;
+mod conflicts;
 mod edges;
 mod feed;
 mod fuzz_snapshots;
