@@ -3,26 +3,32 @@
 //!
 //! # Layout
 //!
-//! The flow of data is the flow of the modules:
+//! The flow of data is the flow of the modules (ARCHITECTURE.md has the
+//! layer table that `tests/it/layers.rs` enforces):
 //!
-//! - [`snapshot`]: the file format (serde wire types), parsing and validation
-//!   of one file; pure, bytes in and a validated document out.
+//! - [`storage`]: where bytes come from, a directory or a prefix of an
+//!   object store: listing, fetching, the cache, the manifest format.
+//! - [`loader`]: the scan: loads what changed, resolves conflicts,
+//!   publishes the catalog, and keeps each file's status.
+//! - [`snapshot`]: the file format (serde wire types), parsing and
+//!   validation of one file: a readable source in, a validated dataset out;
+//!   no file or network IO of its own (it may spread a large file's records
+//!   over worker threads).
 //! - [`store`]: the immutable dataset built from a validated document
-//!   (pre-sorted, pre-rendered, indexed), page and cursor logic, and the
-//!   `ArcSwap` that publishes the catalog of workspaces; no IO, no HTTP.
-//! - [`loader`]: the snapshot source, a directory or a prefix of an object
-//!   store; loads changed files, resolves conflicts between them,
-//!   publishes, and keeps each file's status.
-//! - [`api`]: warp filter, auth, query parsing, routing, error replies; the
-//!   only module that knows HTTP.
+//!   (pre-sorted, pre-rendered, indexed), page and cursor logic, the conflict
+//!   rule, and the `ArcSwap` that publishes the catalog; no IO, no HTTP.
+//! - [`api`]: warp filter, auth, query parsing, routing, error replies: the
+//!   Portfolio API.
+//! - [`ops`]: the operators' listener (`/metrics`, `/snapshots`); with
+//!   [`api`], [`reply`] and [`server`], the only modules that serve HTTP.
 //! - [`reload`]: the reloader thread: file events (debounced), polling and
 //!   SIGHUP trigger scans.
 //! - [`server`]: the accept loop around hyper: connection cap, header
 //!   limits and timeouts, graceful shutdown with a grace period.
-//! - [`ops`]: the operators' listener (`/metrics`, `/snapshots`).
-//! - [`config`]: the command line; [`commands`]: `check` and `hash-key`;
-//!   [`generate`]: synthetic snapshots; [`publish`]: `publish`, `rollback`
-//!   and `versions`, the fleet's publisher side of object storage.
+//! - [`config`]: the command line; [`check`]: `check`; [`commands`]:
+//!   `hash-key` and `probe`; [`generate`]: synthetic snapshots;
+//!   [`publish`]: `publish`, `rollback` and `versions`, the fleet's
+//!   publisher side of object storage.
 //!
 //! [`serve`] runs the whole server on listeners the caller bound, until a
 //! shutdown future completes; tests bind `127.0.0.1:0` and stop it at will.

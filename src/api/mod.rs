@@ -1,4 +1,4 @@
-//! The HTTP API: the only module that knows HTTP.
+//! The Portfolio API over HTTP (the admin listener is `crate::ops`).
 //!
 //! One warp filter extracts what a request carries (method, path, query,
 //! headers) and hands it to [`respond`], a plain function that applies the

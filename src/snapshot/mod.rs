@@ -1,10 +1,11 @@
 //! The snapshot file format (docs/snapshot-format.md): the wire types,
 //! parsing and validation, and rendering records as the API serves them.
 //!
-//! Pure: bytes in, a [`Loaded`] dataset or one [`SnapshotError`] out. The
+//! A [`Source`] in, a [`Loaded`] dataset or one [`SnapshotError`] out. The
 //! parse streams: each record is checked and handed to the store's
-//! [`Builder`] as soon as it is read. Reading files (and everything else
-//! that touches the disk) is the loader's.
+//! [`Builder`] as soon as it is read. It opens no file and no connection
+//! (a `Source` is storage's: `crate::storage::SnapshotFile`), but a large
+//! file's records are built on worker threads (`batches.rs`).
 
 mod batches;
 mod diagnose;

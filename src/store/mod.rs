@@ -155,22 +155,27 @@ pub struct Catalog {
 impl Dataset {
     /// Bytes held by the records' gzip fragments (0 without precompression).
     pub fn precompressed_bytes(&self) -> usize {
-        let records = [
-            &self.companies.records,
-            &self.tasks.records,
-            &self.roles.records,
-            &self.feed.records,
-            &self.notes.records,
-            &self.metrics.records,
-            &self.meetings.records,
-            &self.meeting_notes.records,
-        ];
-        let packed: usize = records
+        let packed: usize = Collection::ALL
             .iter()
-            .filter_map(|r| r.packed())
+            .filter_map(|&c| self.records(c).packed())
             .map(|p| p.heap_bytes())
             .sum();
         packed + self.roles.gzip.get().map_or(0, Bytes::len)
+    }
+
+    /// A collection's rendered records: the one place that maps the list
+    /// of collections to the dataset's parts.
+    fn records(&self, collection: Collection) -> &Arc<Rendered> {
+        match collection {
+            Collection::Companies => &self.companies.records,
+            Collection::Tasks => &self.tasks.records,
+            Collection::Roles => &self.roles.records,
+            Collection::Feed => &self.feed.records,
+            Collection::Notes => &self.notes.records,
+            Collection::Metrics => &self.metrics.records,
+            Collection::Meetings => &self.meetings.records,
+            Collection::MeetingNotes => &self.meeting_notes.records,
+        }
     }
 
     /// Starts the work a built dataset does in the background while it
