@@ -29,17 +29,20 @@ async fn manifest(s3: &S3, prefix: &str) -> Option<Value> {
     Some(serde_json::from_slice(&bytes).expect("a JSON manifest"))
 }
 
+/// ws-a holding KEY, and ws-b asking for it too.
+fn two_files(dir: &Path) -> (PathBuf, PathBuf) {
+    let a = write_json(dir, "a.json", &versioned("ws-a", &[KEY], "a1"));
+    let b = write_json(dir, "b.json", &versioned("ws-b", &[OTHER_KEY, KEY], "b1"));
+    (a, b)
+}
+
 #[tokio::test]
-async fn publish_and_rollback_refuse_a_key_another_workspace_holds() {
+async fn publish_refuses_two_workspaces_sharing_a_key_in_one_call() {
     let s3 = S3::start().await;
     let env = s3.env();
     let files = tempdir();
-    let dir = files.path();
-
-    // In one call: two workspaces sharing a key.
+    let (a, b) = two_files(files.path());
     let url = s3.url("one");
-    let a = write_json(dir, "a.json", &versioned("ws-a", &[KEY], "a1"));
-    let b = write_json(dir, "b.json", &versioned("ws-b", &[OTHER_KEY, KEY], "b1"));
     let out = publish(&[&a, &b], &url, &env).await;
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(
@@ -48,8 +51,14 @@ async fn publish_and_rollback_refuse_a_key_another_workspace_holds() {
         "{out:?}"
     );
     assert_eq!(manifest(&s3, "one").await, None, "nothing may be written");
+}
 
-    // Against what the manifest serves: ws-a holds KEY, ws-b may not take it.
+#[tokio::test]
+async fn publish_refuses_a_key_that_a_published_workspace_holds() {
+    let s3 = S3::start().await;
+    let env = s3.env();
+    let files = tempdir();
+    let (a, b) = two_files(files.path());
     let url = s3.url("two");
     let out = publish(&[&a], &url, &env).await;
     assert_eq!(out.code, Some(0), "{out:?}");
@@ -68,9 +77,17 @@ async fn publish_and_rollback_refuse_a_key_another_workspace_holds() {
     let after = manifest(&s3, "two").await.expect("a manifest");
     assert_eq!(after["revision"], written["revision"], "{after}");
     assert!(after["workspaces"].get("ws-b").is_none(), "{after}");
+}
 
-    // Rollback: ws-a's v1 held KEY; v2 gives it up and ws-b takes it; going
-    // back to v1 would give KEY to two workspaces.
+/// ws-a's v1 held KEY; v2 gives it up and ws-b takes it; going back to v1
+/// would give KEY to two workspaces.
+#[tokio::test]
+async fn rollback_refuses_a_version_whose_key_another_workspace_holds_now() {
+    let s3 = S3::start().await;
+    let env = s3.env();
+    let files = tempdir();
+    let dir = files.path();
+    let (a, b) = two_files(dir);
     let url = s3.url("three");
     assert_eq!(publish(&[&a], &url, &env).await.code, Some(0));
     let a2 = write_json(dir, "a2.json", &versioned("ws-a", &["cura_a_second"], "a2"));
