@@ -19,8 +19,12 @@
 //!   SIGHUP trigger scans.
 //! - [`server`]: the accept loop around hyper: connection cap, header
 //!   limits and timeouts, graceful shutdown with a grace period.
-//! - [`ops`]: the operators' listener (`/metrics`, `/snapshots`).
-//! - [`config`]: the command line; [`commands`]: `check` and `hash-key`;
+//! - [`ops`]: the operators' listener (`/metrics`, `/snapshots`);
+//!   [`status`]: the `/snapshots` body, which `versions --replica` reads.
+//! - [`http_client`]: the command line's HTTP client (`probe`,
+//!   `versions --replica`).
+//! - [`config`]: the command line; [`commands`]: `check`, `hash-key` and
+//!   `probe`;
 //!   [`generate`]: synthetic snapshots; [`publish`]: `publish`, `rollback`
 //!   and `versions`, the fleet's publisher side of object storage.
 //!
@@ -31,6 +35,7 @@ pub mod api;
 pub mod commands;
 pub mod config;
 pub mod generate;
+pub mod http_client;
 pub mod loader;
 pub mod metrics;
 pub mod ops;
@@ -39,6 +44,7 @@ pub mod reload;
 pub mod reply;
 pub mod server;
 pub mod snapshot;
+pub mod status;
 pub mod store;
 
 use std::future::Future;

@@ -2,20 +2,21 @@
 //! it. Each step is a plain function of that state (no IO), so each can be
 //! tested on its own; [`super::Snapshots::scan`] runs them in order.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::ScanReport;
 use super::source::{Fingerprint, Listing, SourceError, SourceStatus};
 use crate::snapshot::{Loaded, SnapshotError};
 use crate::store::{Dataset, RecordCounts};
 
-/// What `GET /snapshots` shows for one file.
-#[derive(Clone, Debug, Serialize)]
+/// What `GET /snapshots` shows for one file (read back by `versions --replica`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FileStatus {
     pub file: String,
     pub workspace: Option<String>,
@@ -44,7 +45,7 @@ pub struct FileStatus {
     /// serving version keeps serving); `null` when nothing is wrong.
     pub source_error: Option<String>,
     /// Its kind, as `portfolio_replica_source_errors_total` labels it.
-    pub source_error_kind: Option<&'static str>,
+    pub source_error_kind: Option<Cow<'static, str>>,
     /// Since when that problem has lasted (RFC 3339, UTC).
     pub source_error_since: Option<String>,
 }
@@ -122,7 +123,7 @@ impl FileEntry {
             .map(|at| now.duration_since(at).unwrap_or_default().as_secs_f64());
         if let Some((error, since)) = &self.source_error {
             status.source_error = Some(error.message.clone());
-            status.source_error_kind = Some(error.kind.label());
+            status.source_error_kind = Some(error.kind.label().into());
             status.source_error_since = Some(since.clone());
         }
         status

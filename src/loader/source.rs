@@ -4,12 +4,13 @@
 //! a file on local disk that it loads through the streaming `SnapshotFile`,
 //! so a download costs the same memory as a file dropped into a directory.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::dir::{self, FileFingerprint};
 use super::location::{Location, StorageOptions};
@@ -168,7 +169,7 @@ impl std::fmt::Display for SourceError {
 
 /// Object storage: where an entry's serving version came from, as
 /// `/snapshots` shows it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SourceStatus {
     /// The object's key from the root of the bucket.
     pub key: String,
@@ -187,12 +188,12 @@ pub struct SourceStatus {
 }
 
 /// Object storage: the state of the source as a whole, for `/snapshots`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct OriginStatus {
     /// The URL given to `--snapshots` (it holds no credentials).
     pub url: String,
     /// `prefix`, `manifest`, or `unknown` before the first successful poll.
-    pub mode: &'static str,
+    pub mode: Cow<'static, str>,
     /// The manifest's revision and ETag, in manifest mode.
     pub manifest_revision: Option<u64>,
     pub manifest_etag: Option<String>,
@@ -202,7 +203,7 @@ pub struct OriginStatus {
     /// Polls that failed in a row, and why the last one did.
     pub consecutive_failures: u32,
     pub error: Option<String>,
-    pub error_kind: Option<&'static str>,
+    pub error_kind: Option<Cow<'static, str>>,
     pub error_since: Option<String>,
     /// The storage was unreachable at startup and the workspaces were
     /// restored from `--cache-dir`; false once a poll has succeeded.
