@@ -60,7 +60,7 @@ pub enum Command {
             value_name = "URL",
             default_value = "http://127.0.0.1:8080/readyz"
         )]
-        url: crate::commands::HttpUrl,
+        url: crate::http_client::HttpUrl,
         /// Seconds to wait for the status line, connecting included (fractions allowed).
         #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_timeout)]
         timeout: Duration,
@@ -116,10 +116,11 @@ pub enum Command {
         /// Print the manifest itself, as JSON.
         #[arg(long)]
         json: bool,
-        /// A replica's admin address: show what it serves against the
-        /// manifest (repeat for each replica).
+        /// A replica's admin address (--admin-listen), HOST:PORT or
+        /// http://HOST:PORT: show what it serves against the manifest
+        /// (repeat for each replica).
         #[arg(long = "replica", value_name = "HOST:PORT")]
-        replicas: Vec<String>,
+        replicas: Vec<crate::http_client::HttpUrl>,
         #[command(flatten)]
         storage: StorageArgs,
     },

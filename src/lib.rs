@@ -25,6 +25,9 @@
 //!   SIGHUP trigger scans.
 //! - [`server`]: the accept loop around hyper: connection cap, header
 //!   limits and timeouts, graceful shutdown with a grace period.
+//! - [`status`]: the `/snapshots` body, which `versions --replica` reads;
+//!   [`http_client`]: the command line's HTTP client (`probe`,
+//!   `versions --replica`).
 //! - [`config`]: the command line; [`check`]: `check`; [`commands`]:
 //!   `hash-key` and `probe`; [`generate`]: synthetic snapshots;
 //!   [`publish`]: `publish`, `rollback` and `versions`, the fleet's
@@ -38,6 +41,7 @@ pub mod check;
 pub mod commands;
 pub mod config;
 pub mod generate;
+pub mod http_client;
 pub mod loader;
 pub mod metrics;
 pub mod ops;
@@ -46,6 +50,7 @@ pub mod reload;
 pub mod reply;
 pub mod server;
 pub mod snapshot;
+pub mod status;
 pub mod storage;
 pub mod store;
 

@@ -6,50 +6,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use serde::Serialize;
-
 use super::ScanReport;
 use crate::snapshot::{Loaded, SnapshotError};
+pub use crate::status::FileStatus;
 use crate::storage::{Fingerprint, Listing, SourceStatus, StorageError};
+use crate::store::Dataset;
 use crate::store::claims::{self, Claim, Conflict, Holders};
 use crate::store::key::KeyHash;
 use crate::store::time::utc_now;
-use crate::store::{Dataset, RecordCounts};
-
-/// What `GET /snapshots` shows for one file.
-#[derive(Clone, Debug, Serialize)]
-pub struct FileStatus {
-    pub file: String,
-    pub workspace: Option<String>,
-    pub version: Option<String>,
-    /// When the version now serving was loaded (RFC 3339, UTC).
-    pub loaded_at: Option<String>,
-    pub records: Option<RecordCounts>,
-    pub warnings: Vec<String>,
-    /// Why the file's current content was rejected; `null` when it serves.
-    pub error: Option<String>,
-    /// When the current content was rejected (RFC 3339, UTC); `null` when
-    /// it serves.
-    pub failed_at: Option<String>,
-    /// The version this file serves now, whatever happened to its newer
-    /// content: after a rejected replacement, the previous version; `null`
-    /// when the file serves nothing.
-    pub serving_version: Option<String>,
-    /// Object storage: the object the serving version came from (key, ETag
-    /// or SHA-256, manifest revision, when it was fetched); `null` for a
-    /// directory, or when nothing serves.
-    pub source: Option<SourceStatus>,
-    /// Object storage: seconds since a successful poll last found this
-    /// entry serving what storage names; `null` for a directory.
-    pub stale_seconds: Option<f64>,
-    /// Object storage: why newer content could not be downloaded (the
-    /// serving version keeps serving); `null` when nothing is wrong.
-    pub source_error: Option<String>,
-    /// Its kind, as `portfolio_replica_source_errors_total` labels it.
-    pub source_error_kind: Option<&'static str>,
-    /// Since when that problem has lasted (RFC 3339, UTC).
-    pub source_error_since: Option<String>,
-}
 
 impl FileStatus {
     fn new(name: &str) -> FileStatus {
@@ -133,7 +97,7 @@ impl FileEntry {
             .map(|at| now.duration_since(at).unwrap_or_default().as_secs_f64());
         if let Some((error, since)) = &self.source_error {
             status.source_error = Some(error.message.clone());
-            status.source_error_kind = Some(error.kind.label());
+            status.source_error_kind = Some(error.kind.label().into());
             status.source_error_since = Some(since.clone());
         }
         status

@@ -135,6 +135,7 @@ impl Fixture {
                 published_at: String::new(),
                 file: "x.json".to_owned(),
                 records: 0,
+                key_hashes: None,
             },
             10,
         );
@@ -230,7 +231,7 @@ fn a_broken_manifest_or_a_missing_object_unloads_nothing() {
     assert!(!report.listed, "{report:?}");
     assert_eq!(f.serving("ws-a").as_deref(), Some("a1"));
     let source = f.snapshots.source_status().unwrap();
-    assert_eq!(source.error_kind, Some("manifest"), "{source:?}");
+    assert_eq!(source.error_kind.as_deref(), Some("manifest"), "{source:?}");
     assert!(source.error.unwrap().contains("not a valid manifest"));
 
     // A manifest naming an object that is not there.
@@ -249,7 +250,11 @@ fn a_broken_manifest_or_a_missing_object_unloads_nothing() {
     assert_eq!(f.serving("ws-a").as_deref(), Some("a1"));
     assert!(f.snapshots.source_status().unwrap().error.is_none());
     let status = f.status("ws-a");
-    assert_eq!(status.source_error_kind, Some("not_found"), "{status:?}");
+    assert_eq!(
+        status.source_error_kind.as_deref(),
+        Some("not_found"),
+        "{status:?}"
+    );
     assert!(
         status
             .source_error
@@ -265,7 +270,10 @@ fn a_broken_manifest_or_a_missing_object_unloads_nothing() {
     f.put(&format!("fleet/{key}"), vec![b'x'; size]);
     f.snapshots.scan().unwrap();
     assert_eq!(f.serving("ws-a").as_deref(), Some("a1"));
-    assert_eq!(f.status("ws-a").source_error_kind, Some("incomplete"));
+    assert_eq!(
+        f.status("ws-a").source_error_kind.as_deref(),
+        Some("incomplete")
+    );
 
     // Once fixed, the error clears.
     f.publish(&mut corrupt, "ws-a", &snapshot("ws-a", "a4", 1), "a4");
@@ -354,7 +362,7 @@ fn downloads_are_cached_and_serve_while_storage_is_unreachable() {
     );
     let status = snapshots.source_status().unwrap();
     assert!(status.serving_from_cache, "{status:?}");
-    assert_eq!(status.error_kind, Some("network"), "{status:?}");
+    assert_eq!(status.error_kind.as_deref(), Some("network"), "{status:?}");
     let entry = &snapshots.statuses()[0];
     assert!(entry.source.as_ref().unwrap().from_cache);
     assert_eq!(entry.stale_seconds, None, "never confirmed by storage");

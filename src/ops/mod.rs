@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde::Serialize;
 use warp::Filter;
 use warp::filters::BoxedFilter;
 use warp::http::header::{ACCEPT, ALLOW, CONTENT_TYPE, HeaderMap, HeaderValue, VARY};
@@ -14,18 +13,10 @@ use warp::http::{Method, StatusCode};
 use warp::path::FullPath;
 use warp::reply::Response;
 
-use crate::loader::{FileStatus, Snapshots};
+use crate::loader::Snapshots;
 use crate::metrics::{Format, Metrics};
 use crate::reply::json;
-use crate::storage::OriginStatus;
-
-#[derive(Serialize)]
-struct SnapshotsBody {
-    files: Vec<FileStatus>,
-    /// Object storage only: the state of the polls.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    source: Option<OriginStatus>,
-}
+use crate::status::SnapshotsStatus;
 
 /// The filter of the admin listener.
 pub fn routes(snapshots: Arc<Snapshots>, metrics: Arc<Metrics>) -> BoxedFilter<(Response,)> {
@@ -214,7 +205,7 @@ fn split_unquoted(text: &str, separator: char) -> impl Iterator<Item = &str> {
 }
 
 fn snapshots_status(snapshots: &Snapshots) -> Response {
-    let body = SnapshotsBody {
+    let body = SnapshotsStatus {
         files: snapshots.statuses(),
         source: snapshots.source_status(),
     };

@@ -1,70 +1,84 @@
-//! `versions --replica HOST:PORT...`: which version each replica serves,
-//! next to what the manifest says should serve. It asks each replica's admin
-//! listener for `/snapshots` (plain HTTP/1.0 on loopback or a private
-//! network, as the admin listener is meant to be reached) and marks the
-//! replicas that are behind, stale, or failing to read storage.
+//! `versions --replica ADDRESS...`: which version each replica serves, next
+//! to what the manifest says should serve. It asks each replica's admin
+//! listener for `/snapshots` (plain HTTP on loopback or a private network,
+//! as the admin listener is meant to be reached), reads it as the
+//! [`SnapshotsStatus`] the replica wrote, and marks the replicas that are
+//! behind, stale, or failing to read storage.
 
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::collections::HashMap;
 use std::time::Duration;
 
-use serde_json::Value;
-
+use crate::http_client::{self, HttpUrl, Read};
+use crate::status::{FileStatus, SnapshotsStatus};
 use crate::storage::manifest::Manifest;
 
-/// How long one replica may take to answer.
+/// How long one replica may take to answer, from connecting to the last
+/// byte of `/snapshots`.
 const TIMEOUT: Duration = Duration::from_secs(3);
 
-/// A report line per replica and workspace.
-pub fn report(manifest: &Manifest, replicas: &[String]) -> String {
+/// A report line per replica and workspace, and whether every replica
+/// could be read.
+pub fn report(manifest: &Manifest, replicas: &[HttpUrl]) -> (String, bool) {
     let mut text = String::from("\nreplicas:\n");
+    let mut all_read = true;
     for replica in replicas {
         match snapshots(replica) {
-            Ok(body) => text.push_str(&describe(manifest, replica, &body)),
-            Err(e) => text.push_str(&format!("  {replica}  UNREACHABLE: {e}\n")),
+            Ok(status) => text.push_str(&describe(manifest, replica, &status)),
+            Err(e) => {
+                all_read = false;
+                text.push_str(&format!("  {replica}  {e}\n"));
+            }
         }
     }
-    text
+    (text, all_read)
 }
 
 /// What `/snapshots` of one replica says, against the manifest.
-fn describe(manifest: &Manifest, replica: &str, body: &Value) -> String {
+fn describe(manifest: &Manifest, replica: &HttpUrl, status: &SnapshotsStatus) -> String {
     let mut text = String::new();
-    let source = &body["source"];
-    if let Some(error) = source["error"].as_str() {
+    if let Some(source) = &status.source
+        && let Some(error) = &source.error
+    {
         text.push_str(&format!(
             "  {replica}  cannot poll storage ({}): {error}\n",
-            source["error_kind"].as_str().unwrap_or("?")
+            source.error_kind.as_deref().unwrap_or("?")
         ));
     }
+    // One pass over the files, not one per workspace of the manifest.
+    let by_workspace: HashMap<&str, &FileStatus> = status
+        .files
+        .iter()
+        .rev()
+        .filter_map(|f| Some((f.workspace.as_deref()?, f)))
+        .collect();
     for (name, workspace) in &manifest.workspaces {
         let current = workspace
             .current_version()
             .map_or("?", |v| v.version.as_str());
-        let entry = body["files"]
-            .as_array()
-            .and_then(|files| files.iter().find(|f| f["workspace"] == name.as_str()));
-        let Some(entry) = entry else {
+        let Some(entry) = by_workspace.get(name.as_str()) else {
             text.push_str(&format!(
                 "  {replica}  {name}  NOT SERVED (current is {current})\n"
             ));
             continue;
         };
-        let serving = entry["serving_version"].as_str().unwrap_or("nothing");
+        let serving = entry.serving_version.as_deref().unwrap_or("nothing");
         let state = if serving == current {
             "current".to_owned()
         } else {
             format!("BEHIND: current is {current}")
         };
-        let stale = entry["stale_seconds"]
-            .as_f64()
+        let stale = entry
+            .stale_seconds
             .map_or_else(|| "-".to_owned(), |s| format!("{s:.0}s"));
-        let revision = entry["source"]["manifest_revision"]
-            .as_u64()
+        let revision = entry
+            .source
+            .as_ref()
+            .and_then(|s| s.manifest_revision)
             .map_or_else(|| "-".to_owned(), |r| r.to_string());
-        let problem = entry["source_error"]
-            .as_str()
-            .or(entry["error"].as_str())
+        let problem = entry
+            .source_error
+            .as_ref()
+            .or(entry.error.as_ref())
             .map(|e| format!("  problem: {e}"))
             .unwrap_or_default();
         text.push_str(&format!(
@@ -74,40 +88,43 @@ fn describe(manifest: &Manifest, replica: &str, body: &Value) -> String {
     text
 }
 
-/// `GET /snapshots` from a replica's admin listener.
-fn snapshots(replica: &str) -> Result<Value, String> {
-    let addr = replica
-        .to_socket_addrs()
-        .map_err(|e| e.to_string())?
-        .next()
-        .ok_or("no address")?;
-    let mut conn = TcpStream::connect_timeout(&addr, TIMEOUT).map_err(|e| e.to_string())?;
-    conn.set_read_timeout(Some(TIMEOUT))
-        .map_err(|e| e.to_string())?;
-    conn.set_write_timeout(Some(TIMEOUT))
-        .map_err(|e| e.to_string())?;
-    // HTTP/1.0: the answer ends with the connection, never chunked.
-    write!(conn, "GET /snapshots HTTP/1.0\r\nHost: {replica}\r\n\r\n")
-        .map_err(|e| e.to_string())?;
-    let mut answer = Vec::new();
-    conn.read_to_end(&mut answer).map_err(|e| e.to_string())?;
-    let split = answer
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or("not an HTTP answer")?;
-    let status = String::from_utf8_lossy(&answer[..split]);
-    if !status.starts_with("HTTP/1.1 200") && !status.starts_with("HTTP/1.0 200") {
-        return Err(status.lines().next().unwrap_or("").to_owned());
+/// `GET /snapshots` from a replica's admin listener, or the report's line
+/// on why not: no connection, or an answer that is not a replica's status.
+fn snapshots(replica: &HttpUrl) -> Result<SnapshotsStatus, String> {
+    let url = replica.join("snapshots")?;
+    let answer =
+        http_client::get(&url, TIMEOUT, Read::Body).map_err(|e| format!("UNREACHABLE: {e}"))?;
+    match answer.status.as_u16() {
+        200 => {}
+        // The API listener wants a key for every path; the admin one never does.
+        401 => {
+            return Err(
+                "WRONG ADDRESS: the replica answered 401: is this the admin address \
+                 (--admin-listen), not the API port?"
+                    .to_owned(),
+            );
+        }
+        _ => {
+            return Err(format!(
+                "UNREADABLE: /snapshots answered {}, not 200",
+                answer.status_line
+            ));
+        }
     }
-    serde_json::from_slice(&answer[split + 4..]).map_err(|e| format!("not /snapshots JSON: {e}"))
+    serde_json::from_slice(&answer.body)
+        .map_err(|e| format!("UNREADABLE: /snapshots answered 200 but not its JSON: {e}"))
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
     use crate::storage::manifest::Version;
+
+    fn status(body: Value) -> SnapshotsStatus {
+        serde_json::from_value(body).expect("a /snapshots body")
+    }
 
     #[test]
     fn marks_replicas_behind_the_manifest() {
@@ -124,28 +141,42 @@ mod tests {
                     published_at: String::new(),
                     file: "acme.json".to_owned(),
                     records: 1,
+                    key_hashes: None,
                 },
                 10,
             );
         }
-        let behind = json!({"files": [{"workspace": "ws-acme", "serving_version": "v1",
-            "stale_seconds": 42.0, "source": {"manifest_revision": 1},
-            "source_error": "throttled", "error": null}],
-            "source": {"error": null}});
-        let text = describe(&manifest, "r1:9090", &behind);
+        let source = json!({"key": "objects/ws-acme/x.json.gz", "etag": null, "sha256": "01",
+            "size": 1, "fetched_at": "2026-01-01T00:00:00Z", "from_cache": false});
+        let file = |serving: &str, revision: u64, stale: f64, error: Value| {
+            let mut source = source.clone();
+            source["manifest_revision"] = json!(revision);
+            json!({"file": "ws-acme", "workspace": "ws-acme", "serving_version": serving,
+                "warnings": [], "stale_seconds": stale, "source": source,
+                "source_error": error, "error": null})
+        };
+        let r1: HttpUrl = "r1:9090".parse().unwrap();
+        let behind = status(json!({"files": [file("v1", 1, 42.0, json!("throttled"))],
+            "source": {"url": "s3://b/p/", "mode": "manifest", "consecutive_failures": 3,
+                "error": "slow down", "error_kind": "throttling", "serving_from_cache": false}}));
+        let text = describe(&manifest, &r1, &behind);
         assert!(text.contains("v1 (BEHIND: current is v2)"), "{text}");
         assert!(
             text.contains("stale 42s") && text.contains("problem: throttled"),
             "{text}"
         );
-        let current = json!({"files": [{"workspace": "ws-acme", "serving_version": "v2",
-            "stale_seconds": 0.4, "source": {"manifest_revision": 2}}], "source": {}});
-        let text = describe(&manifest, "r2:9090", &current);
         assert!(
-            text.contains("v2 (current)  revision 2  stale 0s"),
+            text.contains("r1:9090  cannot poll storage (throttling): slow down"),
             "{text}"
         );
-        let text = describe(&manifest, "r3:9090", &json!({"files": []}));
+        let r2: HttpUrl = "http://r2:9090".parse().unwrap();
+        let current = status(json!({"files": [file("v2", 2, 0.4, Value::Null)]}));
+        let text = describe(&manifest, &r2, &current);
+        assert_eq!(
+            text,
+            "  http://r2:9090  ws-acme  v2 (current)  revision 2  stale 0s\n"
+        );
+        let text = describe(&manifest, &r1, &status(json!({"files": []})));
         assert!(text.contains("NOT SERVED"), "{text}");
     }
 }

@@ -16,6 +16,7 @@ use object_store::ObjectStore;
 use object_store::path::Path as ObjectPath;
 
 use crate::check::{self, Checked};
+use crate::http_client::HttpUrl;
 use crate::storage::SnapshotFile;
 use crate::storage::location::{self, Location, StorageOptions};
 use crate::storage::manifest::{Held, Manifest, Version, short};
@@ -288,11 +289,11 @@ pub fn rollback(
 /// `portfolio-replica versions --to URL [--replica HOST:PORT]...`: every
 /// workspace with its kept versions, the current one marked, sizes and
 /// publish times; and, for each replica's admin address given, what it
-/// serves against that.
+/// serves against that. False if the manifest, or a replica, cannot be read.
 pub fn versions(
     to: &str,
     json: bool,
-    replicas: &[String],
+    replicas: &[HttpUrl],
     options: &StorageOptions,
     out: &mut impl Write,
     err: &mut impl Write,
@@ -324,10 +325,12 @@ pub fn versions(
         return true;
     }
     let _ = write!(out, "{}", render_versions(&manifest, &target.display));
-    if !replicas.is_empty() {
-        let _ = write!(out, "{}", fleet::report(&manifest, replicas));
+    if replicas.is_empty() {
+        return true;
     }
-    true
+    let (report, all_read) = fleet::report(&manifest, replicas);
+    let _ = write!(out, "{report}");
+    all_read
 }
 
 /// The `versions` table.

@@ -217,6 +217,7 @@ mod tests {
             published_at: String::new(),
             file: "f.json".to_owned(),
             records: 0,
+            key_hashes: None,
         }
     }
 

@@ -274,7 +274,7 @@ impl<'de, P: Deserialize<'de> + HasId<'de>> Visitor<'de> for Records<'_, '_, '_,
             }
             index += 1;
             ctx.records += 1;
-            if ctx.records % PROGRESS_EVERY == 0 {
+            if ctx.records.is_multiple_of(PROGRESS_EVERY) {
                 (ctx.progress)(self.collection, ctx.records);
             }
         }

@@ -255,7 +255,8 @@ impl<R: Read> Stream<'_, '_, '_, R> {
             self.unreported += len;
             // Every few records, or sooner where records are large (a
             // meeting's transcript): each report is a chance to pace.
-            if self.records % super::parse::PROGRESS_EVERY == 0 || self.unreported >= PROGRESS_BYTES
+            if self.records.is_multiple_of(super::parse::PROGRESS_EVERY)
+                || self.unreported >= PROGRESS_BYTES
             {
                 self.unreported = 0;
                 (self.progress)(collection, self.records);

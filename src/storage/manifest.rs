@@ -353,6 +353,7 @@ mod tests {
             published_at: "2026-11-23T10:00:00.000Z".to_owned(),
             file: "ws.json".to_owned(),
             records: 1,
+            key_hashes: None,
         }
     }
 

@@ -637,7 +637,7 @@ impl ObjectOrigin {
         };
         OriginStatus {
             url: self.url.clone(),
-            mode,
+            mode: mode.into(),
             manifest_revision: manifest.and_then(|m| m.good.as_ref()).map(|(r, _)| *r),
             manifest_etag: manifest.and_then(|m| m.etag.clone()),
             last_success_at: state.last_success.map(utc_millis),
@@ -646,7 +646,7 @@ impl ObjectOrigin {
                 .map(|at| now.duration_since(at).unwrap_or_default().as_secs_f64()),
             consecutive_failures: state.failures,
             error: state.failing.as_ref().map(|(e, _)| e.message.clone()),
-            error_kind: state.failing.as_ref().map(|(e, _)| e.kind.label()),
+            error_kind: state.failing.as_ref().map(|(e, _)| e.kind.label().into()),
             error_since: state.failing.as_ref().map(|(_, since)| since.clone()),
             serving_from_cache: state.restored_from_cache,
             cache_dir: self.cache.kept_dir().map(|d| d.display().to_string()),

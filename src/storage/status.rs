@@ -1,11 +1,13 @@
 //! Object storage as `/snapshots` shows it: where each entry's serving
 //! version came from, and the state of the source as a whole.
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 /// Object storage: where an entry's serving version came from, as
 /// `/snapshots` shows it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SourceStatus {
     /// The object's key from the root of the bucket.
     pub key: String,
@@ -24,12 +26,12 @@ pub struct SourceStatus {
 }
 
 /// Object storage: the state of the source as a whole, for `/snapshots`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct OriginStatus {
     /// The URL given to `--snapshots` (it holds no credentials).
     pub url: String,
     /// `prefix`, `manifest`, or `unknown` before the first successful poll.
-    pub mode: &'static str,
+    pub mode: Cow<'static, str>,
     /// The manifest's revision and ETag, in manifest mode.
     pub manifest_revision: Option<u64>,
     pub manifest_etag: Option<String>,
@@ -39,7 +41,7 @@ pub struct OriginStatus {
     /// Polls that failed in a row, and why the last one did.
     pub consecutive_failures: u32,
     pub error: Option<String>,
-    pub error_kind: Option<&'static str>,
+    pub error_kind: Option<Cow<'static, str>>,
     pub error_since: Option<String>,
     /// The storage was unreachable at startup and the workspaces were
     /// restored from `--cache-dir`; false once a poll has succeeded.

@@ -33,7 +33,10 @@ macro_rules! collections {
         }
 
         /// How many records of each collection a dataset holds.
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+        /// Read back from `/snapshots` by `versions --replica`: a count a
+        /// replica does not send (an older build) is 0.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+        #[serde(default)]
         pub struct RecordCounts {
             $(pub $name: usize),*
         }

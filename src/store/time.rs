@@ -72,9 +72,9 @@ impl fmt::Display for Instant {
         }
         write!(f, "-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}")?;
         let n = self.nanos;
-        if n % 1_000_000 == 0 {
+        if n.is_multiple_of(1_000_000) {
             write!(f, ".{:03}Z", n / 1_000_000)
-        } else if n % 1_000 == 0 {
+        } else if n.is_multiple_of(1_000) {
             write!(f, ".{:06}Z", n / 1_000)
         } else {
             write!(f, ".{n:09}Z")

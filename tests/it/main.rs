@@ -31,6 +31,7 @@ mod prometheus;
 mod props;
 mod records;
 mod reload;
+mod replica_client;
 mod routing;
 mod security;
 mod shutdown;
