@@ -2,12 +2,14 @@
 //! (and refuses keys that could never authenticate), `check` exits 0 or 1, and `generate --scale small` writes snapshots that
 //! `check` accepts and the server serves with the demo keys (docs/operations.md#subcommands).
 //!
-//! One module per subcommand: `hash_key`, `check`, `generate`, `probe`; `serve`
+//! One module per subcommand: `hash_key`, `check`, `generate` (and
+//! `generate_options` for `--workspaces` and `--text`), `probe`; `serve`
 //! for what the server itself says on the command line (listen addresses, a
 //! listener that cannot bind, fatal errors, SIGTERM).
 
 mod check;
 mod generate;
+mod generate_options;
 mod hash_key;
 mod probe;
 mod serve;
