@@ -52,7 +52,11 @@ server_addr() {
   local log=$1 which=${2:-api}
   local n=1
   if [ "$which" = admin ]; then n=2; fi
-  sed -n "s/.*\"message\":\"serving\",\"listen\":\"\([0-9.:]*\)\",\"admin_listen\":\"\([0-9.:]*\)\".*/\\$n/p" "$log" | head -1
+  # The log may not exist yet: the server's shell creates it after the
+  # script has moved on.
+  if [ -f "$log" ]; then
+    sed -n "s/.*\"message\":\"serving\",\"listen\":\"\([0-9.:]*\)\",\"admin_listen\":\"\([0-9.:]*\)\".*/\\$n/p" "$log" | head -1
+  fi
 }
 
 wait_for_server() {
