@@ -12,8 +12,8 @@
 # exit. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# shellcheck source=.ci/server.sh
-source .ci/server.sh
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
 
 BIN=$(pwd)/target/debug/portfolio-replica
 

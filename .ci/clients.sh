@@ -34,8 +34,8 @@
 # Loopback only; the server is killed by PID on exit. Exits 1 on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# shellcheck source=.ci/server.sh
-source .ci/server.sh
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
 
 OPC_VERSION=0.29.1
 TIME_LIMIT=${CLIENTS_TIME_LIMIT:-300}

@@ -108,13 +108,15 @@ as_root() {
 }
 
 POLICY_RC_D=
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
+remove_policy_rc_d() {
   if [ -n "$POLICY_RC_D" ]; then
     as_root rm -f "$POLICY_RC_D" || true
   fi
 }
-trap cleanup EXIT
+# shellcheck disable=SC2317 # called by scripts/lib.sh's EXIT trap
+on_exit() { remove_policy_rc_d; }
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
 
 # apt_install PACKAGE...: installs without recommends; runs apt-get update
 # and retries only if the first attempt fails (no or stale package lists).
@@ -137,7 +139,7 @@ apt_install() {
       exit 1
     fi
   fi
-  cleanup
+  remove_policy_rc_d
   POLICY_RC_D=
   local pkg
   for pkg in "$@"; do

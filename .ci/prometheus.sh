@@ -69,24 +69,9 @@ die() {
   exit 1
 }
 
-SERVER_PID=
-PROM_PID=
-TMP=
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-  local pid
-  for pid in $PROM_PID $SERVER_PID; do
-    kill "$pid" 2>/dev/null || true
-  done
-  for pid in $PROM_PID $SERVER_PID; do
-    wait "$pid" 2>/dev/null || true
-  done
-  if [ -n "$TMP" ]; then
-    rm -rf "$TMP"
-  fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# Stops the server and Prometheus by PID on exit and removes TMP.
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
 
 for tool in python3 curl; do
   command -v "$tool" >/dev/null || die "missing $tool"
@@ -131,6 +116,7 @@ ok "release build $BIN"
 rm -rf "$WORK"
 mkdir -p "$WORK"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/prometheus-ci.XXXXXX")
+SCRATCH_DIRS+=("$TMP")
 mkdir -p "$TMP/snapshots" "$TMP/data"
 cp snapshots/*.json "$TMP/snapshots/"
 # A rejected file, so that the failure counter has a series too.
@@ -141,43 +127,9 @@ printf '{"format_version": 1, "workspace": ' >"$TMP/snapshots/broken.json"
   --admin-listen 127.0.0.1:0 --log-format json 2>"$WORK/server.log" &
 SERVER_PID=$!
 
-# The `serving` line's addresses, once it is written.
-serving_field() {
-  "$PY" - "$WORK/server.log" "$1" <<'PY'
-import json, sys
-for line in open(sys.argv[1], encoding="utf-8"):
-    try:
-        event = json.loads(line)
-    except ValueError:
-        continue
-    fields = event.get("fields", event)
-    if fields.get("message") == "serving":
-        print(fields.get(sys.argv[2], ""))
-        break
-PY
-}
-
-API=
-ADMIN=
-deadline=$(($(date +%s) + 30))
-while :; do
-  kill -0 "$SERVER_PID" 2>/dev/null || {
-    cat "$WORK/server.log" >&2
-    die "the server exited at start"
-  }
-  if [ -z "$API" ]; then
-    API=$(serving_field listen)
-    ADMIN=$(serving_field admin_listen)
-  fi
-  if [ -n "$API" ] && curl -fsS --max-time 2 -o /dev/null "http://$API/readyz" 2>/dev/null; then
-    break
-  fi
-  [ "$(date +%s)" -lt "$deadline" ] || {
-    cat "$WORK/server.log" >&2
-    die "the server was not ready within 30 s"
-  }
-  sleep 0.1
-done
+wait_for_server prometheus "$WORK/server.log" 30
+API=$ADDR
+ADMIN=$ADMIN_ADDR
 case "$API $ADMIN" in
   127.0.0.1:*\ 127.0.0.1:*) ok "server ready: API $API, admin $ADMIN (pid $SERVER_PID)" ;;
   *) die "the server listens on ${API:-?} and ${ADMIN:-?}, not loopback" ;;
@@ -248,6 +200,7 @@ cp "$TMP/prometheus.yml" "$WORK/prometheus.yml"
 prometheus --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/data" \
   --web.listen-address="$PROM" --log.level=warn 2>"$WORK/prometheus.log" &
 PROM_PID=$!
+track "$PROM_PID"
 
 # --- Both formats, read by real parsers ---------------------------------------
 

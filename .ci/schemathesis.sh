@@ -37,8 +37,8 @@
 # only; the server is killed by PID on exit. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# shellcheck source=.ci/server.sh
-source .ci/server.sh
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
 
 ST_VERSION=4.32.5
 MAX_EXAMPLES=${ST_MAX_EXAMPLES:-100}

@@ -116,13 +116,14 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 API_PORT=$(free_port)
 ADMIN_PORT=$(free_port)
 CONTAINER=
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
+# shellcheck disable=SC2317 # called by scripts/lib.sh's EXIT trap
+on_exit() {
   if [ -n "$CONTAINER" ]; then
     "$ENGINE" rm -f "$CONTAINER" >/dev/null 2>&1 || true
   fi
 }
-trap cleanup EXIT
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
 
 run_log=$WORK/run.log
 # shellcheck disable=SC2086 # RUN_OPTS is a list of options

@@ -49,18 +49,9 @@ for tool in python3 curl; do
   command -v "$tool" >/dev/null || { echo "fleet-bench: missing $tool" >&2; exit 1; }
 done
 
-PIDS=()
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-  for pid in "${PIDS[@]}"; do
-    kill "$pid" 2>/dev/null || true
-  done
-  for pid in "${PIDS[@]}"; do
-    wait "$pid" 2>/dev/null || true
-  done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# Every process started here is stopped on exit, by PID.
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
 
 say() { echo "== $*"; }
 now() { date +%s.%N; }
@@ -125,20 +116,10 @@ for i in $(seq 1 "$REPLICAS"); do
   PIDS+=($!)
   RPID+=($!)
 done
-addr_of() { sed -n "s/.*\"message\":\"serving\",\"listen\":\"\([0-9.:]*\)\",\"admin_listen\":\"\([0-9.:]*\)\".*/\\$2/p" "$1" | head -1; }
 for i in $(seq 1 "$REPLICAS"); do
-  for _ in $(seq 1 600); do
-    a=$(addr_of "$WORK/replica-$i.log" 1)
-    [ -n "$a" ] && curl -fsS -o /dev/null "http://$a/readyz" 2>/dev/null && break
-    sleep 0.2
-  done
-  API+=("$(addr_of "$WORK/replica-$i.log" 1)")
-  ADMIN+=("$(addr_of "$WORK/replica-$i.log" 2)")
-  curl -fsS -o /dev/null "http://${API[$((i - 1))]}/readyz" || {
-    echo "fleet-bench: replica $i not ready" >&2
-    tail -5 "$WORK/replica-$i.log" >&2
-    exit 1
-  }
+  wait_for_server "fleet-bench: replica $i" "$WORK/replica-$i.log" 120 "${RPID[$((i - 1))]}"
+  API+=("$ADDR")
+  ADMIN+=("$ADMIN_ADDR")
 done
 for i in $(seq 0 $((REPLICAS - 1))); do
   v=$(curl -fsS -o /dev/null -D - -H "Authorization: Bearer $KEY" "http://${API[$i]}/portfolio?limit=1" | tr -d '\r' | sed -n 's/^x-snapshot-version: //Ip')
@@ -260,19 +241,15 @@ ROLLBACK_REPORT=$(summary "$WORK/converge-rollback.json") || { echo "$ROLLBACK_R
 echo "$ROLLBACK_REPORT"
 
 say "stop the fleet; directory mode for comparison"
-for pid in "${RPID[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+stop "${RPID[@]}"
 mkdir -p "$WORK/dir"
 cp "$DATA/$SCALE.json" "$WORK/dir/$SCALE.json"
 "$BIN" --snapshots "$WORK/dir" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
   --log-format json 2>"$WORK/dir-replica.log" &
 DPID=$!
 PIDS+=("$DPID")
-for _ in $(seq 1 600); do
-  a=$(addr_of "$WORK/dir-replica.log" 1)
-  [ -n "$a" ] && curl -fsS -o /dev/null "http://$a/readyz" 2>/dev/null && break
-  sleep 0.2
-done
-DIR_API=$(addr_of "$WORK/dir-replica.log" 1)
+wait_for_server "fleet-bench: directory replica" "$WORK/dir-replica.log" 120 "$DPID"
+DIR_API=$ADDR
 DIR_IDLE=$(rss "$DPID")
 reset_hwm "$DPID"
 cp "$DATA/v2/$SCALE.json" "$WORK/dir/.$SCALE.json.tmp"

@@ -71,18 +71,8 @@ fi
 echo "# wrk: $(wrk -v 2>&1 | head -1)"
 
 # Every process we start goes in PIDS; all are killed on exit, by PID.
-PIDS=()
-cleanup() {
-  local pid
-  for pid in "${PIDS[@]}"; do
-    kill "$pid" 2>/dev/null || true
-  done
-  for pid in "${PIDS[@]}"; do
-    wait "$pid" 2>/dev/null || true
-  done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
 
 cargo build --release --bins --examples --quiet
 BIN=target/release/portfolio-replica
@@ -100,16 +90,6 @@ if [ ! -f "$SNAP/large.json" ]; then
 fi
 
 # Waits until URL answers 200, up to $2 seconds, or fails.
-wait_ok() {
-  local url=$1 limit=$2 i
-  for ((i = 0; i < limit * 10; i++)); do
-    curl -sf -o /dev/null "$url" && return 0
-    sleep 0.1
-  done
-  echo "no 200 from $url after ${limit}s" >&2
-  return 1
-}
-
 # Worker threads of a tokio runtime (default thread name).
 workers_of() { grep -lE '^tokio-(rt-worker|runtime-w)$' /proc/"$1"/task/*/comm 2>/dev/null | wc -l; }
 # utime+stime of a process, in clock ticks.
@@ -131,7 +111,7 @@ taskset -c $SERVER_CPU $BIN --snapshots "$SNAP" --listen "127.0.0.1:$PORT" \
   --admin-listen "127.0.0.1:$ADMIN" $SERVER_ARGS 2>"$OUT/server.log" &
 OURS=$!
 PIDS+=("$OURS")
-wait_ok "http://127.0.0.1:$PORT/readyz" 600
+wait_ready "http://127.0.0.1:$PORT/readyz" 600
 echo "ready after $(awk -v a="$loading" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s;" \
   "RSS $(rss_mib $OURS) MiB, VmHWM $(hwm_mib $OURS) MiB, $(workers_of $OURS) tokio worker(s)"
 
@@ -217,7 +197,7 @@ taskset -c $SERVER_CPU $BASELINE "$CAP" --listen "127.0.0.1:$BASE_PORT" --worker
 BASE=$!
 PIDS+=("$BASE")
 BASE_API=http://127.0.0.1:$BASE_PORT
-wait_ok "$BASE_API${PATHS[0]}" 30
+wait_ready "$BASE_API${PATHS[0]}" 30
 # The response heads, less the date, sorted: must be the same for both.
 head_of() { curl -s -H "$AUTH" "${@:2}" -o /dev/null -D - "$1" | tr -d '\r' | grep -vi '^date:' | sort; }
 for i in "${!NAMES[@]}"; do
@@ -382,7 +362,7 @@ if [ "${SKIP_JSON_SERVER:-0}" != 1 ]; then
     --port "$JSON_PORT" "$JS/db.json" >"$OUT/json-server.log" 2>&1 &
   JSON_PID=$!
   PIDS+=("$JSON_PID")
-  wait_ok "http://127.0.0.1:$JSON_PORT/tasks?_page=1&_limit=50" 60
+  wait_ready "http://127.0.0.1:$JSON_PORT/tasks?_page=1&_limit=50" 60
   echo "$(jq '.tasks | length' "$JS/db.json") tasks in db.json;" \
     "json-server $("$JS/node_modules/.bin/json-server" --version), node $(node --version)"
   measure json-server "$JSON_PID" "http://127.0.0.1:$JSON_PORT/tasks?_page=1&_limit=50"

@@ -13,6 +13,8 @@
 # one core, the hard case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
 FILE=${1:-bench-data/large/large.json}
 PORT=${PORT:-18480}
 ADMIN=${ADMIN:-18490}
@@ -38,7 +40,8 @@ start=$(date +%s.%N)
 taskset -c 0 $BIN --snapshots "$DIR" --listen 127.0.0.1:$PORT --admin-listen 127.0.0.1:$ADMIN \
   2>"$DIR/.server.log" &
 PID=$!
-trap 'kill $PID 2>/dev/null || true; rm -rf "$DIR"' EXIT
+track "$PID"
+SCRATCH_DIRS+=("$DIR")
 
 kb() { awk -v k="$1:" '$1 == k {print $2}' /proc/$PID/status; }
 reset_peak() { echo 5 > /proc/$PID/clear_refs; }
@@ -65,7 +68,7 @@ timed_replace() {
   echo "$(date +%s.%N) - $t0" | bc
 }
 
-until curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null; do sleep 0.05; done
+wait_ready "http://127.0.0.1:$PORT/readyz" 600 "$PID"
 first_load=$(echo "$(date +%s.%N) - $start" | bc)
 first_peak=$(kb VmHWM)
 sleep 1

@@ -85,24 +85,17 @@ fi
 echo "# soak $(date -u '+%Y-%m-%dT%H:%M:%SZ'): MINUTES=$MINUTES CONNECTIONS=$CONNECTIONS THREADS=$THREADS RELOAD_EVERY=$RELOAD_EVERY SAMPLE_EVERY=$SAMPLE_EVERY"
 echo "# commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (dirty tree)')"
 
-# Every process started here is recorded and stopped on exit, by PID.
-PIDS=()
+# Every process started here is recorded and stopped on exit, by PID; the
+# samplers are told to stop first.
 STOP=
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-  local pid
+# shellcheck disable=SC2317 # called by scripts/lib.sh's EXIT trap
+on_exit() {
   if [ -n "$STOP" ]; then
     touch "$STOP"
   fi
-  for pid in "${PIDS[@]}"; do
-    kill "$pid" 2>/dev/null || true
-  done
-  for pid in "${PIDS[@]}"; do
-    wait "$pid" 2>/dev/null || true
-  done
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
 
 cargo build --release --locked --quiet --bin portfolio-replica
 BIN=target/release/portfolio-replica
@@ -237,27 +230,9 @@ LOG=$DATA/server.log
   --log-format json 2>"$LOG" &
 SERVER=$!
 PIDS+=("$SERVER")
-API=
-ADMIN=
-for _ in $(seq 1 600); do
-  kill -0 "$SERVER" 2>/dev/null || {
-    echo "soak: the server exited:" >&2
-    cat "$LOG" >&2
-    exit 1
-  }
-  if [ -z "$API" ]; then
-    API=$(sed -n 's/.*"message":"serving","listen":"\(127\.0\.0\.1:[0-9]*\)".*/\1/p' "$LOG" | head -1)
-    ADMIN=$(sed -n 's/.*"admin_listen":"\(127\.0\.0\.1:[0-9]*\)".*/\1/p' "$LOG" | head -1)
-  fi
-  if [ -n "$API" ] && curl -fsS -o /dev/null "http://$API/readyz" 2>/dev/null; then
-    break
-  fi
-  sleep 0.1
-done
-curl -fsS -o /dev/null "http://$API/readyz" || {
-  echo "soak: the server was not ready after 60 s" >&2
-  exit 1
-}
+wait_for_server soak "$LOG" 60 "$SERVER"
+API=$ADDR
+ADMIN=$ADMIN_ADDR
 echo "   api http://$API, admin http://$ADMIN, pid $SERVER"
 
 rss_kb() {

@@ -70,12 +70,22 @@ pub enum Command {
         /// Directory to write into (created if missing).
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
-        /// small ≈ the demo, medium ≈ 100 MB, large ≈ 1 GB of JSON.
+        /// small ≈ the demo, medium ≈ 100 MB, large ≈ 1 GB of JSON; micro
+        /// ≈ 10 KB and tiny ≈ 100 KB per workspace, for a fleet.
         #[arg(long, value_enum, default_value = "small")]
         scale: Scale,
         /// Seed of the generator: the same seed writes the same bytes.
         #[arg(long, default_value_t = 42)]
         seed: u64,
+        /// With --scale micro or tiny: write N workspaces, each with its own
+        /// id and key, listed in keys.tsv beside the files.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        workspaces: Option<u64>,
+        /// plain: the generator's prose; escapes: every free-text field also
+        /// full of JSON escapes and non-ASCII (quotes, backslashes, \u
+        /// escapes, CJK, emoji, combining marks).
+        #[arg(long, value_enum, default_value = "plain")]
+        text: Text,
     },
     /// Check snapshot files and publish them to object storage: each is
     /// uploaded as an immutable object and made current in the manifest.
@@ -263,12 +273,25 @@ pub struct ServeArgs {
 /// line does not depend on the generator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scale {
+    /// A fleet of workspaces of about 10 KB each (`--workspaces`).
+    Micro,
+    /// A fleet of workspaces of about 100 KB each (`--workspaces`).
+    Tiny,
     /// Two demo workspaces of a few hundred kilobytes each.
     Small,
     /// One workspace of about 100 MB.
     Medium,
     /// One workspace of about 1 GB.
     Large,
+}
+
+/// What `generate` makes free text of, as the command line spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Text {
+    /// The generator's prose.
+    Plain,
+    /// Prose followed by fragments full of escapes and non-ASCII.
+    Escapes,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -506,6 +529,45 @@ mod tests {
             );
         }
         assert!(Cli::try_parse_from(["portfolio-replica", "--key-prefix", ""]).is_err());
+    }
+
+    #[test]
+    fn generate_takes_a_fleet_and_escape_text() {
+        let generate = |extra: &[&str]| {
+            let mut args = vec!["portfolio-replica", "generate", "--out", "x"];
+            args.extend_from_slice(extra);
+            Cli::try_parse_from(args)
+        };
+        let cli = generate(&[
+            "--scale",
+            "tiny",
+            "--workspaces",
+            "8000",
+            "--text",
+            "escapes",
+        ])
+        .unwrap();
+        assert!(matches!(
+            cli.command,
+            Some(Command::Generate {
+                scale: Scale::Tiny,
+                workspaces: Some(8000),
+                text: Text::Escapes,
+                ..
+            })
+        ));
+        let cli = generate(&[]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Some(Command::Generate {
+                scale: Scale::Small,
+                workspaces: None,
+                text: Text::Plain,
+                ..
+            })
+        ));
+        assert!(generate(&["--scale", "micro", "--workspaces", "0"]).is_err());
+        assert!(generate(&["--text", "loud"]).is_err());
     }
 
     #[test]

@@ -82,8 +82,33 @@ fn main() -> ExitCode {
             &mut std::io::stdout(),
             &mut std::io::stderr(),
         )),
-        Command::Generate { out, scale, seed } => {
-            match generate::generate(&out, generator_scale(scale), seed) {
+        Command::Generate {
+            out,
+            scale,
+            seed,
+            workspaces,
+            text,
+        } => {
+            if workspaces.is_some() && !matches!(scale, config::Scale::Micro | config::Scale::Tiny)
+            {
+                // A usage error (exit 2), like the ones clap reports itself.
+                Cli::command()
+                    .error(
+                        clap::error::ErrorKind::ArgumentConflict,
+                        "--workspaces needs --scale micro or tiny: the other scales have fixed workspaces",
+                    )
+                    .exit();
+            }
+            let options = generate::Options {
+                scale: generator_scale(scale),
+                seed,
+                workspaces,
+                text: match text {
+                    config::Text::Plain => generate::Text::Plain,
+                    config::Text::Escapes => generate::Text::Escapes,
+                },
+            };
+            match generate::generate_with(&out, &options) {
                 Ok(files) => {
                     for f in files {
                         println!(
@@ -121,6 +146,8 @@ fn exit(ok: bool) -> ExitCode {
 /// The generator's scale for the one the command line parsed.
 fn generator_scale(scale: config::Scale) -> generate::Scale {
     match scale {
+        config::Scale::Micro => generate::Scale::Micro,
+        config::Scale::Tiny => generate::Scale::Tiny,
         config::Scale::Small => generate::Scale::Small,
         config::Scale::Medium => generate::Scale::Medium,
         config::Scale::Large => generate::Scale::Large,

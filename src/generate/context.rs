@@ -3,6 +3,7 @@
 
 use std::io::{self, Write};
 
+use super::escapes;
 use super::json::Json;
 use super::rng::Rng;
 use super::timestamp::Ts;
@@ -12,6 +13,12 @@ pub(super) struct Ctx {
     pub(super) rng: Rng,
     pub(super) json: Json,
     pub(super) text: String,
+    /// With `--text escapes`, the stream that picks the fragment appended
+    /// to each free-text field: a stream of its own, so the rest of the
+    /// data is what plain text gives.
+    pub(super) escapes: Option<Rng>,
+    /// The escaped fragments of the field being written.
+    tail: String,
 }
 
 impl Ctx {
@@ -21,15 +28,25 @@ impl Ctx {
             rng,
             json: Json::new(),
             text: String::with_capacity(1 << 14),
+            escapes: None,
+            tail: String::new(),
         }
     }
 
-    /// Writes `key` with a string value composed by `fill`.
+    /// Writes `key` with a string value composed by `fill`, and with
+    /// `--text escapes` a fragment of escapes after it.
     pub(super) fn text_field(&mut self, key: &str, fill: impl FnOnce(&mut Rng, &mut String)) {
         self.text.clear();
         fill(&mut self.rng, &mut self.text);
         self.json.key(key);
-        self.json.string(&self.text);
+        match &mut self.escapes {
+            None => self.json.string(&self.text),
+            Some(rng) => {
+                self.tail.clear();
+                escapes::append(rng, &mut self.tail);
+                self.json.string_with_escaped_tail(&self.text, &self.tail);
+            }
+        }
     }
 
     /// Writes `key` with a string value.

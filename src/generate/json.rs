@@ -114,6 +114,18 @@ impl Json {
         text.render(&mut self.buf);
     }
 
+    /// Writes `text` escaped as [`Json::string`] does, followed inside the
+    /// same string by `tail`, which is already JSON string content
+    /// (`escapes`): written as it is.
+    pub(super) fn string_with_escaped_tail(&mut self, text: &str, tail: &str) {
+        self.separate();
+        text.render(&mut self.buf);
+        // `render` wrote the closing quote last; the tail goes before it.
+        self.buf.pop();
+        self.buf.extend_from_slice(tail.as_bytes());
+        self.buf.push(b'"');
+    }
+
     /// Writes a string value or `null`.
     pub(super) fn opt_string(&mut self, text: Option<&str>) {
         match text {

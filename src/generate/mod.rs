@@ -15,6 +15,18 @@
 //! - `medium` writes `medium.json`, about 100 MB.
 //! - `large` writes `large.json`, about 1 GB, with more than 1,100,000 tasks
 //!   and more than 300,000 feed entries.
+//! - `micro` and `tiny` write a fleet: `--workspaces N` files of about 10 KB
+//!   and 100 KB (`tiny-000000.json`, workspace `ws-tiny-000000`, ...), each
+//!   with its own key, listed in `keys.tsv` beside them (workspace id, file
+//!   name, key), for measurements over many small workspaces. The files are
+//!   written on every core.
+//!
+//! [`Text::Escapes`] appends to every free-text field (titles, descriptions,
+//! contents, transcript text) a fragment full of what JSON escapes and what
+//! is not ASCII: quotes, backslashes, control characters as `\u` escapes,
+//! non-ASCII both raw and as `\u` escapes (surrogate pairs for emoji), CJK,
+//! emoji and combining marks. The fragments come from a stream of their own,
+//! so everything else is what [`Text::Plain`] writes.
 //!
 //! The data deliberately exercises the edge cases of the API: companies that
 //! share a name (so the id tie-break matters), names that share a prefix or
@@ -33,6 +45,7 @@
 //! - this file: the public API ([`generate`], [`Scale`], [`GeneratedFile`]),
 //!   the API key and the header, and writing one workspace to its file;
 //! - `plan`: the workspaces of each scale and how many records they hold;
+//! - `escapes`: the fragments of `--text escapes`;
 //! - `rng`: the random streams; `timestamp` and `clock`: instants, how they
 //!   are written, and the ties between them; `json`: the streaming writer;
 //!   `context`: what every collection writer shares;
@@ -44,10 +57,12 @@
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 mod clock;
 mod companies;
 mod context;
+mod escapes;
 mod feed;
 mod json;
 mod meetings;
@@ -80,6 +95,10 @@ use crate::store::key;
 /// How much data `generate` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scale {
+    /// A fleet of workspaces of about 10 KB each.
+    Micro,
+    /// A fleet of workspaces of about 100 KB each.
+    Tiny,
     /// Two demo workspaces of a few hundred kilobytes each.
     Small,
     /// One workspace of about 100 MB.
@@ -103,18 +122,161 @@ pub struct GeneratedFile {
     pub records: u64,
 }
 
+/// What free text is made of.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Text {
+    /// The generator's prose: mostly ASCII, newlines and tabs.
+    #[default]
+    Plain,
+    /// The prose with a fragment of escapes and non-ASCII appended to each field.
+    Escapes,
+}
+
+/// Everything `generate` can be asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    pub scale: Scale,
+    pub seed: u64,
+    /// How many workspaces a fleet scale (`micro`, `tiny`) writes; `None`
+    /// for one. The other scales have fixed workspaces and refuse it.
+    pub workspaces: Option<u64>,
+    pub text: Text,
+}
+
+impl Options {
+    /// The options of `scale` and `seed` with plain text and the scale's own workspaces.
+    pub fn new(scale: Scale, seed: u64) -> Self {
+        Self {
+            scale,
+            seed,
+            workspaces: None,
+            text: Text::Plain,
+        }
+    }
+}
+
+/// The name of the file beside a fleet that lists each workspace's id, file and key.
+pub const KEYS_FILE: &str = "keys.tsv";
+
 /// Writes the snapshots for `scale` into `out` (created if missing) and returns what it wrote.
 pub fn generate(out: &Path, scale: Scale, seed: u64) -> io::Result<Vec<GeneratedFile>> {
+    generate_with(out, &Options::new(scale, seed))
+}
+
+/// Writes the snapshots `options` ask for into `out` (created if missing),
+/// and for a fleet `keys.tsv`; returns what it wrote, in workspace order.
+pub fn generate_with(out: &Path, options: &Options) -> io::Result<Vec<GeneratedFile>> {
+    let fleet = matches!(options.scale, Scale::Micro | Scale::Tiny);
+    if options.workspaces.is_some() && !fleet {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "--workspaces needs --scale micro or tiny (the other scales have fixed workspaces)",
+        ));
+    }
+    if options.workspaces == Some(0) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "--workspaces must be at least 1",
+        ));
+    }
     fs::create_dir_all(out)?;
-    workspaces(scale)
-        .iter()
-        .map(|spec| write_workspace(out, spec, scale, seed))
-        .collect()
+    let specs = workspaces(options.scale, options.workspaces.unwrap_or(1));
+    let files = write_all(out, &specs, options)?;
+    if fleet {
+        write_keys(out, &files)?;
+    }
+    Ok(files)
+}
+
+/// Writes every workspace, on as many threads as there are cores (and
+/// workspaces), and returns the files in the order of `specs`.
+fn write_all(
+    out: &Path,
+    specs: &[WorkspaceSpec],
+    options: &Options,
+) -> io::Result<Vec<GeneratedFile>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(specs.len());
+    if threads <= 1 {
+        return specs
+            .iter()
+            .map(|spec| write_workspace(out, spec, options))
+            .collect();
+    }
+    // Workspaces are handed out one at a time, so threads that draw small
+    // ones keep busy; each result lands in its workspace's slot.
+    let next = AtomicUsize::new(0);
+    let mut slots: Vec<Option<io::Result<GeneratedFile>>> = Vec::new();
+    slots.resize_with(specs.len(), || None);
+    let done: Vec<Vec<(usize, io::Result<GeneratedFile>)>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(spec) = specs.get(i) else { break };
+                        let result = write_workspace(out, spec, options);
+                        let failed = result.is_err();
+                        mine.push((i, result));
+                        if failed {
+                            // Stop handing out work: the whole run fails anyway.
+                            next.store(specs.len(), Ordering::Relaxed);
+                            break;
+                        }
+                    }
+                    mine
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    for (i, result) in done.into_iter().flatten() {
+        slots[i] = Some(result);
+    }
+    // A workspace is left unwritten only after another failed: skipping the
+    // empty slots reaches that failure.
+    let mut files = Vec::with_capacity(specs.len());
+    for slot in slots.into_iter().flatten() {
+        files.push(slot?);
+    }
+    Ok(files)
+}
+
+/// Writes `keys.tsv`: a header line, then `workspace<TAB>file<TAB>key` per
+/// workspace, file names relative to the directory; through a temporary
+/// file, like the snapshots.
+fn write_keys(out: &Path, files: &[GeneratedFile]) -> io::Result<()> {
+    let mut text = String::from("workspace\tfile\tkey\n");
+    for file in files {
+        let name = file
+            .path
+            .file_name()
+            .map(|name| name.to_string_lossy())
+            .unwrap_or_default();
+        text.push_str(&format!(
+            "{}\t{name}\t{}\n",
+            file.workspace_id, file.api_key
+        ));
+    }
+    let tmp = out.join(format!("{KEYS_FILE}.tmp"));
+    fs::write(&tmp, text)?;
+    fs::rename(&tmp, out.join(KEYS_FILE))
 }
 
 /// Returns the lower-case name of `scale` as used in the snapshot version.
 fn scale_name(scale: Scale) -> &'static str {
     match scale {
+        Scale::Micro => "micro",
+        Scale::Tiny => "tiny",
         Scale::Small => "small",
         Scale::Medium => "medium",
         Scale::Large => "large",
@@ -124,12 +286,13 @@ fn scale_name(scale: Scale) -> &'static str {
 /// Returns the plain API key of a workspace.
 ///
 /// The small demo workspaces get memorable keys with the default seed 42;
-/// every other combination gets 32 hex digits drawn from the seed.
+/// every other combination gets 32 hex digits drawn from the seed and the
+/// workspace id, so every workspace of a fleet has a key of its own.
 fn api_key(spec: &WorkspaceSpec, scale: Scale, seed: u64) -> String {
     if scale == Scale::Small && seed == 42 {
         return format!("cura_demo_{}_key", spec.file_stem);
     }
-    let mut rng = Rng::new(stream_seed(seed, spec.id, "api-key"));
+    let mut rng = Rng::new(stream_seed(seed, &spec.id, "api-key"));
     format!("cura_{:016x}{:016x}", rng.next_u64(), rng.next_u64())
 }
 
@@ -137,17 +300,26 @@ fn api_key(spec: &WorkspaceSpec, scale: Scale, seed: u64) -> String {
 fn write_workspace(
     out: &Path,
     spec: &WorkspaceSpec,
-    scale: Scale,
-    seed: u64,
+    options: &Options,
 ) -> io::Result<GeneratedFile> {
+    let Options {
+        scale, seed, text, ..
+    } = *options;
     let path = out.join(format!("{}.json", spec.file_stem));
     let tmp = out.join(format!("{}.json.tmp", spec.file_stem));
     let key = api_key(spec, scale, seed);
+    let escapes = match text {
+        Text::Plain => "",
+        Text::Escapes => "-escapes",
+    };
     let header = Header {
-        version: format!("2026-11-22T10:00:00.000Z#{seed}-{}", scale_name(scale)),
+        version: format!(
+            "2026-11-22T10:00:00.000Z#{seed}-{}{escapes}",
+            scale_name(scale)
+        ),
         key_sha256: key::to_hex(&key::hash_key(&key)),
     };
-    let records = match write_to(&tmp, spec, seed, &header) {
+    let records = match write_to(&tmp, spec, options, &header) {
         Ok(records) => records,
         Err(err) => {
             // Best effort: a failed write must not leave a stray temporary file.
@@ -159,7 +331,7 @@ fn write_workspace(
     let bytes = fs::metadata(&path)?.len();
     Ok(GeneratedFile {
         path,
-        workspace_id: spec.id.to_string(),
+        workspace_id: spec.id.clone(),
         api_key: key,
         bytes,
         records,
@@ -167,9 +339,21 @@ fn write_workspace(
 }
 
 /// Creates `tmp`, writes the snapshot through a buffer and returns the record count.
-fn write_to(tmp: &Path, spec: &WorkspaceSpec, seed: u64, header: &Header) -> io::Result<u64> {
-    let mut writer = BufWriter::with_capacity(1 << 20, File::create(tmp)?);
-    let records = write_snapshot(&mut writer, spec, seed, header)?;
+fn write_to(
+    tmp: &Path,
+    spec: &WorkspaceSpec,
+    options: &Options,
+    header: &Header,
+) -> io::Result<u64> {
+    // A fleet's files are small: a megabyte of buffer for each would only
+    // cost page faults.
+    let capacity = if spec.plan.tasks < 1_000 {
+        64 << 10
+    } else {
+        1 << 20
+    };
+    let mut writer = BufWriter::with_capacity(capacity, File::create(tmp)?);
+    let records = write_snapshot(&mut writer, spec, options, header)?;
     // `into_inner` flushes and reports a failed final write, which a plain drop would hide.
     writer
         .into_inner()
@@ -187,11 +371,15 @@ struct Header {
 fn write_snapshot<W: Write>(
     w: &mut W,
     spec: &WorkspaceSpec,
-    seed: u64,
+    options: &Options,
     header: &Header,
 ) -> io::Result<u64> {
     let plan = &spec.plan;
-    let mut ctx = Ctx::new(Rng::new(stream_seed(seed, spec.id, "data")));
+    let seed = options.seed;
+    let mut ctx = Ctx::new(Rng::new(stream_seed(seed, &spec.id, "data")));
+    if options.text == Text::Escapes {
+        ctx.escapes = Some(Rng::new(stream_seed(seed, &spec.id, "escapes")));
+    }
     let world = World::build(&mut ctx.rng, spec);
 
     write_header(&mut ctx.json, spec, header);
@@ -221,7 +409,7 @@ fn write_header(json: &mut Json, spec: &WorkspaceSpec, header: &Header) {
     json.key_line("workspace");
     json.begin_object();
     json.key("id");
-    json.string(spec.id);
+    json.string(&spec.id);
     json.key("name");
     json.string(spec.name);
     json.end_object();

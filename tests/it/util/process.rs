@@ -31,26 +31,63 @@ pub async fn cli<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> CliOutput {
 
 /// Runs `portfolio-replica args...` with `env` added to the environment.
 pub async fn cli_env<S: AsRef<std::ffi::OsStr>>(args: &[S], env: &[(&str, String)]) -> CliOutput {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    cli_with(args, None, &env).await
+}
+
+/// Runs `portfolio-replica args...` with `stdin` as its input (none: empty)
+/// and `env` added to an environment without `PORTFOLIO_*` and `RUST_LOG`,
+/// so what the test runner was started with does not leak into the command.
+pub async fn cli_with<S: AsRef<std::ffi::OsStr>>(
+    args: &[S],
+    stdin: Option<&[u8]>,
+    env: &[(&str, &str)],
+) -> CliOutput {
     let args: Vec<std::ffi::OsString> = args.iter().map(|a| a.as_ref().to_os_string()).collect();
+    let stdin = stdin.map(<[u8]>::to_vec);
     let env: Vec<(String, String)> = env
         .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    tokio::task::spawn_blocking(move || run_cli(&args, &env))
+    tokio::task::spawn_blocking(move || run_cli(&args, stdin, &env))
         .await
         .expect("the command-line runner panicked")
 }
 
-fn run_cli(args: &[std::ffi::OsString], env: &[(String, String)]) -> CliOutput {
-    use std::io::Read;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_portfolio-replica"))
+fn run_cli(
+    args: &[std::ffi::OsString],
+    stdin: Option<Vec<u8>>,
+    env: &[(String, String)],
+) -> CliOutput {
+    use std::io::{Read, Write};
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_portfolio-replica"));
+    for (k, _) in std::env::vars_os() {
+        if k.to_str()
+            .is_some_and(|k| k.starts_with("PORTFOLIO_") || k == "RUST_LOG")
+        {
+            cmd.env_remove(k);
+        }
+    }
+    let mut child = cmd
         .args(args)
         .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("start portfolio-replica");
+    if let Some(bytes) = stdin {
+        let mut pipe = child.stdin.take().expect("stdin");
+        // A thread of its own: a command that does not read all of its
+        // input must not block the test on a full pipe.
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(&bytes);
+        });
+    }
     let mut out = child.stdout.take().expect("stdout");
     let mut err = child.stderr.take().expect("stderr");
     let out_reader = std::thread::spawn(move || {

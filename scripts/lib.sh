@@ -1,0 +1,100 @@
+# shellcheck shell=bash
+# The one shell library of scripts/ and .ci/: processes stopped by PID and
+# scratch directories removed on exit, and waiting for a server to be ready.
+# Source it after `cd` to the repository root:
+#
+#   source scripts/lib.sh
+#
+# On exit (and on INT/TERM, which exit 130) it runs `on_exit` if the script
+# defines one (for what only that script knows: a container, a stop file),
+# stops every process in PIDS and SERVER_PID by PID (all are signalled
+# before any is waited for, so a slow one does not hold up the rest), and
+# removes every directory in SCRATCH_DIRS.
+#
+#   track PID...                         stop PID on exit
+#   stop PID...                          stop PID now (kill, then wait)
+#   wait_ready URL SECONDS [PID]         wait for a 200 from URL; 1 if PID exits or time runs out
+#   server_addr LOG [api|admin]          the address a `--log-format json` server logged
+#   wait_for_server NAME LOG SECONDS [PID]
+#       waits until the server PID (default SERVER_PID), started with
+#       `--listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --log-format json
+#       2>"$LOG"`, has logged its addresses (set as ADDR and ADMIN_ADDR) and
+#       its /readyz answers 200; if it exits first or is not ready within
+#       SECONDS, prints NAME, the reason and the log, and exits 1.
+
+PIDS=()
+SERVER_PID=
+SCRATCH_DIRS=()
+
+track() { PIDS+=("$@"); }
+
+stop() {
+  local pid
+  for pid in "$@"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "$@"; do wait "$pid" 2>/dev/null || true; done
+}
+
+wait_ready() {
+  local url=$1 seconds=$2 pid=${3:-} i
+  for ((i = 0; i < seconds * 10; i++)); do
+    if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+      echo "no 200 from $url: process $pid exited" >&2
+      return 1
+    fi
+    curl -fsS -o /dev/null --max-time 5 "$url" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "no 200 from $url after ${seconds}s" >&2
+  return 1
+}
+
+server_addr() {
+  local log=$1 which=${2:-api}
+  local n=1
+  if [ "$which" = admin ]; then n=2; fi
+  # The log may not exist yet: the server's shell creates it after the
+  # script has moved on.
+  if [ -f "$log" ]; then
+    sed -n "s/.*\"message\":\"serving\",\"listen\":\"\([0-9.:]*\)\",\"admin_listen\":\"\([0-9.:]*\)\".*/\\$n/p" "$log" | head -1
+  fi
+}
+
+wait_for_server() {
+  local name=$1 log=$2 seconds=$3 pid=${4:-$SERVER_PID} i
+  ADDR=
+  ADMIN_ADDR=
+  for ((i = 0; i < seconds * 10; i++)); do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "$name: the server exited at start:" >&2
+      cat "$log" >&2
+      exit 1
+    fi
+    if [ -z "$ADDR" ]; then
+      ADDR=$(server_addr "$log" api)
+      ADMIN_ADDR=$(server_addr "$log" admin)
+    fi
+    if [ -n "$ADDR" ] && curl -fsS -o /dev/null --max-time 5 "http://$ADDR/readyz" 2>/dev/null; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "$name: the server was not ready after $seconds s:" >&2
+  cat "$log" >&2
+  exit 1
+}
+
+# shellcheck disable=SC2317 # called by the EXIT trap
+lib_cleanup() {
+  if declare -F on_exit >/dev/null; then
+    on_exit || true
+  fi
+  local all=("${PIDS[@]}")
+  if [ -n "$SERVER_PID" ]; then all+=("$SERVER_PID"); fi
+  if [ "${#all[@]}" -gt 0 ]; then stop "${all[@]}"; fi
+  local dir
+  for dir in "${SCRATCH_DIRS[@]}"; do
+    rm -rf "$dir"
+  done
+}
+trap lib_cleanup EXIT
+trap 'exit 130' INT TERM
