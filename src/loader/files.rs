@@ -118,6 +118,8 @@ pub type Files = BTreeMap<String, FileEntry>;
 pub struct ReadResult {
     pub name: String,
     pub fingerprint: Fingerprint,
+    /// The size of what was read.
+    pub bytes: u64,
     pub result: Result<Loaded, SnapshotError>,
     pub elapsed: Duration,
     /// Object storage: the object it was read from.
@@ -208,6 +210,7 @@ pub fn apply(
     for ReadResult {
         name,
         fingerprint,
+        bytes: _,
         result,
         elapsed,
         source,

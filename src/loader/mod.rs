@@ -185,18 +185,31 @@ impl Snapshots {
         };
         self.free_retired(&mut report);
 
-        // Each file: read and build without the lock, then settle it.
+        // Each file: read and build without the lock; settle what was read
+        // in batches (one conflict check and one catalog swap for many small
+        // files), and at once when a batch grows large or old.
         let mut next = 0;
-        while let Some((name, fingerprint)) = to_read.get(next).cloned() {
-            next += 1;
-            let Some(result) = self.read_one(name, fingerprint, &mut report) else {
+        let mut batch = Batch::default();
+        loop {
+            if let Some((name, fingerprint)) = to_read.get(next).cloned() {
+                next += 1;
+                if let Some(result) = self.read_one(name, fingerprint, &mut report) {
+                    batch.add(result);
+                }
+            }
+            let last = next >= to_read.len();
+            if batch.results.is_empty() || !(last || batch.is_full()) {
+                if last {
+                    break;
+                }
                 continue;
-            };
+            }
+            let results = std::mem::take(&mut batch).results;
             let mut files = self.files();
             let serving_before = files::serving_workspaces(&files);
             let mut step = ScanReport::default();
-            // The entry this one succeeds leaves in the same swap.
-            if let Ok(loaded) = &result.result {
+            // The entry a loaded one succeeds leaves in the same swap.
+            for loaded in results.iter().filter_map(|r| r.result.as_ref().ok()) {
                 let workspace = &loaded.dataset.workspace_id;
                 successors.retain(|old, successor| {
                     let replaced = successor == workspace;
@@ -206,7 +219,7 @@ impl Snapshots {
                     !replaced
                 });
             }
-            let reread = self.settle(&mut files, serving_before, vec![result], step, &mut report);
+            let reread = self.settle(&mut files, serving_before, results, step, &mut report);
             drop(files);
             to_read.extend(listed(&present, reread));
             self.free_retired(&mut report);
@@ -341,15 +354,44 @@ impl Snapshots {
             loaded.dataset.start_background(self.precompress);
             loaded
         });
-        let source = local.source.clone();
+        let (source, bytes) = (local.source.clone(), local.len);
         self.origin.loaded(&name, local, result.is_ok());
         Some(ReadResult {
             name,
             fingerprint,
+            bytes,
             result,
             elapsed: started.elapsed(),
             source,
         })
+    }
+}
+
+/// A batch settles once its files add up to this many bytes: what is read
+/// but not yet serving stays bounded (docs/reload.md#memory).
+const BATCH_BYTES: u64 = 64 << 20;
+
+/// ... or once its first file has waited this long, so that a burst of
+/// changes is not held back by the files after it.
+const BATCH_WAIT: Duration = Duration::from_millis(50);
+
+/// Files read and not yet settled.
+#[derive(Default)]
+struct Batch {
+    results: Vec<ReadResult>,
+    bytes: u64,
+    since: Option<Clock>,
+}
+
+impl Batch {
+    fn add(&mut self, result: ReadResult) {
+        self.bytes += result.bytes;
+        self.since.get_or_insert_with(Clock::now);
+        self.results.push(result);
+    }
+
+    fn is_full(&self) -> bool {
+        self.bytes >= BATCH_BYTES || self.since.is_some_and(|at| at.elapsed() >= BATCH_WAIT)
     }
 }
 
