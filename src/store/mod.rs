@@ -16,7 +16,6 @@
 mod build;
 pub mod collection;
 mod cursor;
-mod deflate;
 pub mod id;
 pub mod key;
 pub mod memory;

@@ -3,7 +3,8 @@
 
 use std::sync::OnceLock;
 
-use super::deflate::{Packed, Source};
+use gzip_fragments::{Packed, Source};
+
 use super::memory;
 
 /// How many records ahead of its copy a record is prefetched.

@@ -14,10 +14,10 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::Instant as Clock;
 
 use bytes::Bytes;
+use gzip_fragments::{Packed, Packing, Placement};
 
 use crate::store::Dataset;
 use crate::store::Positions;
-use crate::store::deflate::Packed;
 use crate::store::memory;
 use crate::store::rendered::Rendered;
 
@@ -259,7 +259,13 @@ fn run(
                 trim,
             } => {
                 let chains: Vec<&[u32]> = chains.iter().map(Vec::as_slice).collect();
-                let built = Packed::build(&*records, &chains, depths, trim, &keep_going);
+                let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+                let packing = Packing {
+                    chains: &chains,
+                    depths,
+                    trim,
+                };
+                let built = Packed::build(&*records, &packing, threads, &HugePages, &keep_going);
                 let Some(packed) = built else {
                     return;
                 };
@@ -289,6 +295,20 @@ fn run(
             return;
         }
         records.collapse_to_huge_pages(&keep_going);
+    }
+}
+
+/// The fragments on huge pages, like the records they are made from: a
+/// page reads them from all over the collection.
+struct HugePages;
+
+impl Placement for HugePages {
+    fn reserved<T>(&self, buf: &Vec<T>) {
+        memory::prefer_huge_pages(buf);
+    }
+
+    fn built<T>(&self, data: &[T]) {
+        memory::collapse_to_huge_pages(data);
     }
 }
 
