@@ -34,6 +34,7 @@ pub mod generate;
 pub mod loader;
 pub mod metrics;
 pub mod ops;
+pub mod os;
 pub mod publish;
 pub mod reload;
 pub mod reply;

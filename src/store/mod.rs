@@ -18,7 +18,6 @@ pub mod collection;
 mod cursor;
 pub mod id;
 pub mod key;
-pub mod memory;
 mod query;
 mod rendered;
 pub mod time;
