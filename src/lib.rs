@@ -45,6 +45,7 @@ pub mod http_client;
 pub mod loader;
 pub mod metrics;
 pub mod ops;
+pub mod os;
 pub mod publish;
 pub mod reload;
 pub mod reply;

@@ -251,7 +251,7 @@ impl Snapshots {
         let any = !retired.0.is_empty();
         retired.free();
         if any || !report.loaded.is_empty() {
-            release_free_memory();
+            crate::os::release_free_memory();
         }
     }
 
@@ -492,16 +492,5 @@ impl<'m> Pacer<'m> {
             std::thread::sleep(PACE_PAUSE);
         }
         self.slice = Clock::now();
-    }
-}
-
-/// Hands memory freed by a load (the file's bytes, the parsed document) and
-/// by the replaced dataset back to the OS. glibc keeps freed small blocks in
-/// its heap otherwise, and RSS would ratchet up with every reload.
-fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own free lists.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }

@@ -93,7 +93,7 @@ fn read_all(path: &Path) -> std::io::Result<Vec<u8>> {
     let mut file = std::fs::File::open(path)?;
     let len = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
     let mut buf = Vec::with_capacity(len + 1);
-    crate::store::memory::prefer_huge_pages(&buf);
+    crate::os::prefer_huge_pages(&buf);
     file.read_to_end(&mut buf)?;
     Ok(buf)
 }

@@ -10,10 +10,10 @@
 use std::io::Write;
 
 use bytes::Bytes;
+use gzip_fragments::GzipPage;
 
 use super::build::chains;
 use super::cursor::Cursor;
-use super::deflate::GzipPage;
 use super::rendered::Rendered;
 use super::{Dataset, Positions};
 

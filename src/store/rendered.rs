@@ -3,8 +3,9 @@
 
 use std::sync::OnceLock;
 
-use super::deflate::{Packed, Source};
-use super::memory;
+use gzip_fragments::{Packed, Source};
+
+use crate::os;
 
 /// How many records ahead of its copy a record is prefetched.
 /// Measured on random 50-task pages of the large dataset (then on huge
@@ -51,11 +52,11 @@ impl Rendered {
         self.ends[i] - start
     }
 
-    /// Moves the records onto huge pages (see [`memory`]), while
+    /// Moves the records onto huge pages (see [`os`]), while
     /// `keep_going` says so.
     pub fn collapse_to_huge_pages(&self, keep_going: &dyn Fn() -> bool) {
-        memory::collapse_to_huge_pages_while(&self.buf, keep_going);
-        memory::collapse_to_huge_pages_while(&self.ends, keep_going);
+        os::collapse_to_huge_pages_while(&self.buf, keep_going);
+        os::collapse_to_huge_pages_while(&self.ends, keep_going);
     }
 
     /// Keeps the records' deflate fragments (once; later ones are dropped).
@@ -74,7 +75,7 @@ impl Rendered {
     pub fn write(&self, indices: &[u32], out: &mut Vec<u8>) {
         for (n, &i) in indices.iter().enumerate() {
             if let Some(&ahead) = indices.get(n + PREFETCH_AHEAD) {
-                memory::prefetch(self.record(ahead as usize));
+                os::prefetch(self.record(ahead as usize));
             }
             if n > 0 {
                 out.push(b',');

@@ -14,11 +14,11 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::Instant as Clock;
 
 use bytes::Bytes;
+use gzip_fragments::{Packed, Packing, Placement};
 
+use crate::os;
 use crate::store::Dataset;
 use crate::store::Positions;
-use crate::store::deflate::Packed;
-use crate::store::memory;
 use crate::store::rendered::Rendered;
 
 /// Each collection's chain orders, by their index in its `Packed`. A page
@@ -127,16 +127,16 @@ fn concat<K: Ord>(groups: impl IntoIterator<Item = (K, impl AsRef<[u32]>)>) -> P
 
 /// Starts, on a thread of its own, precompressing `dataset`'s records (if
 /// `precompress`) and then moving them onto huge pages (if
-/// [`memory::collapse_is_worth_it`]), and gives the dataset its side of
+/// [`os::collapse_is_worth_it`]), and gives the dataset its side of
 /// it. Only the precompression is waited for.
 ///
 /// Huge pages make a page scattered over a gigabyte of records about a
 /// fifth cheaper to copy (random 50-task pages of the `medium` dataset,
 /// in-process: 5.8-6.1 us against 7.5), and cost about 5 s of a core per
 /// gigabyte after each load; on a single core they are not worth the
-/// requests' wait (see `memory`).
+/// requests' wait (see `os`).
 pub fn start(dataset: &mut Dataset, precompress: bool) {
-    let collapse = memory::collapse_is_worth_it();
+    let collapse = os::collapse_is_worth_it();
     if !precompress && !collapse {
         return;
     }
@@ -242,7 +242,7 @@ fn run(
     workspace: &str,
 ) {
     let finish = FinishOnDrop(done);
-    lower_priority();
+    os::lower_priority();
     let keep_going = || alive.strong_count() > 0;
     let started = Clock::now();
     let mut bytes = 0;
@@ -259,7 +259,13 @@ fn run(
                 trim,
             } => {
                 let chains: Vec<&[u32]> = chains.iter().map(Vec::as_slice).collect();
-                let built = Packed::build(&*records, &chains, depths, trim, &keep_going);
+                let packing = Packing {
+                    chains: &chains,
+                    depths,
+                    trim,
+                };
+                let built =
+                    Packed::build(&*records, &packing, os::cores(), &HugePages, &keep_going);
                 let Some(packed) = built else {
                     return;
                 };
@@ -292,6 +298,20 @@ fn run(
     }
 }
 
+/// The fragments on huge pages, like the records they are made from: a
+/// page reads them from all over the collection.
+struct HugePages;
+
+impl Placement for HugePages {
+    fn reserved<T>(&self, buf: &Vec<T>) {
+        os::prefer_huge_pages(buf);
+    }
+
+    fn built<T>(&self, data: &[T]) {
+        os::collapse_to_huge_pages(data);
+    }
+}
+
 /// `body` gzipped at the default level, once.
 fn gzip_once(body: &[u8]) -> Bytes {
     use std::io::Write;
@@ -302,16 +322,4 @@ fn gzip_once(body: &[u8]) -> Bytes {
     // Writing into a Vec cannot fail.
     let _ = encoder.write_all(body);
     Bytes::from(encoder.finish().unwrap_or_default())
-}
-
-/// Makes the calling thread yield to requests: nice 10 (on Linux, nice is
-/// a thread's own). Only a hint: where it fails, nothing changes but who
-/// waits for whom.
-fn lower_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: setpriority only changes the calling thread's nice value
-    // (who = 0); it touches no memory of ours.
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
-    }
 }

@@ -1,9 +1,9 @@
-//! gzip answers at the cost of a copy: records compressed once, at load,
-//! into deflate fragments that any page strings together.
+//! gzip answers at the cost of a copy: records compressed once into
+//! deflate fragments that any page strings together.
 //!
 //! A general-purpose compressor cannot do this: its blocks carry their own
 //! Huffman tables and end wherever its buffers fill. Here each collection
-//! gets one Huffman code, made at load from a sample of its records; each
+//! of records gets one Huffman code, made from a sample of them; each
 //! record is compressed with it into a bit string of symbols ([`Packed`]);
 //! and a page ([`GzipPage`]) is a block header per collection, those bit
 //! strings copied one after the other (shifted to wherever the previous one
@@ -11,10 +11,16 @@
 //! a trailer whose CRC-32 is combined from the records' CRCs. The result is
 //! one ordinary gzip member that any decoder reads.
 //!
-//! Whether a dataset's records are precompressed is its loader's choice
-//! (`Dataset::start_background`): the fragments cost memory (about 1.6
-//! times the records) and a background pass after each load, and without
-//! them gzip answers are compressed per request by the API.
+//! The crate knows records only as bytes ([`Source`]) and lists only as
+//! orders of record indices: what a record means, and which orders a
+//! collection is served in, are its caller's. So are the machine's
+//! resources: [`Packed::build`] runs on as many threads as it is given
+//! and shows its large buffers to the caller's [`Placement`] (huge pages,
+//! say); the crate makes no system call.
+//!
+//! The parts: the match finder (`lz77`), Huffman codes and block headers
+//! (`huffman`), bit streams (`bits`), CRC-32 combination (`crc`), a
+//! collection's fragments (`pack`) and a page assembled from them (`page`).
 
 mod bits;
 mod crc;
@@ -22,9 +28,11 @@ mod huffman;
 mod lz77;
 mod pack;
 mod page;
+mod placement;
 
-pub use pack::{Packed, Source};
+pub use pack::{Packed, Packing, Source};
 pub use page::GzipPage;
+pub use placement::Placement;
 
 #[cfg(test)]
 mod tests {
@@ -96,7 +104,12 @@ mod tests {
         let (mut by3, rest): (Vec<u32>, Vec<u32>) = chain.iter().partition(|&&i| i % 3 == 0);
         let thirds = by3.clone();
         by3.extend(rest);
-        let packed = Packed::build(&r, &[&chain, &by3], &[1, 2, 4], 0, &|| true).expect("built");
+        let packing = Packing {
+            chains: &[&chain, &by3],
+            depths: &[1, 2, 4],
+            trim: 0,
+        };
+        let packed = Packed::build(&r, &packing, 2, &(), &|| true).expect("built");
         let lists: Vec<Vec<u32>> = vec![
             vec![],
             vec![5],
@@ -149,9 +162,15 @@ mod tests {
     fn two_collections_share_a_page_and_a_trim_leaves_a_record_open() {
         let meetings = records(4);
         let notes = records(40);
-        let m = Packed::build(&meetings, &[], &[1], 1, &|| true).expect("built");
-        let n = Packed::build(&notes, &[&(0..40).collect::<Vec<_>>()], &[1], 0, &|| true)
-            .expect("built");
+        let by_meeting: Vec<u32> = (0..40).collect();
+        let packing = |chains, trim| Packing {
+            chains,
+            depths: &[1],
+            trim,
+        };
+        let m = Packed::build(&meetings, &packing(&[], 1), 1, &(), &|| true).expect("built");
+        let n =
+            Packed::build(&notes, &packing(&[&by_meeting], 0), 1, &(), &|| true).expect("built");
         let mut gz = GzipPage::new(0);
         let meeting = &meetings.0[2];
         gz.text(&m, b"{\"data\":");

@@ -1,12 +1,26 @@
-//! Hints about large arrays: huge pages, and prefetching records before
-//! they are copied. The store's records use them, and so does the loader's
-//! buffer for a file read whole.
+//! Everything the process asks of the operating system and the processor
+//! beyond std: huge pages, prefetching, thread priority, handing freed
+//! heap memory back. The `unsafe` system calls live here, each behind a
+//! safe function; the other modules say what
+//! they want (this buffer on huge pages, this thread behind requests) and
+//! not how. It imports nothing of the crate and sits below every layer, so
+//! that each may use it, the store included (ARCHITECTURE.md); the deflate
+//! codec (`gzip_fragments`) gets it from the store as a `Placement`.
 //!
-//! A page copies (or assembles) records from all over gigabytes of memory.
-//! With 4 KB pages nearly every record costs a TLB miss and a page walk
-//! before its cache misses even start; with 2 MB pages the translations of
-//! the whole dataset fit the TLB. Only hints: where they do not apply,
-//! nothing changes but speed.
+//! All of it is hints. A page copies (or assembles) records from all over
+//! gigabytes of memory: with 4 KB pages nearly every record costs a TLB
+//! miss and a page walk before its cache misses even start; with 2 MB
+//! pages the translations of the whole dataset fit the TLB. Where a hint
+//! does not apply, nothing changes but speed.
+
+/// Cores the process may use.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// A transparent huge page.
+#[cfg(target_os = "linux")]
+const HUGE: usize = 2 * 1024 * 1024;
 
 /// Asks the kernel to back `v`'s allocation (its spare capacity too) with
 /// transparent huge pages, where the system allows it on request (as its
@@ -17,7 +31,6 @@
 pub fn prefer_huge_pages<T>(v: &Vec<T>) {
     #[cfg(target_os = "linux")]
     {
-        const HUGE: usize = 2 * 1024 * 1024;
         let start = v.as_ptr() as usize;
         let end = start + v.capacity() * size_of::<T>();
         let aligned = start.next_multiple_of(HUGE);
@@ -50,7 +63,6 @@ pub fn collapse_to_huge_pages<T>(data: &[T]) {
 pub fn collapse_to_huge_pages_while<T>(data: &[T], keep_going: &dyn Fn() -> bool) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if collapse_is_worth_it() {
-        const HUGE: usize = 2 * 1024 * 1024;
         const STEP: usize = 16 * HUGE;
         let start = data.as_ptr() as usize;
         let end = start + size_of_val(data);
@@ -76,7 +88,7 @@ pub fn collapse_to_huge_pages_while<T>(data: &[T], keep_going: &dyn Fn() -> bool
 /// on the `large` dataset, about 5 s a gigabyte) and a request sharing the
 /// core would wait that long.
 pub fn collapse_is_worth_it() -> bool {
-    std::thread::available_parallelism().map_or(1, |n| n.get()) > 1
+    cores() > 1
 }
 
 /// Starts loading `bytes` into the cache, every line of it.
@@ -91,4 +103,27 @@ pub fn prefetch(bytes: &[u8]) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = bytes;
+}
+
+/// Makes the calling thread yield to requests: nice 10 (on Linux, nice is
+/// a thread's own). Only a hint: where it fails, nothing changes but who
+/// waits for whom.
+pub fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority only changes the calling thread's nice value
+    // (who = 0); it touches no memory of ours.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+    }
+}
+
+/// Hands memory freed by a load (the file's bytes, the parsed document) and
+/// by the replaced dataset back to the OS. glibc keeps freed small blocks in
+/// its heap otherwise, and RSS would ratchet up with every reload.
+pub fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }

@@ -7,7 +7,7 @@
 //! so that any record (and any byte of a page's own text) can be written
 //! with it.
 
-use super::bits::BitWriter;
+use crate::bits::BitWriter;
 
 /// Literal/length symbols: 256 bytes, end of block, 29 lengths.
 pub const LITERALS: usize = 286;
@@ -57,7 +57,7 @@ impl Code {
         write_header(&mut header, &literal_lens, &distance_lens);
         code.header_bits = header.bit_len();
         code.header = header.finish();
-        code.header.extend_from_slice(&[0; super::bits::PADDING]);
+        code.header.extend_from_slice(&[0; crate::bits::PADDING]);
         code
     }
 

@@ -7,10 +7,10 @@
 //! an empty final block; CRC-32 and length of the plain text. The CRC is
 //! combined from the records' CRCs, so the plain text is never read.
 
-use super::bits::BitWriter;
-use super::crc;
-use super::huffman::Code;
-use super::pack::Packed;
+use crate::bits::BitWriter;
+use crate::crc;
+use crate::huffman::Code;
+use crate::pack::Packed;
 
 /// ID1 ID2 CM=deflate FLG=0 MTIME=0 XFL=0 OS=unknown.
 const HEADER: [u8; 10] = [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF];

@@ -20,11 +20,11 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::bits::{BitWriter, PADDING};
-use super::crc;
-use super::huffman::{Code, DISTANCES, END, LITERALS, distance_symbol, length_symbol};
-use super::lz77::{Matcher, Symbol};
-use crate::store::memory;
+use crate::bits::{BitWriter, PADDING};
+use crate::crc;
+use crate::huffman::{Code, DISTANCES, END, LITERALS, distance_symbol, length_symbol};
+use crate::lz77::{Matcher, Symbol};
+use crate::placement::Placement;
 
 /// Records whose symbols make a collection's code.
 const SAMPLE: usize = 4096;
@@ -72,7 +72,7 @@ const NOT_CHAINED: u32 = u32::MAX;
 
 /// One collection's precompressed records (see the module docs).
 pub struct Packed {
-    pub(super) code: Code,
+    pub(crate) code: Code,
     /// By record index, plus one past the last.
     pieces: Vec<Piece>,
     solo: Vec<u8>,
@@ -87,47 +87,47 @@ pub trait Source {
     fn record(&self, i: usize) -> &[u8];
 }
 
-/// A stream of fragments, written: padded for [`BitWriter::copy`], on
-/// huge pages.
-fn finish(w: BitWriter) -> Vec<u8> {
-    let mut bytes = w.finish();
-    bytes.extend_from_slice(&[0; PADDING]);
-    bytes.shrink_to_fit();
-    memory::collapse_to_huge_pages(&bytes);
-    bytes
-}
-
-/// An empty Vec with room for `n` items, asked onto huge pages.
-fn huge<T>(n: usize) -> Vec<T> {
-    let v = Vec::with_capacity(n);
-    memory::prefer_huge_pages(&v);
-    v
+/// What to make of a collection's records: the chain orders and their
+/// rungs, and what to cut off each record (see [`Packed::build`]).
+pub struct Packing<'a> {
+    /// Orders of any subset of the records, each record at most once.
+    pub chains: &'a [&'a [u32]],
+    /// The rungs of each chain, ascending from 1.
+    pub depths: &'a [usize],
+    /// Bytes cut off each record's end before compressing.
+    pub trim: usize,
 }
 
 impl Packed {
     /// Compresses every record of `records`, solo and chained in each of
-    /// `chains` (orders of any subset of the records, each at most once),
-    /// less `trim` bytes at the end of each (a meeting's closing brace,
-    /// where `notes` goes in). Gives up (`None`) as soon as `keep_going`
-    /// says so; it is asked every few thousand records.
+    /// `packing.chains`, less `packing.trim` bytes at the end of each (a
+    /// meeting's closing brace, where `notes` goes in). Gives up (`None`)
+    /// as soon as `keep_going` says so; it is asked every few thousand
+    /// records.
     ///
-    /// `depths` (ascending, from 1) are the rungs of each chain: with
-    /// `[1, 2, 4]`, the record `t` places into a run of a chain on a page
-    /// refers to its predecessor if `t` is 1, to the two before it if `t`
-    /// is 2 or 3, to the four before it from then on. Deeper dictionaries
-    /// find more, each rung costs as much memory again; they pay where
-    /// records share much with their near neighbours and are few.
+    /// `packing.depths` are the rungs of each chain: with `[1, 2, 4]`, the
+    /// record `t` places into a run of a chain on a page refers to its
+    /// predecessor if `t` is 1, to the two before it if `t` is 2 or 3, to
+    /// the four before it from then on. Deeper dictionaries find more, each
+    /// rung costs as much memory again; they pay where records share much
+    /// with their near neighbours and are few.
     ///
     /// The solo fragments and each rung of each chain are independent
-    /// passes over the records; they run on as many threads as the process
-    /// may use cores.
+    /// passes over the records; they run on up to `threads` threads (the
+    /// calling one included), the caller's share of the machine. Each large
+    /// buffer is shown to `placement` when made and when written.
     pub fn build(
         records: &(impl Source + Sync),
-        chains: &[&[u32]],
-        depths: &[usize],
-        trim: usize,
+        packing: &Packing<'_>,
+        threads: usize,
+        placement: &impl Placement,
         keep_going: &(dyn Fn() -> bool + Sync),
     ) -> Option<Packed> {
+        let Packing {
+            chains,
+            depths,
+            trim,
+        } = *packing;
         debug_assert!(depths.first() == Some(&1) && depths.is_sorted());
         let n = records.count();
         let record = |i: usize| {
@@ -135,7 +135,13 @@ impl Packed {
             &r[..r.len() - trim.min(r.len())]
         };
         let code = train(&record, n, chains, &mut Matcher::default());
-        let plain: usize = (0..n).map(|i| record(i).len()).sum();
+        let pass = Pass {
+            record: &record,
+            plain: (0..n).map(|i| record(i).len()).sum(),
+            code: &code,
+            placement,
+            keep_going,
+        };
 
         // Pass 0 is the solo fragments; pass 1 + c * rungs + r is rung r of
         // chain c.
@@ -145,29 +151,19 @@ impl Packed {
         let work = || {
             let mut matcher = Matcher::default();
             loop {
-                let pass = next.fetch_add(1, Ordering::Relaxed);
-                if pass >= passes {
+                let p = next.fetch_add(1, Ordering::Relaxed);
+                if p >= passes {
                     return;
                 }
-                let output = if pass == 0 {
-                    solo_pass(&record, n, plain, &code, &mut matcher, keep_going)
+                let output = if p == 0 {
+                    pass.solo(n, &mut matcher)
                 } else {
-                    let (c, r) = ((pass - 1) / depths.len(), (pass - 1) % depths.len());
-                    let depth = depths[r];
-                    rung_pass(
-                        &record,
-                        chains[c],
-                        depth,
-                        plain,
-                        &code,
-                        &mut matcher,
-                        keep_going,
-                    )
+                    let (c, r) = ((p - 1) / depths.len(), (p - 1) % depths.len());
+                    pass.rung(chains[c], depths[r], &mut matcher)
                 };
-                *outputs[pass].lock().unwrap_or_else(|p| p.into_inner()) = output;
+                *outputs[p].lock().unwrap_or_else(|p| p.into_inner()) = output;
             }
         };
-        let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
         std::thread::scope(|scope| {
             for _ in 1..threads.min(passes) {
                 scope.spawn(work);
@@ -181,14 +177,14 @@ impl Packed {
         let Some(Output::Solo { pieces, bits: solo }) = outputs.next()? else {
             return None;
         };
-        memory::collapse_to_huge_pages(&pieces);
+        placement.built(&pieces);
 
         let mut built = Vec::with_capacity(chains.len());
         for order in chains {
-            let mut pos = huge(n);
+            let mut pos = reserved(n, placement);
             pos.resize(n, NOT_CHAINED);
-            let mut prefix = huge(order.len());
-            let mut ends = huge(order.len());
+            let mut prefix = reserved(order.len(), placement);
+            let mut ends = reserved(order.len(), placement);
             let (mut crc, mut len) = (0, 0u64);
             for (k, &i) in order.iter().enumerate() {
                 pos[i as usize] = k as u32;
@@ -209,10 +205,9 @@ impl Packed {
                 };
                 rungs.push(rung);
             }
-            for table in [&pos[..], &prefix[..]] {
-                memory::collapse_to_huge_pages(table);
-            }
-            memory::collapse_to_huge_pages(&ends);
+            placement.built(&pos);
+            placement.built(&prefix);
+            placement.built(&ends);
             built.push(Chain {
                 pos,
                 prefix,
@@ -251,7 +246,7 @@ impl Packed {
 
     /// Record `i`'s solo fragment (bit range of a stream), CRC and shift.
     #[inline]
-    pub(super) fn solo(&self, i: usize) -> (&[u8], u64, u64, u32, u32) {
+    pub(crate) fn solo(&self, i: usize) -> (&[u8], u64, u64, u32, u32) {
         let (p, next) = (self.pieces[i], self.pieces[i + 1].solo);
         (&self.solo, p.solo, next, p.crc, p.shift)
     }
@@ -259,7 +254,7 @@ impl Packed {
     /// A chain in which record `after` directly follows record `before`,
     /// and the position of `after` in it.
     #[inline]
-    pub(super) fn follows(&self, before: usize, after: usize) -> Option<(usize, usize)> {
+    pub(crate) fn follows(&self, before: usize, after: usize) -> Option<(usize, usize)> {
         self.chains.iter().enumerate().find_map(|(c, chain)| {
             let (b, a) = (chain.pos[before], chain.pos[after]);
             (b != NOT_CHAINED && a == b.wrapping_add(1)).then_some((c, a as usize))
@@ -276,27 +271,27 @@ impl Packed {
     /// The dictionary depth of chain `c`'s rung `r` (rungs go from the
     /// fewest predecessors up), or `None` past the last rung.
     #[inline]
-    pub(super) fn depth(&self, c: usize, r: usize) -> Option<usize> {
+    pub(crate) fn depth(&self, c: usize, r: usize) -> Option<usize> {
         self.chains[c].rungs.get(r).map(|rung| rung.depth)
     }
 
     /// The chained fragments of chain `c`'s rung `r` at positions
     /// `from..to` (`from` ≥ 1), as one bit range of a stream.
     #[inline]
-    pub(super) fn chained(&self, c: usize, r: usize, from: usize, to: usize) -> (&[u8], u64, u64) {
+    pub(crate) fn chained(&self, c: usize, r: usize, from: usize, to: usize) -> (&[u8], u64, u64) {
         let rung = &self.chains[c].rungs[r];
         (&rung.bits, rung.at[from], rung.at[to])
     }
 
     /// The CRC of chain `c`'s records up to position `k`, comma-separated.
     #[inline]
-    pub(super) fn prefix_crc(&self, c: usize, k: usize) -> u32 {
+    pub(crate) fn prefix_crc(&self, c: usize, k: usize) -> u32 {
         self.chains[c].prefix[k]
     }
 
     /// The length of chain `c`'s records up to position `k`, comma-separated.
     #[inline]
-    pub(super) fn prefix_len(&self, c: usize, k: usize) -> u64 {
+    pub(crate) fn prefix_len(&self, c: usize, k: usize) -> u64 {
         self.chains[c].ends[k]
     }
 
@@ -327,80 +322,95 @@ enum Output {
     Rung(Rung),
 }
 
-/// Every record's solo fragment, CRC and shift.
-fn solo_pass<'r>(
-    record: &impl Fn(usize) -> &'r [u8],
-    n: usize,
+/// What every pass of one [`Packed::build`] shares.
+struct Pass<'a, F, P> {
+    /// Record `i`, trimmed.
+    record: &'a F,
+    /// The records' bytes, all told: what the streams are sized by.
     plain: usize,
-    code: &Code,
-    matcher: &mut Matcher,
-    keep_going: &dyn Fn() -> bool,
-) -> Option<Output> {
-    let mut symbols = Vec::new();
-    let mut pieces = huge(n + 1);
-    let mut bits = BitWriter::new(huge(plain * 5 / 8));
-    for i in 0..n {
-        if i % CHECK_EVERY == 0 && !keep_going() {
-            return None;
-        }
-        let bytes = record(i);
-        let mut crc = flate2::Crc::new();
-        crc.update(bytes);
-        pieces.push(Piece {
-            solo: bits.bit_len(),
-            crc: crc.sum(),
-            shift: crc::shift_for(bytes.len() as u64),
-        });
-        matcher.parse(bytes, 0, &mut symbols);
-        encode(code, &symbols, &mut bits);
-    }
-    pieces.push(Piece {
-        solo: bits.bit_len(),
-        ..Piece::default()
-    });
-    Some(Output::Solo {
-        pieces,
-        bits: finish(bits),
-    })
+    code: &'a Code,
+    placement: &'a P,
+    keep_going: &'a (dyn Fn() -> bool + Sync),
 }
 
-/// Every record of chain `order` compressed against the `depth` records
-/// before it there.
-fn rung_pass<'r>(
-    record: &impl Fn(usize) -> &'r [u8],
-    order: &[u32],
-    depth: usize,
-    plain: usize,
-    code: &Code,
-    matcher: &mut Matcher,
-    keep_going: &dyn Fn() -> bool,
-) -> Option<Output> {
-    let (mut symbols, mut scratch) = (Vec::new(), Vec::new());
-    let mut at = huge(order.len() + 1);
-    let mut bits = BitWriter::new(huge(plain * 3 / 8));
-    for k in 0..order.len() {
-        if k % CHECK_EVERY == 0 && !keep_going() {
-            return None;
+impl<'r, F: Fn(usize) -> &'r [u8], P: Placement> Pass<'_, F, P> {
+    /// Every record's solo fragment, CRC and shift.
+    fn solo(&self, n: usize, matcher: &mut Matcher) -> Option<Output> {
+        let mut symbols = Vec::new();
+        let mut pieces = reserved(n + 1, self.placement);
+        let mut bits = BitWriter::new(reserved(self.plain * 5 / 8, self.placement));
+        for i in 0..n {
+            if i % CHECK_EVERY == 0 && !(self.keep_going)() {
+                return None;
+            }
+            let bytes = (self.record)(i);
+            let mut crc = flate2::Crc::new();
+            crc.update(bytes);
+            pieces.push(Piece {
+                solo: bits.bit_len(),
+                crc: crc.sum(),
+                shift: crc::shift_for(bytes.len() as u64),
+            });
+            matcher.parse(bytes, 0, &mut symbols);
+            encode(self.code, &symbols, &mut bits);
+        }
+        pieces.push(Piece {
+            solo: bits.bit_len(),
+            ..Piece::default()
+        });
+        Some(Output::Solo {
+            pieces,
+            bits: self.finish(bits),
+        })
+    }
+
+    /// Every record of chain `order` compressed against the `depth`
+    /// records before it there.
+    fn rung(&self, order: &[u32], depth: usize, matcher: &mut Matcher) -> Option<Output> {
+        let (mut symbols, mut scratch) = (Vec::new(), Vec::new());
+        let mut at = reserved(order.len() + 1, self.placement);
+        let mut bits = BitWriter::new(reserved(self.plain * 3 / 8, self.placement));
+        for k in 0..order.len() {
+            if k % CHECK_EVERY == 0 && !(self.keep_going)() {
+                return None;
+            }
+            at.push(bits.bit_len());
+            if k == 0 {
+                continue;
+            }
+            let before = order[k.saturating_sub(depth)..k]
+                .iter()
+                .map(|&b| (self.record)(b as usize));
+            let start = with_predecessors(&mut scratch, before, (self.record)(order[k] as usize));
+            matcher.parse(&scratch, start, &mut symbols);
+            self.code.put_literal(&mut bits, b',');
+            encode(self.code, &symbols, &mut bits);
         }
         at.push(bits.bit_len());
-        if k == 0 {
-            continue;
-        }
-        let before = order[k.saturating_sub(depth)..k]
-            .iter()
-            .map(|&b| record(b as usize));
-        let start = with_predecessors(&mut scratch, before, record(order[k] as usize));
-        matcher.parse(&scratch, start, &mut symbols);
-        code.put_literal(&mut bits, b',');
-        encode(code, &symbols, &mut bits);
+        self.placement.built(&at);
+        Some(Output::Rung(Rung {
+            depth,
+            at,
+            bits: self.finish(bits),
+        }))
     }
-    at.push(bits.bit_len());
-    memory::collapse_to_huge_pages(&at);
-    Some(Output::Rung(Rung {
-        depth,
-        at,
-        bits: finish(bits),
-    }))
+
+    /// A stream of fragments, written: padded for [`BitWriter::copy`], and
+    /// placed.
+    fn finish(&self, w: BitWriter) -> Vec<u8> {
+        let mut bytes = w.finish();
+        bytes.extend_from_slice(&[0; PADDING]);
+        bytes.shrink_to_fit();
+        self.placement.built(&bytes);
+        bytes
+    }
+}
+
+/// An empty Vec with room for `n` items, shown to `placement`.
+fn reserved<T>(n: usize, placement: &impl Placement) -> Vec<T> {
+    let v = Vec::with_capacity(n);
+    placement.reserved(&v);
+    v
 }
 
 /// `dict ++ "," ++ record` in `scratch`; returns where the record starts.

@@ -1,0 +1,138 @@
+//! Criterion benches of the codec alone, on synthetic task-like records
+//! (about 400 bytes of JSON each, every tenth sharing its title and text
+//! with its predecessor): packing a collection (solo fragments and one
+//! chain order, on one thread), and assembling a 50-record page from it,
+//! as a stretch of the chain (one solo fragment and one run) and as
+//! scattered records (50 solo fragments, each shifted into place).
+//! The server's own benches (`cargo bench --bench store -- respond/`)
+//! measure whole answers on a generated dataset.
+//!
+//! Run: `cargo bench -p gzip-fragments`.
+
+use std::hint::black_box;
+use std::io::Read;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use gzip_fragments::{GzipPage, Packed, Packing, Source};
+
+const RECORDS: usize = 20_000;
+const PAGE: usize = 50;
+
+struct Records(Vec<Vec<u8>>);
+
+impl Source for Records {
+    fn count(&self) -> usize {
+        self.0.len()
+    }
+    fn record(&self, i: usize) -> &[u8] {
+        &self.0[i]
+    }
+}
+
+/// Deterministic records: ids, dates, a status out of four, words drawn
+/// by a xorshift from a small vocabulary.
+fn records() -> Records {
+    const WORDS: [&str; 16] = [
+        "review",
+        "contract",
+        "renewal",
+        "quarterly",
+        "board",
+        "draft",
+        "call",
+        "budget",
+        "hiring",
+        "plan",
+        "vendor",
+        "audit",
+        "launch",
+        "follow-up",
+        "notes",
+        "roadmap",
+    ];
+    let mut x = 0x9E37_79B9u32;
+    let mut word = || {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        WORDS[(x % 16) as usize]
+    };
+    let mut out: Vec<Vec<u8>> = Vec::with_capacity(RECORDS);
+    let mut text = String::new();
+    for i in 0..RECORDS {
+        if i % 10 != 1 {
+            text = (0..30).map(|_| word()).collect::<Vec<_>>().join(" ");
+        }
+        let status = ["open", "in_progress", "blocked", "done"][i % 4];
+        out.push(
+            format!(
+                r#"{{"id":"{i:032x}","attributes":{{"companyId":"{:032x}","title":"{} {}","status":"{status}","dueDate":"2025-{:02}-{:02}T09:00:00Z","text":"{text}"}}}}"#,
+                i / 40,
+                word(),
+                word(),
+                i % 12 + 1,
+                i % 28 + 1,
+            )
+            .into_bytes(),
+        );
+    }
+    Records(out)
+}
+
+fn benches(c: &mut Criterion) {
+    let records = records();
+    let bytes: usize = records.0.iter().map(Vec::len).sum();
+    let chain: Vec<u32> = (0..RECORDS as u32).rev().collect();
+    let packing = Packing {
+        chains: &[&chain],
+        depths: &[1],
+        trim: 0,
+    };
+
+    let mut group = c.benchmark_group("pack");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(bytes as u64));
+    group.bench_function("collection", |b| {
+        b.iter(|| Packed::build(&records, &packing, 1, &(), &|| true))
+    });
+    group.finish();
+
+    let packed = Packed::build(&records, &packing, 1, &(), &|| true).expect("built");
+    let len = |i: usize| records.0[i].len();
+    let stretch = &chain[9_000..9_000 + PAGE];
+    let scattered: Vec<u32> = (0..PAGE as u32).map(|k| k * 397 % RECORDS as u32).collect();
+    let page = |list: &[u32], hint: Option<usize>| {
+        let mut gz = GzipPage::new(16 * 1024);
+        gz.text(&packed, b"{\"data\":[");
+        gz.list(&packed, list, hint, len);
+        gz.text(&packed, b"],\"pagination\":{\"offset\":9000,\"limit\":50}}");
+        gz.finish()
+    };
+    // What is timed is right: each page decodes to its plain text.
+    for (list, hint) in [(stretch, Some(0)), (&scattered[..], None)] {
+        let plain: Vec<&[u8]> = list.iter().map(|&i| &records.0[i as usize][..]).collect();
+        let plain = [
+            &b"{\"data\":["[..],
+            &plain.join(&b","[..]),
+            b"],\"pagination\":{\"offset\":9000,\"limit\":50}}",
+        ]
+        .concat();
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&page(list, hint)[..])
+            .read_to_end(&mut out)
+            .expect("a gzip page");
+        assert_eq!(out, plain);
+    }
+
+    let mut group = c.benchmark_group("page");
+    group.bench_function("stretch_of_chain", |b| {
+        b.iter(|| page(black_box(stretch), Some(0)))
+    });
+    group.bench_function("scattered", |b| {
+        b.iter(|| page(black_box(&scattered), None))
+    });
+    group.finish();
+}
+
+criterion_group!(fragments, benches);
+criterion_main!(fragments);

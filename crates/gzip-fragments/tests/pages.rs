@@ -1,0 +1,337 @@
+//! Property tests (proptest) of the codec through its public API: any
+//! records (JSON-ish text with escapes, quotes, backslashes, non-ASCII and
+//! emoji; empty ones; repeated ones; arbitrary bytes; long runs), any chain
+//! orders and dictionary depths, and any page made of text, single records
+//! and lists (stretches of a chain at any offset and limit, or any indices)
+//! over two collections: the page is exactly one gzip member, and it
+//! decodes to the plain text the same parts make.
+
+use std::io::Read;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use gzip_fragments::{GzipPage, Packed, Packing, Placement, Source};
+use proptest::collection::vec;
+use proptest::prelude::*;
+use proptest::sample::{Index, subsequence};
+
+/// A collection's records, by index.
+#[derive(Clone, Debug)]
+struct Records(Vec<Vec<u8>>);
+
+impl Source for Records {
+    fn count(&self) -> usize {
+        self.0.len()
+    }
+    fn record(&self, i: usize) -> &[u8] {
+        &self.0[i]
+    }
+}
+
+/// What the test asks of a collection's packing: its records, its chain
+/// orders, their rungs, the trim, the threads.
+#[derive(Clone, Debug)]
+struct Collection {
+    records: Records,
+    chains: Vec<Vec<u32>>,
+    depths: &'static [usize],
+    trim: usize,
+    threads: usize,
+}
+
+impl Collection {
+    /// Record `i` as a page shows it: less the trim.
+    fn plain(&self, i: usize) -> &[u8] {
+        let r = &self.records.0[i];
+        &r[..r.len() - self.trim.min(r.len())]
+    }
+
+    fn pack(&self, placement: &impl Placement) -> Packed {
+        let chains: Vec<&[u32]> = self.chains.iter().map(Vec::as_slice).collect();
+        let packing = Packing {
+            chains: &chains,
+            depths: self.depths,
+            trim: self.trim,
+        };
+        Packed::build(&self.records, &packing, self.threads, placement, &|| true)
+            .expect("nothing asks it to stop")
+    }
+}
+
+/// One piece of a page, in collection `c` (of two).
+#[derive(Clone, Debug)]
+enum Part {
+    Text {
+        c: usize,
+        text: Vec<u8>,
+    },
+    Record {
+        c: usize,
+        i: Index,
+    },
+    /// `limit` records of chain `chain` from `offset` on (of the records
+    /// in their order when the collection has no chains), said to be a
+    /// stretch of the chain if `vouch`.
+    Stretch {
+        c: usize,
+        chain: Index,
+        offset: usize,
+        limit: usize,
+        vouch: bool,
+    },
+    /// Any records, repeats and all, comma-separated.
+    List {
+        c: usize,
+        list: Vec<Index>,
+    },
+}
+
+/// JSON-ish text as rendered records have it: words, digits, escapes,
+/// bare quotes and backslashes, accents, CJK, emoji.
+fn text() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        4 => "[a-z ]{1,12}",
+        2 => "[0-9]{1,6}",
+        1 => Just(r#"\""#.to_owned()),
+        1 => Just(r"\\".to_owned()),
+        1 => Just(r"\n\t".to_owned()),
+        1 => Just(r"\u00e9\ud83d\ude00".to_owned()),
+        1 => Just("\"".to_owned()),
+        1 => Just("\\".to_owned()),
+        1 => Just("é ü ß".to_owned()),
+        1 => Just("日本語".to_owned()),
+        1 => Just("😀👍🏽".to_owned()),
+    ];
+    vec(piece, 0..24).prop_map(|pieces| pieces.concat())
+}
+
+fn record() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        1 => Just(Vec::new()),
+        8 => (text(), text(), 0u32..1000).prop_map(|(title, body, n)| {
+            format!(r#"{{"id":"{n:08}","attributes":{{"title":"{title}","text":"{body}","n":{n}}}}}"#)
+                .into_bytes()
+        }),
+        2 => vec(any::<u8>(), 0..120),
+        // Long matches, some longer than deflate's 258 and, rarely, a
+        // record longer than its 32 KB window.
+        1 => ("[a-z]{1,6}", prop_oneof![9 => 1usize..200, 1 => 5000usize..7000])
+            .prop_map(|(word, times)| word.repeat(times).into_bytes()),
+    ]
+}
+
+/// Up to 30 records, some of them repeated elsewhere in the collection.
+fn records() -> impl Strategy<Value = Records> {
+    (
+        vec(record(), 0..30),
+        vec((any::<Index>(), any::<Index>()), 0..6),
+    )
+        .prop_map(|(mut records, repeats)| {
+            for (from, to) in repeats {
+                if !records.is_empty() {
+                    let copy = records[from.index(records.len())].clone();
+                    records.insert(to.index(records.len() + 1), copy);
+                }
+            }
+            Records(records)
+        })
+}
+
+fn collection() -> impl Strategy<Value = Collection> {
+    let depths = prop_oneof![
+        Just(&[1][..]),
+        Just(&[1, 2][..]),
+        Just(&[1, 2, 4][..]),
+        Just(&[1, 2, 4, 8][..]),
+    ];
+    (records(), depths, 0usize..=1, 1usize..=3).prop_flat_map(|(records, depths, trim, threads)| {
+        let all: Vec<u32> = (0..records.0.len() as u32).collect();
+        let n = all.len();
+        // Each chain: any subset of the records in any order, or in
+        // record order (as a collection's main list often is).
+        let chain = prop_oneof![
+            subsequence(all.clone(), 0..=n).prop_shuffle(),
+            subsequence(all, 0..=n),
+        ];
+        vec(chain, 0..=3).prop_map(move |chains| Collection {
+            records: records.clone(),
+            chains,
+            depths,
+            trim,
+            threads,
+        })
+    })
+}
+
+fn part() -> impl Strategy<Value = Part> {
+    let text = prop_oneof![
+        Just(b"{\"data\":[".to_vec()),
+        Just(b"],\"pagination\":{\"offset\":20,\"hasMore\":true}}".to_vec()),
+        Just(b",".to_vec()),
+        text().prop_map(String::into_bytes),
+    ];
+    let c = 0usize..2;
+    prop_oneof![
+        2 => (c.clone(), text).prop_map(|(c, text)| Part::Text { c, text }),
+        1 => (c.clone(), any::<Index>()).prop_map(|(c, i)| Part::Record { c, i }),
+        3 => (c.clone(), any::<Index>(), 0usize..40, 0usize..40, any::<bool>()).prop_map(
+            |(c, chain, offset, limit, vouch)| Part::Stretch { c, chain, offset, limit, vouch }
+        ),
+        1 => (c, vec(any::<Index>(), 0..12)).prop_map(|(c, list)| Part::List { c, list }),
+    ]
+}
+
+/// `bytes` decoded as exactly one gzip member, nothing after it; and the
+/// same by a decoder that would go on to further members.
+fn gunzip_one(bytes: &[u8]) -> Vec<u8> {
+    let mut one = flate2::bufread::GzDecoder::new(bytes);
+    let mut out = Vec::new();
+    one.read_to_end(&mut out).expect("a valid gzip member");
+    assert!(one.into_inner().is_empty(), "bytes after the gzip member");
+    let mut multi = Vec::new();
+    flate2::read::MultiGzDecoder::new(bytes)
+        .read_to_end(&mut multi)
+        .expect("a valid gzip stream");
+    assert_eq!(multi, out);
+    out
+}
+
+/// The page `parts` make, plain and gzip.
+fn page(collections: &[Collection; 2], packed: &[Packed; 2], parts: &[Part]) -> (Vec<u8>, Vec<u8>) {
+    let mut plain = Vec::new();
+    let mut gz = GzipPage::new(64);
+    for part in parts {
+        match part {
+            Part::Text { c, text } => {
+                plain.extend_from_slice(text);
+                gz.text(&packed[*c], text);
+            }
+            Part::Record { c, i } => {
+                let col = &collections[*c];
+                if col.records.0.is_empty() {
+                    continue;
+                }
+                let i = i.index(col.records.0.len());
+                plain.extend_from_slice(col.plain(i));
+                gz.record(&packed[*c], i, col.plain(i).len());
+            }
+            Part::Stretch {
+                c,
+                chain,
+                offset,
+                limit,
+                vouch,
+            } => {
+                let col = &collections[*c];
+                let (list, chain): (Vec<u32>, _) = if col.chains.is_empty() {
+                    ((0..col.records.0.len() as u32).collect(), None)
+                } else {
+                    let k = chain.index(col.chains.len());
+                    (col.chains[k].clone(), vouch.then_some(k))
+                };
+                let list = &list[(*offset).min(list.len())..(offset + limit).min(list.len())];
+                write_list(&mut plain, &mut gz, col, &packed[*c], list, chain);
+            }
+            Part::List { c, list } => {
+                let col = &collections[*c];
+                if col.records.0.is_empty() {
+                    continue;
+                }
+                let n = col.records.0.len();
+                let list: Vec<u32> = list.iter().map(|i| i.index(n) as u32).collect();
+                write_list(&mut plain, &mut gz, col, &packed[*c], &list, None);
+            }
+        }
+    }
+    (plain, gz.finish())
+}
+
+fn write_list<'a>(
+    plain: &mut Vec<u8>,
+    gz: &mut GzipPage<'a>,
+    col: &Collection,
+    packed: &'a Packed,
+    list: &[u32],
+    chain: Option<usize>,
+) {
+    for (n, &i) in list.iter().enumerate() {
+        if n > 0 {
+            plain.push(b',');
+        }
+        plain.extend_from_slice(col.plain(i as usize));
+    }
+    gz.list(packed, list, chain, |i| col.plain(i).len());
+}
+
+/// Counts what it is shown, and places nothing.
+#[derive(Default)]
+struct Counting {
+    reserved: AtomicUsize,
+    built: AtomicUsize,
+}
+
+impl Placement for Counting {
+    fn reserved<T>(&self, _: &Vec<T>) {
+        self.reserved.fetch_add(1, Ordering::Relaxed);
+    }
+    fn built<T>(&self, _: &[T]) {
+        self.built.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A proptest configuration with `cases` cases and no regression files.
+fn config(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(config(96))]
+
+    #[test]
+    fn any_page_is_one_gzip_member_of_its_plain_text(
+        collections in [collection(), collection()],
+        parts in vec(part(), 0..10),
+    ) {
+        let packed = [collections[0].pack(&()), collections[1].pack(&())];
+        let (plain, gz) = page(&collections, &packed, &parts);
+        prop_assert_eq!(gunzip_one(&gz), plain);
+    }
+}
+
+proptest! {
+    #![proptest_config(config(16))]
+
+    /// The fragments are the same bytes whatever the threads and the
+    /// placement: responses do not depend on the machine.
+    #[test]
+    fn pages_do_not_depend_on_threads_or_placement(
+        collection in collection(),
+        parts in vec(part(), 1..6),
+    ) {
+        let one = Collection { threads: 1, ..collection.clone() };
+        let counting = Counting::default();
+        let packed = [one.pack(&()), one.pack(&())];
+        let placed = [collection.pack(&counting), collection.pack(&())];
+        let two = [one.clone(), one];
+        prop_assert_eq!(page(&two, &packed, &parts).1, page(&two, &placed, &parts).1);
+        // The solo stream and its table, and per rung its stream and table.
+        let rungs = collection.chains.len() * collection.depths.len();
+        prop_assert_eq!(counting.reserved.load(Ordering::Relaxed), 2 + 2 * rungs + 3 * collection.chains.len());
+        prop_assert_eq!(counting.built.load(Ordering::Relaxed), 2 + 2 * rungs + 3 * collection.chains.len());
+    }
+}
+
+#[test]
+fn a_packing_told_to_stop_gives_up() {
+    let records = Records(vec![b"{\"id\":1}".to_vec(); 10]);
+    let packing = Packing {
+        chains: &[],
+        depths: &[1],
+        trim: 0,
+    };
+    assert!(Packed::build(&records, &packing, 1, &(), &|| false).is_none());
+    assert!(Packed::build(&records, &packing, 1, &(), &|| true).is_some());
+}

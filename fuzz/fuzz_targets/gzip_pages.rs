@@ -1,0 +1,87 @@
+//! Any records and pages over them: every page `gzip-fragments` assembles
+//! is one gzip member that decodes to the plain page.
+//!
+//! Input: three bytes of settings (bit 0 of the first: trim a byte off each
+//! record; bits 1-2: the dictionary depths; then a page's offset and
+//! limit), then the records, separated by 0xFF (a byte no UTF-8 text, so no
+//! rendered record, holds). The chains are the record order, its reverse,
+//! and the even records then the odd ones; the pages are a stretch of each
+//! (vouched for), the same stretch looked up record by record, and a list
+//! of any records named by the records' own first bytes.
+
+#![no_main]
+
+use std::io::Read;
+
+use gzip_fragments::{GzipPage, Packed, Packing, Source};
+use libfuzzer_sys::fuzz_target;
+
+struct Records<'a>(Vec<&'a [u8]>);
+
+impl Source for Records<'_> {
+    fn count(&self) -> usize {
+        self.0.len()
+    }
+    fn record(&self, i: usize) -> &[u8] {
+        self.0[i]
+    }
+}
+
+const DEPTHS: [&[usize]; 4] = [&[1], &[1, 2], &[1, 2, 4], &[1, 2, 4, 8]];
+
+fuzz_target!(|data: &[u8]| {
+    let [flags, offset, limit, rest @ ..] = data else {
+        return;
+    };
+    let records = Records(rest.split(|&b| b == 0xFF).collect());
+    let n = records.0.len() as u32;
+    let trim = usize::from(flags & 1);
+    let plain_of = |i: usize| {
+        let r = records.0[i];
+        &r[..r.len() - trim.min(r.len())]
+    };
+    let forward: Vec<u32> = (0..n).collect();
+    let backward: Vec<u32> = (0..n).rev().collect();
+    let parity: Vec<u32> = (0..n).step_by(2).chain((1..n).step_by(2)).collect();
+    let chains = [&forward[..], &backward, &parity];
+    let packing = Packing {
+        chains: &chains,
+        depths: DEPTHS[usize::from(flags >> 1 & 3)],
+        trim,
+    };
+    let packed = Packed::build(&records, &packing, 1, &(), &|| true).expect("not stopped");
+
+    let any: Vec<u32> = records
+        .0
+        .iter()
+        .filter_map(|r| r.first().map(|&b| u32::from(b) % n))
+        .collect();
+    let mut lists: Vec<(Vec<u32>, Option<usize>)> = vec![(any, None)];
+    for (c, chain) in chains.iter().enumerate() {
+        let from = usize::from(*offset).min(chain.len());
+        let to = (from + usize::from(*limit)).min(chain.len());
+        lists.push((chain[from..to].to_vec(), Some(c)));
+        lists.push((chain[from..to].to_vec(), None));
+    }
+    for (list, chain) in lists {
+        let mut plain = b"{\"data\":[".to_vec();
+        let mut gz = GzipPage::new(0);
+        gz.text(&packed, &plain);
+        for (k, &i) in list.iter().enumerate() {
+            if k > 0 {
+                plain.push(b',');
+            }
+            plain.extend_from_slice(plain_of(i as usize));
+        }
+        gz.list(&packed, &list, chain, |i| plain_of(i).len());
+        plain.extend_from_slice(b"]}");
+        gz.text(&packed, b"]}");
+
+        let gz = gz.finish();
+        let mut one = flate2::bufread::GzDecoder::new(&gz[..]);
+        let mut out = Vec::new();
+        one.read_to_end(&mut out).expect("a valid gzip member");
+        assert!(one.into_inner().is_empty(), "bytes after the gzip member");
+        assert_eq!(out, plain, "list {list:?}, chain {chain:?}");
+    }
+});
