@@ -59,6 +59,7 @@ server_addr() {
   fi
 }
 
+# shellcheck disable=SC2034 # ADMIN_ADDR is for the script that sources this
 wait_for_server() {
   local name=$1 log=$2 seconds=$3 pid=${4:-$SERVER_PID} i
   ADDR=
