@@ -13,9 +13,12 @@
 //! pages the translations of the whole dataset fit the TLB. Where a hint
 //! does not apply, nothing changes but speed.
 
-/// Cores the process may use.
+/// Cores the process may use, asked once: std reads the cgroup's quota
+/// from several files on every call, and a scan of many small files asks
+/// for every file.
 pub fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// A transparent huge page.

@@ -13,12 +13,12 @@
 
 use std::io::Read;
 
-use gzip_fragments::{GzipPage, Packed, Packing, Source};
+use gzip_fragments::{GzipPage, Packed, Packing, RecordBytes};
 use libfuzzer_sys::fuzz_target;
 
 struct Records<'a>(Vec<&'a [u8]>);
 
-impl Source for Records<'_> {
+impl RecordBytes for Records<'_> {
     fn count(&self) -> usize {
         self.0.len()
     }

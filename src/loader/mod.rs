@@ -12,19 +12,21 @@ mod files;
 mod limit;
 #[cfg(test)]
 mod object_store_tests;
+mod read;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant as Clock, SystemTime};
 
 use crate::metrics::Metrics;
 use crate::snapshot;
-use crate::storage::{Fetch, Fingerprint, ListError, Listing, Origin, SnapshotFile};
+use crate::storage::{Fingerprint, ListError, Listing, Origin, SnapshotFile};
 use crate::store::{Catalog, Store};
 pub use files::FileStatus;
 use files::{Files, ReadResult};
 pub use limit::{MemoryLimit, parse_bytes, resident_bytes};
+use read::Read;
 
 /// The outcome of one scan, for logs and for the reloader.
 #[derive(Debug, Default)]
@@ -185,44 +187,34 @@ impl Snapshots {
         };
         self.free_retired(&mut report);
 
-        // Each file: read and build without the lock; settle what was read
-        // in batches (one conflict check and one catalog swap for many small
-        // files), and at once when a batch grows large or old.
-        let mut next = 0;
+        // Each file: fetched and loaded without the lock (small ones on
+        // every core); what was read settles in batches (one conflict check
+        // and one catalog swap for many small files), at once when a batch
+        // grows large or old, and at the end. Files that a settle says to
+        // read again make the next round.
         let mut batch = Batch::default();
-        loop {
-            if let Some((name, fingerprint)) = to_read.get(next).cloned() {
-                next += 1;
-                if let Some(result) = self.read_one(name, fingerprint, &mut report) {
-                    batch.add(result);
-                }
-            }
-            let last = next >= to_read.len();
-            if batch.results.is_empty() || !(last || batch.is_full()) {
-                if last {
-                    break;
-                }
-                continue;
-            }
-            let results = std::mem::take(&mut batch).results;
-            let mut files = self.files();
-            let serving_before = files::serving_workspaces(&files);
-            let mut step = ScanReport::default();
-            // The entry a loaded one succeeds leaves in the same swap.
-            for loaded in results.iter().filter_map(|r| r.result.as_ref().ok()) {
-                let workspace = &loaded.dataset.workspace_id;
-                successors.retain(|old, successor| {
-                    let replaced = successor == workspace;
-                    if replaced {
-                        files::forget_removed(&mut files, |name| name != old, &mut step);
+        while !to_read.is_empty() {
+            let round = std::mem::take(&mut to_read);
+            self.read_all(round, &mut |read| match read {
+                Read::Done(result) => {
+                    batch.add(*result);
+                    if batch.is_full() {
+                        let results = std::mem::take(&mut batch).results;
+                        let reread = self.settle_read(results, &mut successors, &mut report);
+                        to_read.extend(listed(&present, reread));
                     }
-                    !replaced
-                });
+                }
+                Read::Settling(name) => report.settling.push(name),
+                Read::Failed(name, error) => {
+                    report.source_failed |= error.kind.backs_off();
+                    files::fetch_failed(&mut self.files(), &name, error);
+                }
+            });
+            let results = std::mem::take(&mut batch).results;
+            if !results.is_empty() {
+                let reread = self.settle_read(results, &mut successors, &mut report);
+                to_read.extend(listed(&present, reread));
             }
-            let reread = self.settle(&mut files, serving_before, results, step, &mut report);
-            drop(files);
-            to_read.extend(listed(&present, reread));
-            self.free_retired(&mut report);
         }
 
         // Entries whose successor did not load leave now, unless a file that
@@ -309,61 +301,31 @@ impl Snapshots {
         }
     }
 
-    /// Step 3: fetches (downloads, for an object store) and loads one
-    /// changed entry. A file modified too recently, or that changed while
-    /// it was read, may be half written: it is left for a later scan rather
-    /// than judged (`None`). An object that cannot be downloaded now is
-    /// recorded as such and left for the next poll (`None`).
-    fn read_one(
+    /// Settles files read: the entries they succeed leave in the same
+    /// swap. Returns the files to read again now.
+    fn settle_read(
         &self,
-        name: String,
-        fingerprint: Fingerprint,
+        results: Vec<ReadResult>,
+        successors: &mut HashMap<String, String>,
         report: &mut ScanReport,
-    ) -> Option<ReadResult> {
-        let started = Clock::now();
-        let local = match self.origin.fetch(&name, &fingerprint) {
-            Fetch::Ready(local) => local,
-            Fetch::Settling => {
-                report.settling.push(name);
-                return None;
-            }
-            Fetch::Failed(error) => {
-                report.source_failed |= error.kind.backs_off();
-                files::fetch_failed(&mut self.files(), &name, error);
-                return None;
-            }
-        };
-        let file = SnapshotFile::named(&local.path, &local.label);
-        let result = match self
-            .memory
-            .refusal(&local.label, &file, local.len, self.precompress)
-        {
-            Some(refused) => Err(refused),
-            None => {
-                if local.len >= LARGE_FILE {
-                    tracing::info!(file = %name, bytes = local.len, "loading a large snapshot");
+    ) -> Vec<String> {
+        let mut files = self.files();
+        let serving_before = files::serving_workspaces(&files);
+        let mut step = ScanReport::default();
+        for loaded in results.iter().filter_map(|r| r.result.as_ref().ok()) {
+            let workspace = &loaded.dataset.workspace_id;
+            successors.retain(|old, successor| {
+                let replaced = successor == workspace;
+                if replaced {
+                    files::forget_removed(&mut files, |name| name != old, &mut step);
                 }
-                load_logging_progress(&local.label, &file, started, &self.metrics)
-            }
-        };
-        if !self.origin.unchanged(&name, &fingerprint) {
-            report.settling.push(name);
-            return None;
+                !replaced
+            });
         }
-        let result = result.map(|mut loaded| {
-            loaded.dataset.start_background(self.precompress);
-            loaded
-        });
-        let (source, bytes) = (local.source.clone(), local.len);
-        self.origin.loaded(&name, local, result.is_ok());
-        Some(ReadResult {
-            name,
-            fingerprint,
-            bytes,
-            result,
-            elapsed: started.elapsed(),
-            source,
-        })
+        let reread = self.settle(&mut files, serving_before, results, step, report);
+        drop(files);
+        self.free_retired(report);
+        reread
     }
 }
 
@@ -406,9 +368,6 @@ fn listed(present: &Listing, names: Vec<String>) -> Vec<(String, Fingerprint)> {
         })
         .collect()
 }
-
-/// Files at least this large log when their load starts.
-const LARGE_FILE: u64 = 100 << 20;
 
 /// How often a long load says how far it has come.
 const PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
@@ -470,7 +429,7 @@ struct Pacer<'m> {
 
 impl<'m> Pacer<'m> {
     fn on_a_single_core(metrics: &'m Metrics) -> Option<Pacer<'m>> {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = crate::os::cores();
         (cores == 1).then(|| Pacer {
             metrics,
             slice: Clock::now(),

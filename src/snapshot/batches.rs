@@ -64,7 +64,7 @@ const PARALLEL_FROM: u64 = 4 << 20;
 /// core this process may run on, or none (build inline) with a single core
 /// or a small snapshot.
 pub fn worker_count(size: u64) -> usize {
-    match std::thread::available_parallelism().map_or(1, |n| n.get()) {
+    match crate::os::cores() {
         _ if size < PARALLEL_FROM => 0,
         1 => 0,
         n => n.min(4),

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
-use super::error::{Location, SnapshotError, shorten};
+use super::error::{Place, SnapshotError, shorten};
 use super::format::SnapshotDoc;
 use super::header::check_format_version;
 use crate::store::Collection;
@@ -113,9 +113,9 @@ pub fn diagnose(file: &str, bytes: &[u8]) -> SnapshotError {
     let Some(Seg::Key(collection)) = parts.next() else {
         return SnapshotError::new(file, format!("top level: {message}"));
     };
-    let mut loc = Location {
+    let mut loc = Place {
         collection,
-        ..Location::default()
+        ..Place::default()
     };
     let mut field = Vec::new();
     for (n, seg) in parts.enumerate() {

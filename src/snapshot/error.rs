@@ -9,7 +9,7 @@ use std::fmt;
 
 /// Where in a snapshot a problem was found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Location {
+pub struct Place {
     /// Top-level key: `tasks`, `workspace`, `api_keys`, ...
     pub collection: String,
     /// Position of the record in its collection, when the problem is in a record.
@@ -26,7 +26,7 @@ pub struct SnapshotError {
     /// The file's name (or path) as the operator knows it.
     pub file: String,
     /// Boxed: errors travel in `Result`s on the hot path, and stay small there.
-    pub location: Option<Box<Location>>,
+    pub location: Option<Box<Place>>,
     /// What is wrong, as a sentence fragment.
     pub message: String,
 }
@@ -40,7 +40,7 @@ impl SnapshotError {
         }
     }
 
-    pub fn at(file: &str, location: Location, message: impl Into<String>) -> SnapshotError {
+    pub fn at(file: &str, location: Place, message: impl Into<String>) -> SnapshotError {
         SnapshotError {
             file: file.to_owned(),
             location: Some(Box::new(location)),
@@ -96,7 +96,7 @@ mod tests {
     fn names_file_collection_record_and_field() {
         let err = SnapshotError::at(
             "acme.json",
-            Location {
+            Place {
                 collection: "tasks".into(),
                 index: Some(3),
                 id: Some("6f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f".into()),

@@ -1,7 +1,7 @@
 //! The checks of a snapshot's top level: format version, workspace,
 //! version text and API key hashes (docs/snapshot-format.md#validation).
 
-use super::error::{Location, SnapshotError, quote, shorten};
+use super::error::{Place, SnapshotError, quote, shorten};
 use crate::store::key::{KeyHash, from_hex};
 
 /// The only `format_version` this build reads.
@@ -15,10 +15,10 @@ fn top_error(
 ) -> SnapshotError {
     SnapshotError::at(
         file,
-        Location {
+        Place {
             collection: collection.to_owned(),
             field: field.map(str::to_owned),
-            ..Location::default()
+            ..Place::default()
         },
         message,
     )
@@ -125,7 +125,7 @@ pub fn check_api_keys(
         let fail = |message: &str| {
             SnapshotError::at(
                 file,
-                Location {
+                Place {
                     collection: "api_keys".into(),
                     index: Some(i),
                     id: None,

@@ -22,7 +22,7 @@ use std::io::Read;
 use sha2::{Digest, Sha256};
 
 use crate::store::{Builder, Collection, Dataset, Meta, RepeatedId};
-pub use error::{Location, SnapshotError};
+pub use error::{Place, SnapshotError};
 pub use header::FORMAT_VERSION;
 pub use parse::{Header, parse};
 
@@ -187,7 +187,7 @@ fn version_text(digest: &[u8]) -> String {
 fn repeated_id(file: &str, err: &RepeatedId) -> SnapshotError {
     SnapshotError::at(
         file,
-        Location {
+        Place {
             collection: err.collection.name().to_owned(),
             index: Some(err.index),
             id: Some(crate::store::id::format_id(err.id)),

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use super::error::{Location, SnapshotError, quote, shorten};
+use super::error::{Place, SnapshotError, quote, shorten};
 use super::format::{
     CompanyAttrs, FeedAttrs, Field, MeetingAttrs, MeetingNoteAttrs, MetricRecord, NoteAttrs,
     Record, RoleAttrs, TaskAttrs, Text,
@@ -345,7 +345,7 @@ impl RecordCheck<'_> {
     fn fail(&self, field: &str, message: impl Into<String>) -> SnapshotError {
         SnapshotError::at(
             self.file,
-            Location {
+            Place {
                 collection: self.collection.to_owned(),
                 index: Some(self.index),
                 id: self.id.map(|id| shorten(id, 64)),

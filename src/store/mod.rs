@@ -13,7 +13,7 @@
 //! No IO, no HTTP and no file format here: the store imports nothing from
 //! the layers above it (checked by `tests/it/layers.rs`).
 
-mod build;
+mod builder;
 pub mod claims;
 pub mod collection;
 mod cursor;
@@ -34,7 +34,7 @@ use id::IdMap;
 use key::KeyHash;
 use time::Instant;
 
-pub use build::{Builder, Built, Key, Meta, RepeatedId};
+pub use builder::{Builder, Built, Key, Meta, RepeatedId};
 pub use collection::{Collection, RecordCounts};
 pub use cursor::{Cursor, CursorError};
 pub use query::{Body, FeedQuery, OffsetPage};
@@ -73,8 +73,8 @@ pub struct Dataset {
     metrics: LatestMetrics,
     meetings: Meetings,
     meeting_notes: MeetingNotes,
-    /// The background precompression of the records (see `build::precompress`).
-    precompression: build::Precompression,
+    /// The background precompression of the records (see `builder::precompress`).
+    precompression: builder::Precompression,
 }
 
 struct Companies {
@@ -181,7 +181,7 @@ impl Dataset {
     /// for gzip answers. Call it once, before the dataset is shared; until
     /// that work is done gzip answers are compressed per request.
     pub fn start_background(&mut self, precompress: bool) {
-        build::start_background(self, precompress);
+        builder::start_background(self, precompress);
     }
 
     /// Blocks until the records are precompressed for gzip answers (at

@@ -12,7 +12,7 @@ use std::io::Write;
 use bytes::Bytes;
 use gzip_fragments::GzipPage;
 
-use super::build::chains;
+use super::builder::chains;
 use super::cursor::Cursor;
 use super::rendered::Rendered;
 use super::{Dataset, Positions};

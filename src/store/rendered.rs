@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-use gzip_fragments::{Packed, Source};
+use gzip_fragments::{Packed, RecordBytes};
 
 use crate::os;
 
@@ -28,7 +28,7 @@ pub struct Rendered {
     packed: OnceLock<Packed>,
 }
 
-impl Source for Rendered {
+impl RecordBytes for Rendered {
     fn count(&self) -> usize {
         self.ends.len()
     }

@@ -13,14 +13,14 @@ use std::hint::black_box;
 use std::io::Read;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use gzip_fragments::{GzipPage, Packed, Packing, Source};
+use gzip_fragments::{GzipPage, Packed, Packing, RecordBytes};
 
 const RECORDS: usize = 20_000;
 const PAGE: usize = 50;
 
 struct Records(Vec<Vec<u8>>);
 
-impl Source for Records {
+impl RecordBytes for Records {
     fn count(&self) -> usize {
         self.0.len()
     }

@@ -11,7 +11,7 @@
 //! a trailer whose CRC-32 is combined from the records' CRCs. The result is
 //! one ordinary gzip member that any decoder reads.
 //!
-//! The crate knows records only as bytes ([`Source`]) and lists only as
+//! The crate knows records only as bytes ([`RecordBytes`]) and lists only as
 //! orders of record indices: what a record means, and which orders a
 //! collection is served in, are its caller's. So are the machine's
 //! resources: [`Packed::build`] runs on as many threads as it is given
@@ -30,7 +30,7 @@ mod pack;
 mod page;
 mod placement;
 
-pub use pack::{Packed, Packing, Source};
+pub use pack::{Packed, Packing, RecordBytes};
 pub use page::GzipPage;
 pub use placement::Placement;
 
@@ -42,7 +42,7 @@ mod tests {
 
     struct Records(Vec<Vec<u8>>);
 
-    impl Source for Records {
+    impl RecordBytes for Records {
         fn count(&self) -> usize {
             self.0.len()
         }

@@ -82,7 +82,7 @@ pub struct Packed {
 }
 
 /// A record's bytes, as [`Packed::build`] gets them.
-pub trait Source {
+pub trait RecordBytes {
     fn count(&self) -> usize;
     fn record(&self, i: usize) -> &[u8];
 }
@@ -117,7 +117,7 @@ impl Packed {
     /// calling one included), the caller's share of the machine. Each large
     /// buffer is shown to `placement` when made and when written.
     pub fn build(
-        records: &(impl Source + Sync),
+        records: &(impl RecordBytes + Sync),
         packing: &Packing<'_>,
         threads: usize,
         placement: &impl Placement,

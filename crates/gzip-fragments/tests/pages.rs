@@ -9,7 +9,7 @@
 use std::io::Read;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use gzip_fragments::{GzipPage, Packed, Packing, Placement, Source};
+use gzip_fragments::{GzipPage, Packed, Packing, Placement, RecordBytes};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::{Index, subsequence};
@@ -18,7 +18,7 @@ use proptest::sample::{Index, subsequence};
 #[derive(Clone, Debug)]
 struct Records(Vec<Vec<u8>>);
 
-impl Source for Records {
+impl RecordBytes for Records {
     fn count(&self) -> usize {
         self.0.len()
     }

@@ -120,7 +120,7 @@ impl Builder {
 /// On one core a second thread would only take turns with this one, and
 /// with the requests, for the same time in all.
 fn join<A: Send, B>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> (A, B) {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = crate::os::cores();
     if cores == 1 {
         return (a(), b());
     }
