@@ -123,8 +123,9 @@ cp snapshots/*.json "$TMP/snapshots/"
 printf '{"format_version": 1, "workspace": ' >"$TMP/snapshots/broken.json"
 
 # Port 0: the kernel picks free ports, and the server logs which.
+# With the series of each file and workspace, so that every family shows.
 "$BIN" serve --snapshots "$TMP/snapshots" --listen 127.0.0.1:0 \
-  --admin-listen 127.0.0.1:0 --log-format json 2>"$WORK/server.log" &
+  --admin-listen 127.0.0.1:0 --metrics-per-workspace --log-format json 2>"$WORK/server.log" &
 SERVER_PID=$!
 
 wait_for_server prometheus "$WORK/server.log" 30
@@ -246,6 +247,8 @@ EXPECTED = {
         P + "snapshot_load_failures": "counter",
         P + "snapshot_last_load_timestamp_seconds": "gauge",
         P + "snapshot_records": "gauge",
+        P + "workspaces": "gauge",
+        P + "workspaces_by_version_age": "gauge",
         P + "build": "info",
     },
 }
@@ -408,6 +411,9 @@ for job in jobs:
          "snapshot records gauge"),
         (f'{P}snapshot_last_load_timestamp_seconds{{{sel},workspace="ws-acme"}} > time() - 3600',
          "last load timestamp gauge"),
+        (f'{P}workspaces{{{sel},state="serving"}} == 2', "workspaces serving"),
+        (f'{P}workspaces{{{sel},state="failing"}} == 1', "workspaces failing"),
+        (f'{P}workspaces_by_version_age{{{sel},le="3600"}} == 2', "versions' ages"),
         (f'{P}build_info{{{sel}}} == 1', "build info"),
     ]:
         try:

@@ -239,6 +239,11 @@ pub struct ServeArgs {
     /// load; `off` (the default) compresses gzip answers per request.
     #[arg(long, env = "PORTFOLIO_PRECOMPRESS", value_enum, default_value = "off")]
     pub precompress: Switch,
+    /// Also expose the metric series of every file and workspace (loads,
+    /// failures, last load, records). Off by default: they grow with the
+    /// fleet, ten series a workspace.
+    #[arg(long, env = "PORTFOLIO_METRICS_PER_WORKSPACE")]
+    pub metrics_per_workspace: bool,
     /// Log format: `text` for people, `json` for log pipelines.
     #[arg(long, env = "PORTFOLIO_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -432,6 +437,8 @@ pub struct ServeConfig {
     pub memory_limit: Option<u64>,
     /// Object storage: client settings and the download cache.
     pub storage: StorageOptions,
+    /// Metric series per file and workspace, besides the fleet's.
+    pub metrics_per_workspace: bool,
 }
 
 impl ServeConfig {
@@ -449,6 +456,7 @@ impl ServeConfig {
             cors: None,
             memory_limit: None,
             storage: StorageOptions::default(),
+            metrics_per_workspace: false,
         }
     }
 }
@@ -473,6 +481,7 @@ impl From<&ServeArgs> for ServeConfig {
             cors: args.cors_allow_origin.clone(),
             memory_limit: args.memory_limit,
             storage: args.storage.options(args.cache_dir.clone()),
+            metrics_per_workspace: args.metrics_per_workspace,
         }
     }
 }

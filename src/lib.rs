@@ -79,7 +79,8 @@ pub async fn serve(
     let store = Arc::new(store::Store::default());
     let location = storage::Location::parse(&config.snapshots.to_string_lossy())
         .map_err(anyhow::Error::msg)?;
-    let mut metrics = metrics::Metrics::new(&api::Route::LABELS);
+    let mut metrics =
+        metrics::Metrics::with_options(&api::Route::LABELS, config.metrics_per_workspace);
     if let storage::Location::Url(_) = location {
         metrics = metrics.with_object_store();
     }

@@ -12,10 +12,116 @@ use crate::store::RecordCounts;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SnapshotsStatus {
+    /// Every entry, in all, whatever the filter.
+    #[serde(default)]
+    pub summary: Summary,
+    /// The entries the filter keeps (all of them without one), by name.
     pub files: Vec<FileStatus>,
     /// Object storage only: the state of the polls.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<OriginStatus>,
+}
+
+/// Entries counted by state; an entry may be in more than one (a rejected
+/// replacement of a serving workspace is `serving` and `error`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    pub files: usize,
+    pub serving: usize,
+    pub error: usize,
+    pub stale: usize,
+}
+
+/// The states `?state=` selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Serving a version.
+    Serving,
+    /// The current content was rejected (the previous version may serve).
+    Error,
+    /// Object storage: a newer version cannot be downloaded now.
+    Stale,
+}
+
+impl State {
+    const ALL: [(&str, State); 3] = [
+        ("serving", State::Serving),
+        ("error", State::Error),
+        ("stale", State::Stale),
+    ];
+
+    pub fn of(self, file: &FileStatus) -> bool {
+        match self {
+            State::Serving => file.serving_version.is_some(),
+            State::Error => file.error.is_some(),
+            State::Stale => file.source_error.is_some(),
+        }
+    }
+}
+
+/// `GET /snapshots?workspace=ID&state=serving|error|stale`: which entries
+/// to list. Both may be given; each may be left out.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatusFilter {
+    pub workspace: Option<String>,
+    pub state: Option<State>,
+}
+
+impl StatusFilter {
+    /// Reads a query string; an unknown parameter or state is refused,
+    /// naming what is accepted.
+    pub fn parse(query: &str) -> Result<StatusFilter, String> {
+        let mut filter = StatusFilter::default();
+        for (name, value) in form_urlencoded::parse(query.as_bytes()) {
+            match name.as_ref() {
+                "workspace" => filter.workspace = Some(value.into_owned()),
+                "state" => {
+                    let state = State::ALL
+                        .iter()
+                        .find(|(n, _)| *n == value)
+                        .map(|(_, s)| *s);
+                    filter.state = Some(state.ok_or_else(|| {
+                        format!("state {value:?} is not one of serving, error, stale")
+                    })?);
+                }
+                other => {
+                    return Err(format!(
+                        "unknown parameter {other:?}: /snapshots takes workspace and state"
+                    ));
+                }
+            }
+        }
+        Ok(filter)
+    }
+
+    pub fn keeps(&self, file: &FileStatus) -> bool {
+        self.workspace
+            .as_ref()
+            .is_none_or(|w| file.workspace.as_ref() == Some(w))
+            && self.state.is_none_or(|s| s.of(file))
+    }
+}
+
+impl SnapshotsStatus {
+    /// The body for `files` (every entry) under `filter`.
+    pub fn new(
+        files: Vec<FileStatus>,
+        source: Option<OriginStatus>,
+        filter: &StatusFilter,
+    ) -> SnapshotsStatus {
+        let count = |state: State| files.iter().filter(|f| state.of(f)).count();
+        let summary = Summary {
+            files: files.len(),
+            serving: count(State::Serving),
+            error: count(State::Error),
+            stale: count(State::Stale),
+        };
+        SnapshotsStatus {
+            summary,
+            files: files.into_iter().filter(|f| filter.keeps(f)).collect(),
+            source,
+        }
+    }
 }
 
 /// What `GET /snapshots` shows for one file (read back by `versions --replica`).

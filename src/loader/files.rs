@@ -7,13 +7,14 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::ScanReport;
+use crate::metrics::Fleet;
 use crate::snapshot::{Loaded, SnapshotError};
 pub use crate::status::FileStatus;
 use crate::storage::{Fingerprint, Listing, SourceStatus, StorageError};
 use crate::store::Dataset;
 use crate::store::claims::{self, Claim, Conflict, Holders};
 use crate::store::key::KeyHash;
-use crate::store::time::utc_now;
+use crate::store::time::{Instant, utc_now};
 
 impl FileStatus {
     fn new(name: &str) -> FileStatus {
@@ -451,6 +452,38 @@ pub fn log_loaded(files: &Files, loaded_ms: &[(String, u64)], report: &ScanRepor
             tracing::warn!(file = %name, workspace = %dataset.workspace_id, warning = %warning, "snapshot warning");
         }
     }
+}
+
+/// Every entry counted by state (`/metrics`): O(entries), once a scrape.
+pub fn fleet(files: &Files, now: SystemTime) -> Fleet {
+    let mut fleet = Fleet::default();
+    for entry in files.values() {
+        if entry.status.error.is_some() {
+            fleet.failing += 1;
+        }
+        if entry.source_error.is_some() {
+            fleet.stale += 1;
+        }
+        let Some(dataset) = &entry.dataset else {
+            continue;
+        };
+        fleet.serving += 1;
+        for (collection, n) in dataset.counts.by_collection() {
+            fleet.records[collection] += n;
+        }
+        let loaded = entry
+            .status
+            .loaded_at
+            .as_deref()
+            .and_then(Instant::parse_rfc3339);
+        if let Some(loaded) = loaded {
+            let age = now
+                .duration_since(loaded.to_system_time())
+                .unwrap_or_default();
+            fleet.ages.push(age);
+        }
+    }
+    fleet
 }
 
 /// The workspaces that some file serves.

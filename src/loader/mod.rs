@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant as Clock, SystemTime};
 
-use crate::metrics::Metrics;
+use crate::metrics::{Fleet, Metrics};
 use crate::snapshot;
 use crate::storage::{Fingerprint, ListError, Listing, Origin, SnapshotFile};
 use crate::store::{Catalog, Store};
@@ -136,6 +136,11 @@ impl Snapshots {
     pub fn statuses(&self) -> Vec<FileStatus> {
         let now = SystemTime::now();
         self.files().values().map(|e| e.status_now(now)).collect()
+    }
+
+    /// Every entry counted by state, for `/metrics`.
+    pub fn fleet(&self) -> Fleet {
+        files::fleet(&self.files(), SystemTime::now())
     }
 
     /// The object store's state; `None` for a directory.

@@ -16,33 +16,40 @@ use warp::reply::Response;
 use crate::loader::Snapshots;
 use crate::metrics::{Format, Metrics};
 use crate::reply::json;
-use crate::status::SnapshotsStatus;
+use crate::status::{SnapshotsStatus, StatusFilter};
 
 /// The filter of the admin listener.
 pub fn routes(snapshots: Arc<Snapshots>, metrics: Arc<Metrics>) -> BoxedFilter<(Response,)> {
+    let query = warp::query::raw().or(warp::any().map(String::new)).unify();
     warp::method()
         .and(warp::path::full())
+        .and(query)
         .and(warp::header::headers_cloned())
-        .map(move |method: Method, path: FullPath, headers: HeaderMap| {
-            if method != Method::GET && method != Method::HEAD {
-                let mut response = json(
-                    StatusCode::METHOD_NOT_ALLOWED,
-                    Bytes::from_static(b"{\"error\":\"Method not allowed\"}"),
-                );
-                response
-                    .headers_mut()
-                    .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
-                return response;
-            }
-            match path.as_str() {
-                "/snapshots" => snapshots_status(&snapshots),
-                "/metrics" => metrics_exposition(&metrics, &headers),
-                _ => json(
-                    StatusCode::NOT_FOUND,
-                    Bytes::from_static(b"{\"error\":\"Not found\"}"),
-                ),
-            }
-        })
+        .map(
+            move |method: Method, path: FullPath, query: String, headers: HeaderMap| {
+                if method != Method::GET && method != Method::HEAD {
+                    let mut response = json(
+                        StatusCode::METHOD_NOT_ALLOWED,
+                        Bytes::from_static(b"{\"error\":\"Method not allowed\"}"),
+                    );
+                    response
+                        .headers_mut()
+                        .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+                    return response;
+                }
+                match path.as_str() {
+                    "/snapshots" => snapshots_status(&snapshots, &query),
+                    "/metrics" => {
+                        metrics.fleet(&snapshots.fleet());
+                        metrics_exposition(&metrics, &headers)
+                    }
+                    _ => json(
+                        StatusCode::NOT_FOUND,
+                        Bytes::from_static(b"{\"error\":\"Not found\"}"),
+                    ),
+                }
+            },
+        )
         .boxed()
 }
 
@@ -204,11 +211,15 @@ fn split_unquoted(text: &str, separator: char) -> impl Iterator<Item = &str> {
     })
 }
 
-fn snapshots_status(snapshots: &Snapshots) -> Response {
-    let body = SnapshotsStatus {
-        files: snapshots.statuses(),
-        source: snapshots.source_status(),
+fn snapshots_status(snapshots: &Snapshots, query: &str) -> Response {
+    let filter = match StatusFilter::parse(query) {
+        Ok(filter) => filter,
+        Err(message) => {
+            let body = serde_json::json!({ "error": message });
+            return json(StatusCode::BAD_REQUEST, body.to_string().into());
+        }
     };
+    let body = SnapshotsStatus::new(snapshots.statuses(), snapshots.source_status(), &filter);
     match serde_json::to_vec(&body) {
         Ok(bytes) => json(StatusCode::OK, bytes.into()),
         Err(err) => {

@@ -36,4 +36,5 @@ mod routing;
 mod security;
 mod shutdown;
 mod snapshots;
+mod status_filters;
 mod util;

@@ -163,12 +163,12 @@ fn check_structure(text: &str, openmetrics: bool) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_are_openmetrics_for_prometheus_and_classic_text_otherwise() {
-    // A rejected file, so that every family has a series.
-    let server = TestServer::start(&[
-        ("acme.json", fixture("ws-acme", &[KEY], 100)),
-        ("bad.json", json!({"format_version": 99})),
-    ])
-    .await;
+    // A rejected file, so that every family has a series; the series of
+    // each file and workspace too.
+    let dir = tempdir();
+    write_json(dir.path(), "acme.json", &fixture("ws-acme", &[KEY], 100));
+    write_json(dir.path(), "bad.json", &json!({"format_version": 99}));
+    let server = TestServer::start_in(dir, |c| c.metrics_per_workspace = true).await;
     assert_eq!(server.get("/tasks", Some(KEY)).await.status, 200);
     assert_eq!(server.get("/tasks", None).await.status, 401);
     assert_eq!(server.get("/no/such/path", Some(KEY)).await.status, 404);

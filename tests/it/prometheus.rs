@@ -191,15 +191,14 @@ fn unix_now() -> f64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metrics_follow_snapshot_loads_failures_records_and_deletions() {
+async fn metrics_per_workspace_follow_loads_failures_records_and_deletions() {
     let started = unix_now();
     let mut globex = fixture("ws-globex", &[OTHER_KEY], 1000);
     globex["version"] = json!("g1");
-    let server = TestServer::start(&[
-        ("acme.json", etag_snapshot("ws-acme")),
-        ("globex.json", globex),
-    ])
-    .await;
+    let dir = tempdir();
+    write_json(dir.path(), "acme.json", &etag_snapshot("ws-acme"));
+    write_json(dir.path(), "globex.json", &globex);
+    let server = TestServer::start_in(dir, |c| c.metrics_per_workspace = true).await;
 
     let (_, m) = scrape(&server).await;
     let mut failures = Vec::new();
@@ -346,4 +345,74 @@ async fn metrics_follow_snapshot_loads_failures_records_and_deletions() {
         ),
         Some(10.0)
     );
+}
+
+/// The sample lines of a scrape.
+fn series_count(text: &str) -> usize {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_default_a_scrape_does_not_grow_with_the_workspaces() {
+    let dir = tempdir();
+    for i in 0..2 {
+        write_json(
+            dir.path(),
+            &format!("w{i}.json"),
+            &fixture(&format!("ws-{i}"), &[&format!("cura_k{i}")], 1000 * i),
+        );
+    }
+    let server = TestServer::start_in(dir, |_| {}).await;
+    let (before, m) = scrape(&server).await;
+    let before = series_count(&before.text());
+    assert_eq!(
+        value_of(&m, "portfolio_replica_workspaces", &[("state", "serving")]),
+        Some(2.0)
+    );
+
+    for i in 2..30 {
+        write_json(
+            server.dir(),
+            &format!("w{i}.json"),
+            &fixture(&format!("ws-{i}"), &[&format!("cura_k{i}")], 1000 * i),
+        );
+    }
+    write_bytes(
+        server.dir(),
+        "bad.json",
+        b"{\"format_version\": 1, \"workspace\": ",
+    );
+    eventually("28 more workspaces and a failure counted", async || {
+        let (_, m) = scrape(&server).await;
+        let serving = value_of(&m, "portfolio_replica_workspaces", &[("state", "serving")]);
+        let failing = value_of(&m, "portfolio_replica_workspaces", &[("state", "failing")]);
+        match (serving, failing) {
+            (Some(30.0), Some(1.0)) => Ok(()),
+            other => Err(format!("serving, failing: {other:?}")),
+        }
+    })
+    .await;
+    let (after, m) = scrape(&server).await;
+    let text = after.text();
+    assert_eq!(series_count(&text), before, "{text}");
+    assert!(!text.contains("workspace=\""), "{text}");
+    let tasks = value_of(&m, RECORDS, &[("collection", "tasks")]);
+    let one = fixture("ws-x", &["cura_x"], 0)["tasks"]
+        .as_array()
+        .map(Vec::len);
+    assert_eq!(tasks, one.map(|n| 30.0 * n as f64), "{text}");
+    let young = value_of(
+        &m,
+        "portfolio_replica_workspaces_by_version_age",
+        &[("le", "3600")],
+    );
+    assert_eq!(
+        young,
+        Some(30.0),
+        "every version was loaded just now: {text}"
+    );
+    assert_eq!(value_of(&m, LOADS, &[]), Some(30.0), "{text}");
+    assert_eq!(value_of(&m, FAILURES, &[]), Some(1.0), "{text}");
 }

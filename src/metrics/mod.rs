@@ -25,7 +25,15 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
-use crate::store::{Collection, RecordCounts};
+use crate::store::RecordCounts;
+pub use exposition::Format;
+use exposition::classic_from_openmetrics;
+
+pub use snapshots::Fleet;
+use snapshots::SnapshotMetrics;
+
+mod exposition;
+mod snapshots;
 
 /// The statuses the API answers with; anything else counts as `other`.
 const STATUSES: [u16; 9] = [200, 304, 400, 401, 404, 405, 500, 503, 0];
@@ -49,16 +57,6 @@ struct RouteLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct FileLabels {
-    file: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct WorkspaceLabels {
-    workspace: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabels {
     kind: &'static str,
 }
@@ -66,12 +64,6 @@ struct KindLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestKindLabels {
     request: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RecordLabels {
-    workspace: String,
-    collection: &'static str,
 }
 
 /// All metrics of one server.
@@ -84,10 +76,7 @@ pub struct Metrics {
     /// Requests answered since start, all routes: the reloader reads it to
     /// tell whether requests are flowing.
     answered: AtomicU64,
-    loads: Family<FileLabels, Counter>,
-    failures: Family<FileLabels, Counter>,
-    last_load: Family<WorkspaceLabels, Gauge<f64, AtomicU64>>,
-    records: Family<RecordLabels, Gauge>,
+    snapshots: SnapshotMetrics,
     /// Object storage only ([`Metrics::with_object_store`]): a server
     /// reading a directory exposes none of these.
     source: Option<SourceMetrics>,
@@ -101,8 +90,15 @@ struct SourceMetrics {
 }
 
 impl Metrics {
-    /// Metrics for a server whose requests are labelled by `routes`.
+    /// Metrics for a server whose requests are labelled by `routes`, with
+    /// fleet-level snapshot series only.
     pub fn new(routes: &[&'static str]) -> Metrics {
+        Metrics::with_options(routes, false)
+    }
+
+    /// ... and, if `per_workspace`, the series of every file and workspace
+    /// (`--metrics-per-workspace`).
+    pub fn with_options(routes: &[&'static str], per_workspace: bool) -> Metrics {
         let mut registry = Registry::with_prefix("portfolio_replica");
         let request_family = Family::<RequestLabels, Counter>::default();
         let latency_family = Family::<RouteLabels, Histogram>::new_with_constructor(|| {
@@ -131,10 +127,6 @@ impl Metrics {
             .map(|&route| latency_family.get_or_create_owned(&RouteLabels { route }))
             .collect();
         let in_flight = Gauge::default();
-        let loads = Family::<FileLabels, Counter>::default();
-        let failures = Family::<FileLabels, Counter>::default();
-        let last_load = Family::<WorkspaceLabels, Gauge<f64, AtomicU64>>::default();
-        let records = Family::<RecordLabels, Gauge>::default();
 
         registry.register(
             "http_requests",
@@ -151,26 +143,7 @@ impl Metrics {
             "API requests being answered now",
             in_flight.clone(),
         );
-        registry.register(
-            "snapshot_loads",
-            "Snapshot files loaded successfully, by file",
-            loads.clone(),
-        );
-        registry.register(
-            "snapshot_load_failures",
-            "Snapshot files rejected, by file",
-            failures.clone(),
-        );
-        registry.register(
-            "snapshot_last_load_timestamp_seconds",
-            "Unix time of the last successful load, by workspace",
-            last_load.clone(),
-        );
-        registry.register(
-            "snapshot_records",
-            "Records held, by workspace and collection",
-            records.clone(),
-        );
+        let snapshots = SnapshotMetrics::register(&mut registry, per_workspace);
         registry.register(
             "build",
             "Build information",
@@ -182,10 +155,7 @@ impl Metrics {
             latency,
             in_flight,
             answered: AtomicU64::new(0),
-            loads,
-            failures,
-            last_load,
-            records,
+            snapshots,
             source: None,
         }
     }
@@ -285,48 +255,22 @@ impl Metrics {
 
     /// Records a successful load of `file` serving `workspace`.
     pub fn loaded(&self, file: &str, workspace: &str, counts: &RecordCounts) {
-        self.loads
-            .get_or_create(&FileLabels {
-                file: file.to_owned(),
-            })
-            .inc();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
-        self.last_load
-            .get_or_create(&WorkspaceLabels {
-                workspace: workspace.to_owned(),
-            })
-            .set(now);
-        for (collection, n) in counts.by_collection() {
-            let labels = RecordLabels {
-                workspace: workspace.to_owned(),
-                collection: collection.name(),
-            };
-            self.records.get_or_create(&labels).set(n as i64);
-        }
+        self.snapshots.loaded(file, workspace, counts);
     }
 
     /// Records a rejected file.
     pub fn rejected(&self, file: &str) {
-        self.failures
-            .get_or_create(&FileLabels {
-                file: file.to_owned(),
-            })
-            .inc();
+        self.snapshots.rejected(file);
     }
 
     /// Forgets the figures of a workspace that no longer serves.
     pub fn unloaded(&self, workspace: &str) {
-        self.last_load.remove(&WorkspaceLabels {
-            workspace: workspace.to_owned(),
-        });
-        for collection in Collection::ALL {
-            self.records.remove(&RecordLabels {
-                workspace: workspace.to_owned(),
-                collection: collection.name(),
-            });
-        }
+        self.snapshots.unloaded(workspace);
+    }
+
+    /// The state of every workspace now (before a scrape).
+    pub fn fleet(&self, fleet: &Fleet) {
+        self.snapshots.fleet(fleet);
     }
 
     /// The exposition of every metric in `format`.
@@ -341,161 +285,13 @@ impl Metrics {
     }
 }
 
-/// The text formats `/metrics` is served in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    /// OpenMetrics 1.0.0 text: counters typed under their family name,
-    /// `info`, ending with `# EOF`. What Prometheus asks for first.
-    OpenMetrics,
-    /// The classic Prometheus text format 0.0.4: no `info` type, counters
-    /// typed under their `_total` series, no `# EOF`. For everyone else.
-    Classic,
-}
-
-impl Format {
-    /// The `Content-Type` of an exposition in this format.
-    pub const fn content_type(self) -> &'static str {
-        match self {
-            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            Format::Classic => "text/plain; version=0.0.4; charset=utf-8",
-        }
-    }
-}
-
-/// Rewrites an OpenMetrics text, as prometheus-client writes it, into the
-/// classic text format 0.0.4, line by line:
-///
-/// - a counter family `x` is described as `x_total` (its one series), an
-///   `info` family `x` as the gauge `x_info`, a `stateset` as a gauge, an
-///   `unknown` one as `untyped`; `gauge`, `histogram` and `summary` stay;
-/// - `# UNIT` and `# EOF` lines are dropped, and so are `_created` series
-///   (classic text has no place for them);
-/// - exemplars (` # {...} v`) are cut off the samples; a sample timestamp,
-///   in seconds in OpenMetrics, becomes milliseconds.
-///
-/// Label sets, values and HELP texts are the same in both formats.
-/// (prometheus-client writes HELP verbatim, so help texts must not hold a
-/// backslash or a line break: ours are plain sentences.)
-fn classic_from_openmetrics(openmetrics: &str) -> String {
-    let mut out = String::with_capacity(openmetrics.len());
-    // The HELP line waiting for its TYPE line: the name it is written under
-    // depends on the type, and prometheus-client writes HELP first.
-    let mut help: Option<(&str, &str)> = None;
-    // The family of the samples that follow: its name and OpenMetrics type.
-    let mut family = ("", "unknown");
-    for line in openmetrics.lines() {
-        if let Some(comment) = line.strip_prefix("# ") {
-            let (keyword, rest) = comment.split_once(' ').unwrap_or((comment, ""));
-            let (name, text) = rest.split_once(' ').unwrap_or((rest, ""));
-            match keyword {
-                "HELP" => {
-                    flush_help(&mut out, help.take());
-                    help = Some((name, text));
-                }
-                "TYPE" => {
-                    family = (name, text);
-                    let (classic_name, classic_type) = classic_family(name, text);
-                    match help.take() {
-                        Some((help_name, help_text)) if help_name == name => {
-                            push_line(&mut out, &["# HELP ", &classic_name, " ", help_text]);
-                        }
-                        other => flush_help(&mut out, other),
-                    }
-                    push_line(&mut out, &["# TYPE ", &classic_name, " ", classic_type]);
-                }
-                "UNIT" | "EOF" => {}
-                _ => push_line(&mut out, &[line]),
-            }
-            continue;
-        }
-        flush_help(&mut out, help.take());
-        if line.is_empty() {
-            continue;
-        }
-        classic_sample(&mut out, line, family);
-    }
-    flush_help(&mut out, help);
-    out
-}
-
-/// The classic name and type of an OpenMetrics family.
-fn classic_family(name: &str, openmetrics_type: &str) -> (String, &'static str) {
-    match openmetrics_type {
-        "counter" => (format!("{name}_total"), "counter"),
-        "info" => (format!("{name}_info"), "gauge"),
-        "gauge" | "stateset" => (name.to_owned(), "gauge"),
-        "histogram" => (name.to_owned(), "histogram"),
-        "summary" => (name.to_owned(), "summary"),
-        _ => (name.to_owned(), "untyped"),
-    }
-}
-
-fn flush_help(out: &mut String, help: Option<(&str, &str)>) {
-    if let Some((name, text)) = help {
-        push_line(out, &["# HELP ", name, " ", text]);
-    }
-}
-
-fn push_line(out: &mut String, parts: &[&str]) {
-    for part in parts {
-        out.push_str(part);
-    }
-    out.push('\n');
-}
-
-/// Writes one sample line of the family `(name, type)` in classic form.
-fn classic_sample(out: &mut String, line: &str, (family, family_type): (&str, &str)) {
-    let series_end = series_end(line);
-    let (series, rest) = line.split_at(series_end);
-    let sample_name = &series[..series.find('{').unwrap_or(series.len())];
-    if matches!(family_type, "counter" | "histogram" | "summary")
-        && sample_name.strip_prefix(family) == Some("_created")
-    {
-        return;
-    }
-    // After the label set nothing is quoted: ` value [timestamp] [# exemplar]`.
-    let rest = rest.split_once(" # ").map_or(rest, |(before, _)| before);
-    let mut fields = rest.split_ascii_whitespace();
-    out.push_str(series);
-    if let Some(value) = fields.next() {
-        out.push(' ');
-        out.push_str(value);
-    }
-    if let Some(timestamp) = fields.next() {
-        out.push(' ');
-        match timestamp.parse::<f64>() {
-            Ok(seconds) if seconds.is_finite() => {
-                out.push_str(&((seconds * 1000.0).round() as i64).to_string());
-            }
-            _ => out.push_str(timestamp),
-        }
-    }
-    out.push('\n');
-}
-
-/// Where a sample's name and label set end: the first space outside a
-/// quoted label value.
-fn series_end(line: &str) -> usize {
-    let mut quoted = false;
-    let mut escaped = false;
-    for (i, b) in line.bytes().enumerate() {
-        match b {
-            _ if escaped => escaped = false,
-            b'\\' if quoted => escaped = true,
-            b'"' => quoted = !quoted,
-            b' ' if !quoted => return i,
-            _ => {}
-        }
-    }
-    line.len()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// With the series of every file and workspace (`--metrics-per-workspace`).
     fn busy_metrics() -> Metrics {
-        let m = Metrics::new(&["/tasks", "other"]);
+        let m = Metrics::with_options(&["/tasks", "other"], true);
         m.start();
         m.finish(0, 200, Duration::from_micros(30));
         m.start();
@@ -510,6 +306,51 @@ mod tests {
         );
         m.rejected("bad.json");
         m
+    }
+
+    #[test]
+    fn by_default_the_snapshot_series_do_not_grow_with_the_workspaces() {
+        let series = |workspaces: usize| {
+            let m = Metrics::new(&["/tasks", "other"]);
+            let counts = RecordCounts {
+                tasks: 3,
+                ..RecordCounts::default()
+            };
+            let mut ages = Vec::new();
+            for i in 0..workspaces {
+                m.loaded(&format!("w{i}.json"), &format!("ws-{i}"), &counts);
+                ages.push(Duration::from_secs(i as u64 * 100));
+            }
+            m.rejected("bad.json");
+            let mut records = RecordCounts::default();
+            records.tasks = 3 * workspaces;
+            m.fleet(&Fleet {
+                serving: workspaces,
+                failing: 1,
+                stale: 0,
+                records,
+                ages,
+            });
+            m.encode(Format::Classic)
+        };
+        let (few, many) = (series(3), series(300));
+        assert_eq!(samples(&few).len(), samples(&many).len(), "{many}");
+        for expected in [
+            "\nportfolio_replica_workspaces{state=\"serving\"} 300\n",
+            "\nportfolio_replica_workspaces{state=\"failing\"} 1\n",
+            "\nportfolio_replica_workspaces{state=\"stale\"} 0\n",
+            "\nportfolio_replica_snapshot_records{collection=\"tasks\"} 900\n",
+            "\nportfolio_replica_snapshot_records{collection=\"notes\"} 0\n",
+            "\nportfolio_replica_snapshot_loads_total 300\n",
+            "\nportfolio_replica_snapshot_load_failures_total 1\n",
+            // Ages 0, 100, ..., 29900 s: 10 within 900 s, all within 86400.
+            "\nportfolio_replica_workspaces_by_version_age{le=\"900\"} 10\n",
+            "\nportfolio_replica_workspaces_by_version_age{le=\"86400\"} 300\n",
+            "\nportfolio_replica_workspaces_by_version_age{le=\"+Inf\"} 300\n",
+        ] {
+            assert!(many.contains(expected), "missing {expected:?} in\n{many}");
+        }
+        assert!(!many.contains("workspace=\""), "{many}");
     }
 
     fn samples(text: &str) -> Vec<&str> {
@@ -658,63 +499,5 @@ mod tests {
         }
         // Same samples as the OpenMetrics text, in the same order.
         assert_eq!(samples(&text), samples(&m.encode(Format::OpenMetrics)));
-    }
-
-    #[test]
-    fn classic_from_openmetrics_rewrites_what_classic_text_cannot_hold() {
-        let openmetrics = concat!(
-            "# HELP jobs Jobs done.\n",
-            "# TYPE jobs counter\n",
-            "jobs_total{queue=\"a b # {c}\"} 3 # {trace=\"x\"} 1.0 1700000000.5\n",
-            "jobs_created{queue=\"a b # {c}\"} 1700000000.25\n",
-            "# HELP wait_seconds Waiting.\n",
-            "# TYPE wait_seconds histogram\n",
-            "# UNIT wait_seconds seconds\n",
-            "wait_seconds_sum 0.5 1700000000.125\n",
-            "wait_seconds_count 2\n",
-            "wait_seconds_bucket{le=\"1e-5\"} 1 # {trace=\"y\"} 0.000001\n",
-            "wait_seconds_bucket{le=\"+Inf\"} 2\n",
-            "wait_seconds_created 1700000000\n",
-            "# HELP build Build information.\n",
-            "# TYPE build info\n",
-            "build_info{version=\"1.2\\\"3\\\\\"} 1\n",
-            "# TYPE mystery unknown\n",
-            "mystery NaN\n",
-            "# HELP lonely A HELP without a TYPE.\n",
-            "lonely -Inf\n",
-            "# EOF\n",
-        );
-        let classic = concat!(
-            "# HELP jobs_total Jobs done.\n",
-            "# TYPE jobs_total counter\n",
-            "jobs_total{queue=\"a b # {c}\"} 3\n",
-            "# HELP wait_seconds Waiting.\n",
-            "# TYPE wait_seconds histogram\n",
-            "wait_seconds_sum 0.5 1700000000125\n",
-            "wait_seconds_count 2\n",
-            "wait_seconds_bucket{le=\"1e-5\"} 1\n",
-            "wait_seconds_bucket{le=\"+Inf\"} 2\n",
-            "# HELP build_info Build information.\n",
-            "# TYPE build_info gauge\n",
-            "build_info{version=\"1.2\\\"3\\\\\"} 1\n",
-            "# TYPE mystery untyped\n",
-            "mystery NaN\n",
-            "# HELP lonely A HELP without a TYPE.\n",
-            "lonely -Inf\n",
-        );
-        assert_eq!(classic_from_openmetrics(openmetrics), classic);
-        assert_eq!(classic_from_openmetrics("# EOF\n"), "");
-    }
-
-    #[test]
-    fn content_types_name_the_formats() {
-        assert_eq!(
-            Format::OpenMetrics.content_type(),
-            "application/openmetrics-text; version=1.0.0; charset=utf-8"
-        );
-        assert_eq!(
-            Format::Classic.content_type(),
-            "text/plain; version=0.0.4; charset=utf-8"
-        );
     }
 }
