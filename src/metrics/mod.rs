@@ -322,8 +322,10 @@ mod tests {
                 ages.push(Duration::from_secs(i as u64 * 100));
             }
             m.rejected("bad.json");
-            let mut records = RecordCounts::default();
-            records.tasks = 3 * workspaces;
+            let records = RecordCounts {
+                tasks: 3 * workspaces,
+                ..RecordCounts::default()
+            };
             m.fleet(&Fleet {
                 serving: workspaces,
                 failing: 1,
