@@ -153,11 +153,11 @@ impl Snapshots {
     }
 
     /// Loads new and changed files, forgets deleted ones, and publishes the
-    /// result. Files whose content did not change are not read again. Each
-    /// loaded file is published (one swap) as soon as it is built, so a
-    /// replaced dataset is freed before the next file is read: a scan holds
-    /// at most one dataset that does not serve. Blocks while files load:
-    /// call it off the async runtime.
+    /// result. Files whose content did not change are not read again. A
+    /// large file is published (one swap) as soon as it is built, so a
+    /// replaced dataset is freed before the next file is read; small files
+    /// are published in batches of at most [`BATCH_BYTES`] (docs/reload.md,
+    /// "Memory"). Blocks while files load: call it off the async runtime.
     pub fn scan(&self) -> std::io::Result<ScanReport> {
         let _scanning = self.scanning.lock().unwrap_or_else(|p| p.into_inner());
         let mut report = ScanReport::default();
