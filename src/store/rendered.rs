@@ -24,8 +24,10 @@ pub struct Rendered {
     /// `ends[i]` is one past the last byte of record `i`.
     ends: Vec<usize>,
     /// The same records as deflate fragments, for gzip answers, once the
-    /// dataset's precompression has made them.
-    packed: OnceLock<Packed>,
+    /// dataset's precompression has made them. Boxed: a `Packed` holds its
+    /// code tables inline (about 1.4 KB), which eight collections of every
+    /// workspace would pay for whether or not they are ever packed.
+    packed: OnceLock<Box<Packed>>,
 }
 
 impl RecordBytes for Rendered {
@@ -61,12 +63,12 @@ impl Rendered {
 
     /// Keeps the records' deflate fragments (once; later ones are dropped).
     pub fn set_packed(&self, packed: Packed) {
-        let _ = self.packed.set(packed);
+        let _ = self.packed.set(Box::new(packed));
     }
 
     /// The records' deflate fragments, if precompressed.
     pub fn packed(&self) -> Option<&Packed> {
-        self.packed.get()
+        self.packed.get().map(|packed| &**packed)
     }
 
     /// Appends the records at `indices` to `out`, comma-separated. A page's
