@@ -47,6 +47,11 @@ impl Rendered {
         &self.buf[start..self.ends[i]]
     }
 
+    /// Bytes of all the records.
+    pub fn bytes(&self) -> usize {
+        self.buf.len()
+    }
+
     /// The length of record `i`.
     #[inline]
     pub fn len_of(&self, i: usize) -> usize {

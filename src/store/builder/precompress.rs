@@ -17,9 +17,9 @@ use bytes::Bytes;
 use gzip_fragments::{Packed, Packing, Placement};
 
 use crate::os;
-use crate::store::Dataset;
 use crate::store::Positions;
 use crate::store::rendered::Rendered;
+use crate::store::{Collection, Dataset};
 
 /// Each collection's chain orders, by their index in its `Packed`. A page
 /// of a list that is a stretch of one of them says so (`store::query`),
@@ -148,17 +148,9 @@ pub fn start(dataset: &mut Dataset, precompress: bool) {
     };
     let mut to_collapse = Vec::new();
     if collapse {
-        let all = [
-            &ds.tasks.records,
-            &ds.feed.records,
-            &ds.notes.records,
-            &ds.meeting_notes.records,
-            &ds.companies.records,
-            &ds.roles.records,
-            &ds.metrics.records,
-            &ds.meetings.records,
-        ];
-        to_collapse.extend(all.into_iter().map(Arc::clone));
+        // The largest collections first: they gain the most.
+        to_collapse.extend(Collection::ALL.map(|c| Arc::clone(ds.records(c))));
+        to_collapse.sort_by_key(|records| std::cmp::Reverse(records.bytes()));
     }
     let done = Arc::new(Done::default());
     let alive = Arc::new(());
