@@ -19,6 +19,7 @@ mod isolation;
 mod layers;
 mod limits;
 mod logs;
+mod many_workspaces;
 mod meetings;
 mod metrics;
 mod metrics_format;
