@@ -2,7 +2,7 @@
 //! it. Each step is a plain function of that state (no IO), so each can be
 //! tested on its own; [`super::Snapshots::scan`] runs them in order.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -484,15 +484,6 @@ pub fn fleet(files: &Files, now: SystemTime) -> Fleet {
         }
     }
     fleet
-}
-
-/// The workspaces that some file serves.
-pub fn serving_workspaces(files: &Files) -> HashSet<String> {
-    files
-        .values()
-        .filter_map(|e| e.dataset.as_ref())
-        .map(|d| d.workspace_id.clone())
-        .collect()
 }
 
 /// Object storage: entries whose content is what the listing names (read

@@ -14,7 +14,7 @@ mod limit;
 mod object_store_tests;
 mod read;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant as Clock, SystemTime};
@@ -177,7 +177,6 @@ impl Snapshots {
         // Under the lock: forget deleted files, decide what to read.
         let (mut to_read, mut successors) = {
             let mut files = self.files();
-            let serving_before = files::serving_workspaces(&files);
             let mut step = ScanReport::default();
             let successors = files::successors(&files, &present);
             files::forget_removed(
@@ -186,7 +185,7 @@ impl Snapshots {
                 &mut step,
             );
             let mut to_read = files::changed_files(&mut files, &present, &mut step);
-            let reread = self.settle(&mut files, serving_before, Vec::new(), step, &mut report);
+            let reread = self.settle(&mut files, Vec::new(), step, &mut report);
             to_read.extend(listed(&present, reread));
             (to_read, successors)
         };
@@ -198,14 +197,20 @@ impl Snapshots {
         // grows large or old, and at the end. Files that a settle says to
         // read again make the next round.
         let mut batch = Batch::default();
+        // What settling cost last time: it grows with the workspaces
+        // serving, and a batch waits at least a few times as long, so that
+        // settling stays a small share of a scan however many there are.
+        let mut settled_in = Duration::ZERO;
         while !to_read.is_empty() {
             let round = std::mem::take(&mut to_read);
             self.read_all(round, &mut |read| match read {
                 Read::Done(result) => {
                     batch.add(*result);
-                    if batch.is_full() {
+                    if batch.is_full(SETTLE_SHARE * settled_in) {
                         let results = std::mem::take(&mut batch).results;
+                        let started = Clock::now();
                         let reread = self.settle_read(results, &mut successors, &mut report);
+                        settled_in = started.elapsed();
                         to_read.extend(listed(&present, reread));
                     }
                 }
@@ -227,11 +232,10 @@ impl Snapshots {
         // a later scan has read it.
         if !successors.is_empty() && report.settling.is_empty() {
             let mut files = self.files();
-            let serving_before = files::serving_workspaces(&files);
             let mut step = ScanReport::default();
             files::forget_removed(&mut files, |name| !successors.contains_key(name), &mut step);
             // What this frees is read by the next scan.
-            let _ = self.settle(&mut files, serving_before, Vec::new(), step, &mut report);
+            let _ = self.settle(&mut files, Vec::new(), step, &mut report);
         }
         if present.fresh {
             files::confirm(&mut self.files(), &present, SystemTime::now());
@@ -258,7 +262,6 @@ impl Snapshots {
     fn settle(
         &self,
         files: &mut Files,
-        serving_before: HashSet<String>,
         results: Vec<ReadResult>,
         mut step: ScanReport,
         report: &mut ScanReport,
@@ -266,8 +269,15 @@ impl Snapshots {
         let loaded_ms = files::apply(files, results, &mut step);
         files::resolve_conflicts(files, &mut step);
         files::log_loaded(files, &loaded_ms, &step);
-        let serving = files.values().filter_map(|e| e.dataset.clone());
-        self.store.publish(Catalog::new(serving));
+        let catalog = Catalog::new(files.values().filter_map(|e| e.dataset.clone()));
+        // A workspace that no longer serves was served by a dataset retired
+        // now (a replaced one's workspace serves on).
+        for retired in &step.retired.0 {
+            if catalog.workspace(&retired.workspace_id).is_none() {
+                self.metrics.unloaded(&retired.workspace_id);
+            }
+        }
+        self.store.publish(catalog);
 
         for name in &step.loaded {
             if let Some(ds) = files.get(name).and_then(|e| e.dataset.as_ref()) {
@@ -276,10 +286,6 @@ impl Snapshots {
         }
         for name in &step.rejected {
             self.metrics.rejected(name);
-        }
-        let serving_after = files::serving_workspaces(files);
-        for workspace in serving_before.difference(&serving_after) {
-            self.metrics.unloaded(workspace);
         }
         for name in &step.removed {
             self.origin.forgotten(name);
@@ -315,7 +321,6 @@ impl Snapshots {
         report: &mut ScanReport,
     ) -> Vec<String> {
         let mut files = self.files();
-        let serving_before = files::serving_workspaces(&files);
         let mut step = ScanReport::default();
         for loaded in results.iter().filter_map(|r| r.result.as_ref().ok()) {
             let workspace = &loaded.dataset.workspace_id;
@@ -327,7 +332,7 @@ impl Snapshots {
                 !replaced
             });
         }
-        let reread = self.settle(&mut files, serving_before, results, step, report);
+        let reread = self.settle(&mut files, results, step, report);
         drop(files);
         self.free_retired(report);
         reread
@@ -339,8 +344,11 @@ impl Snapshots {
 const BATCH_BYTES: u64 = 64 << 20;
 
 /// ... or once its first file has waited this long, so that a burst of
-/// changes is not held back by the files after it.
+/// changes is not held back by the files after it ...
 const BATCH_WAIT: Duration = Duration::from_millis(50);
+
+/// ... or this many times as long as the last settle took, if longer.
+const SETTLE_SHARE: u32 = 4;
 
 /// Files read and not yet settled.
 #[derive(Default)]
@@ -357,8 +365,9 @@ impl Batch {
         self.results.push(result);
     }
 
-    fn is_full(&self) -> bool {
-        self.bytes >= BATCH_BYTES || self.since.is_some_and(|at| at.elapsed() >= BATCH_WAIT)
+    fn is_full(&self, wait: Duration) -> bool {
+        let wait = wait.max(BATCH_WAIT);
+        self.bytes >= BATCH_BYTES || self.since.is_some_and(|at| at.elapsed() >= wait)
     }
 }
 

@@ -23,7 +23,6 @@ mod query;
 mod rendered;
 pub mod time;
 
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwap;
@@ -147,7 +146,9 @@ struct MeetingNotes {
 pub struct Catalog {
     /// FxHash: the keys are SHA-256 digests, and requests only look up.
     by_key: FxHashMap<KeyHash, Arc<Dataset>>,
-    by_workspace: HashMap<String, Arc<Dataset>>,
+    /// FxHash too: ids come from the operator's snapshots, and a scan
+    /// rebuilds this map for every batch it publishes.
+    by_workspace: FxHashMap<String, Arc<Dataset>>,
 }
 
 impl Dataset {
@@ -201,7 +202,12 @@ impl Catalog {
     /// Builds a catalog from datasets whose workspace ids and key hashes are
     /// already known to be distinct (the loader resolves conflicts).
     pub fn new(datasets: impl IntoIterator<Item = Arc<Dataset>>) -> Catalog {
+        let datasets = datasets.into_iter();
         let mut catalog = Catalog::default();
+        catalog
+            .by_workspace
+            .reserve(datasets.size_hint().1.unwrap_or(0));
+        catalog.by_key.reserve(datasets.size_hint().1.unwrap_or(0));
         for dataset in datasets {
             for hash in &dataset.key_hashes {
                 catalog.by_key.insert(*hash, Arc::clone(&dataset));
