@@ -13,19 +13,10 @@
 
 use std::io::Read;
 
-use gzip_fragments::{GzipPage, Packed, Packing, RecordBytes};
+use gzip_fragments::{GzipPage, Packed, Packing};
 use libfuzzer_sys::fuzz_target;
 
-struct Records<'a>(Vec<&'a [u8]>);
-
-impl RecordBytes for Records<'_> {
-    fn count(&self) -> usize {
-        self.0.len()
-    }
-    fn record(&self, i: usize) -> &[u8] {
-        self.0[i]
-    }
-}
+type Records<'a> = Vec<&'a [u8]>;
 
 const DEPTHS: [&[usize]; 4] = [&[1], &[1, 2], &[1, 2, 4], &[1, 2, 4, 8]];
 
@@ -33,11 +24,11 @@ fuzz_target!(|data: &[u8]| {
     let [flags, offset, limit, rest @ ..] = data else {
         return;
     };
-    let records = Records(rest.split(|&b| b == 0xFF).collect());
-    let n = records.0.len() as u32;
+    let records: Records = rest.split(|&b| b == 0xFF).collect();
+    let n = records.len() as u32;
     let trim = usize::from(flags & 1);
     let plain_of = |i: usize| {
-        let r = records.0[i];
+        let r = records[i];
         &r[..r.len() - trim.min(r.len())]
     };
     let forward: Vec<u32> = (0..n).collect();
@@ -52,7 +43,6 @@ fuzz_target!(|data: &[u8]| {
     let packed = Packed::build(&records, &packing, 1, &(), &|| true).expect("not stopped");
 
     let any: Vec<u32> = records
-        .0
         .iter()
         .filter_map(|r| r.first().map(|&b| u32::from(b) % n))
         .collect();

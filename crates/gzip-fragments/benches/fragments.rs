@@ -13,21 +13,12 @@ use std::hint::black_box;
 use std::io::Read;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use gzip_fragments::{GzipPage, Packed, Packing, RecordBytes};
+use gzip_fragments::{GzipPage, Packed, Packing};
 
 const RECORDS: usize = 20_000;
 const PAGE: usize = 50;
 
-struct Records(Vec<Vec<u8>>);
-
-impl RecordBytes for Records {
-    fn count(&self) -> usize {
-        self.0.len()
-    }
-    fn record(&self, i: usize) -> &[u8] {
-        &self.0[i]
-    }
-}
+type Records = Vec<Vec<u8>>;
 
 /// Deterministic records: ids, dates, a status out of four, words drawn
 /// by a xorshift from a small vocabulary.
@@ -76,12 +67,12 @@ fn records() -> Records {
             .into_bytes(),
         );
     }
-    Records(out)
+    out
 }
 
 fn benches(c: &mut Criterion) {
     let records = records();
-    let bytes: usize = records.0.iter().map(Vec::len).sum();
+    let bytes: usize = records.iter().map(Vec::len).sum();
     let chain: Vec<u32> = (0..RECORDS as u32).rev().collect();
     let packing = Packing {
         chains: &[&chain],
@@ -98,7 +89,7 @@ fn benches(c: &mut Criterion) {
     group.finish();
 
     let packed = Packed::build(&records, &packing, 1, &(), &|| true).expect("built");
-    let len = |i: usize| records.0[i].len();
+    let len = |i: usize| records[i].len();
     let stretch = &chain[9_000..9_000 + PAGE];
     let scattered: Vec<u32> = (0..PAGE as u32).map(|k| k * 397 % RECORDS as u32).collect();
     let page = |list: &[u32], hint: Option<usize>| {
@@ -110,7 +101,7 @@ fn benches(c: &mut Criterion) {
     };
     // What is timed is right: each page decodes to its plain text.
     for (list, hint) in [(stretch, Some(0)), (&scattered[..], None)] {
-        let plain: Vec<&[u8]> = list.iter().map(|&i| &records.0[i as usize][..]).collect();
+        let plain: Vec<&[u8]> = list.iter().map(|&i| &records[i as usize][..]).collect();
         let plain = [
             &b"{\"data\":["[..],
             &plain.join(&b","[..]),

@@ -40,16 +40,7 @@ mod tests {
 
     use super::*;
 
-    struct Records(Vec<Vec<u8>>);
-
-    impl RecordBytes for Records {
-        fn count(&self) -> usize {
-            self.0.len()
-        }
-        fn record(&self, i: usize) -> &[u8] {
-            &self.0[i]
-        }
-    }
+    type Records = Vec<Vec<u8>>;
 
     fn gunzip(bytes: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
@@ -60,15 +51,13 @@ mod tests {
     }
 
     fn records(n: usize) -> Records {
-        Records(
-            (0..n)
-                .map(|i| {
-                    let text = "lorem ipsum dolor ".repeat(i % 7 + (i * 31) % 97);
-                    format!(r#"{{"id":"{i:08}","attributes":{{"title":"task {i}","text":"{text}","n":{}}}}}"#, i * i)
-                        .into_bytes()
-                })
-                .collect(),
-        )
+        (0..n)
+            .map(|i| {
+                let text = "lorem ipsum dolor ".repeat(i % 7 + (i * 31) % 97);
+                format!(r#"{{"id":"{i:08}","attributes":{{"title":"task {i}","text":"{text}","n":{}}}}}"#, i * i)
+                    .into_bytes()
+            })
+            .collect()
     }
 
     /// The plain page `head list tail` and its gzip form (`list` is a
@@ -86,12 +75,12 @@ mod tests {
             if n > 0 {
                 plain.push(b',');
             }
-            plain.extend_from_slice(&r.0[i as usize]);
+            plain.extend_from_slice(&r[i as usize]);
         }
         plain.extend_from_slice(tail);
         let mut gz = GzipPage::new(0);
         gz.text(packed, head);
-        gz.list(packed, list, hint, |i| r.0[i].len());
+        gz.list(packed, list, hint, |i| r[i].len());
         gz.text(packed, tail);
         (plain, gz.finish())
     }
@@ -172,18 +161,16 @@ mod tests {
         let n =
             Packed::build(&notes, &packing(&[&by_meeting], 0), 1, &(), &|| true).expect("built");
         let mut gz = GzipPage::new(0);
-        let meeting = &meetings.0[2];
+        let meeting = &meetings[2];
         gz.text(&m, b"{\"data\":");
         gz.record(&m, 2, meeting.len() - 1);
         gz.text(&m, b",\"notes\":[");
-        gz.list(&n, &[3, 4, 5, 9], Some(0), |i| notes.0[i].len());
+        gz.list(&n, &[3, 4, 5, 9], Some(0), |i| notes[i].len());
         gz.text(&n, b"]}}");
         let mut plain = b"{\"data\":".to_vec();
         plain.extend_from_slice(&meeting[..meeting.len() - 1]);
         plain.extend_from_slice(b",\"notes\":[");
-        plain.extend_from_slice(
-            &[&notes.0[3][..], &notes.0[4], &notes.0[5], &notes.0[9]].join(&b","[..]),
-        );
+        plain.extend_from_slice(&[&notes[3][..], &notes[4], &notes[5], &notes[9]].join(&b","[..]));
         plain.extend_from_slice(b"]}}");
         assert_eq!(gunzip(&gz.finish()), plain);
         assert_eq!(gunzip(&GzipPage::new(0).finish()), b"");

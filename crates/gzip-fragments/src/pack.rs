@@ -87,6 +87,17 @@ pub trait RecordBytes {
     fn record(&self, i: usize) -> &[u8];
 }
 
+/// Records held as one buffer each: what tests, benches and fuzzing pass.
+impl<T: AsRef<[u8]>> RecordBytes for Vec<T> {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn record(&self, i: usize) -> &[u8] {
+        self[i].as_ref()
+    }
+}
+
 /// What to make of a collection's records: the chain orders and their
 /// rungs, and what to cut off each record (see [`Packed::build`]).
 pub struct Packing<'a> {

@@ -9,23 +9,13 @@
 use std::io::Read;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use gzip_fragments::{GzipPage, Packed, Packing, Placement, RecordBytes};
+use gzip_fragments::{GzipPage, Packed, Packing, Placement};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::{Index, subsequence};
 
 /// A collection's records, by index.
-#[derive(Clone, Debug)]
-struct Records(Vec<Vec<u8>>);
-
-impl RecordBytes for Records {
-    fn count(&self) -> usize {
-        self.0.len()
-    }
-    fn record(&self, i: usize) -> &[u8] {
-        &self.0[i]
-    }
-}
+type Records = Vec<Vec<u8>>;
 
 /// What the test asks of a collection's packing: its records, its chain
 /// orders, their rungs, the trim, the threads.
@@ -41,7 +31,7 @@ struct Collection {
 impl Collection {
     /// Record `i` as a page shows it: less the trim.
     fn plain(&self, i: usize) -> &[u8] {
-        let r = &self.records.0[i];
+        let r = &self.records[i];
         &r[..r.len() - self.trim.min(r.len())]
     }
 
@@ -132,7 +122,7 @@ fn records() -> impl Strategy<Value = Records> {
                     records.insert(to.index(records.len() + 1), copy);
                 }
             }
-            Records(records)
+            records
         })
 }
 
@@ -144,7 +134,7 @@ fn collection() -> impl Strategy<Value = Collection> {
         Just(&[1, 2, 4, 8][..]),
     ];
     (records(), depths, 0usize..=1, 1usize..=3).prop_flat_map(|(records, depths, trim, threads)| {
-        let all: Vec<u32> = (0..records.0.len() as u32).collect();
+        let all: Vec<u32> = (0..records.len() as u32).collect();
         let n = all.len();
         // Each chain: any subset of the records in any order, or in
         // record order (as a collection's main list often is).
@@ -207,10 +197,10 @@ fn page(collections: &[Collection; 2], packed: &[Packed; 2], parts: &[Part]) -> 
             }
             Part::Record { c, i } => {
                 let col = &collections[*c];
-                if col.records.0.is_empty() {
+                if col.records.is_empty() {
                     continue;
                 }
-                let i = i.index(col.records.0.len());
+                let i = i.index(col.records.len());
                 plain.extend_from_slice(col.plain(i));
                 gz.record(&packed[*c], i, col.plain(i).len());
             }
@@ -223,7 +213,7 @@ fn page(collections: &[Collection; 2], packed: &[Packed; 2], parts: &[Part]) -> 
             } => {
                 let col = &collections[*c];
                 let (list, chain): (Vec<u32>, _) = if col.chains.is_empty() {
-                    ((0..col.records.0.len() as u32).collect(), None)
+                    ((0..col.records.len() as u32).collect(), None)
                 } else {
                     let k = chain.index(col.chains.len());
                     (col.chains[k].clone(), vouch.then_some(k))
@@ -233,10 +223,10 @@ fn page(collections: &[Collection; 2], packed: &[Packed; 2], parts: &[Part]) -> 
             }
             Part::List { c, list } => {
                 let col = &collections[*c];
-                if col.records.0.is_empty() {
+                if col.records.is_empty() {
                     continue;
                 }
-                let n = col.records.0.len();
+                let n = col.records.len();
                 let list: Vec<u32> = list.iter().map(|i| i.index(n) as u32).collect();
                 write_list(&mut plain, &mut gz, col, &packed[*c], &list, None);
             }
@@ -326,7 +316,7 @@ proptest! {
 
 #[test]
 fn a_packing_told_to_stop_gives_up() {
-    let records = Records(vec![b"{\"id\":1}".to_vec(); 10]);
+    let records: Records = vec![b"{\"id\":1}".to_vec(); 10];
     let packing = Packing {
         chains: &[],
         depths: &[1],
