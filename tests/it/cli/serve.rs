@@ -211,15 +211,7 @@ async fn sigterm_ends_with_a_stopped_line_and_exit_0() {
 
     let dir = tempdir();
     write_json(dir.path(), "acme.json", &fixture("ws-acme", &[KEY], 0));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_portfolio-replica"));
-    for (k, _) in std::env::vars_os() {
-        if k.to_str()
-            .is_some_and(|k| k.starts_with("PORTFOLIO_") || k == "RUST_LOG")
-        {
-            cmd.env_remove(k);
-        }
-    }
-    let mut child = cmd
+    let mut child = binary()
         .arg("--snapshots")
         .arg(dir.path())
         .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])

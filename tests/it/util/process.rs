@@ -54,21 +54,27 @@ pub async fn cli_with<S: AsRef<std::ffi::OsStr>>(
         .expect("the command-line runner panicked")
 }
 
+/// The `portfolio-replica` binary, without the test runner's `PORTFOLIO_*`,
+/// `AWS_*` and `RUST_LOG` variables: a test says what it sets.
+pub fn binary() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_portfolio-replica"));
+    for (k, _) in std::env::vars_os() {
+        if k.to_str().is_some_and(|k| {
+            k.starts_with("PORTFOLIO_") || k.starts_with("AWS_") || k == "RUST_LOG"
+        }) {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
+}
+
 fn run_cli(
     args: &[std::ffi::OsString],
     stdin: Option<Vec<u8>>,
     env: &[(String, String)],
 ) -> CliOutput {
     use std::io::{Read, Write};
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_portfolio-replica"));
-    for (k, _) in std::env::vars_os() {
-        if k.to_str()
-            .is_some_and(|k| k.starts_with("PORTFOLIO_") || k == "RUST_LOG")
-        {
-            cmd.env_remove(k);
-        }
-    }
-    let mut child = cmd
+    let mut child = binary()
         .args(args)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(if stdin.is_some() {
@@ -166,14 +172,7 @@ impl Binary {
             let stdout = logs.path().join("stdout.log");
             let stderr = logs.path().join("stderr.log");
             let (api, admin) = (free_port(), free_port());
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_portfolio-replica"));
-            for (k, _) in std::env::vars_os() {
-                if k.to_str().is_some_and(|k| {
-                    k.starts_with("PORTFOLIO_") || k.starts_with("AWS_") || k == "RUST_LOG"
-                }) {
-                    cmd.env_remove(k);
-                }
-            }
+            let mut cmd = binary();
             cmd.arg("--snapshots")
                 .arg(dir)
                 .args(["--listen", &api.to_string()])
