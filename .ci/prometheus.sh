@@ -413,7 +413,7 @@ for job in jobs:
          "last load timestamp gauge"),
         (f'{P}workspaces{{{sel},state="serving"}} == 2', "workspaces serving"),
         (f'{P}workspaces{{{sel},state="failing"}} == 1', "workspaces failing"),
-        (f'{P}workspaces_by_version_age{{{sel},le="3600"}} == 2', "versions' ages"),
+        (f'{P}workspaces_by_version_age{{{sel},max_seconds="3600"}} == 2', "versions' ages"),
         (f'{P}build_info{{{sel}}} == 1', "build info"),
     ]:
         try:

@@ -346,9 +346,9 @@ mod tests {
             "\nportfolio_replica_snapshot_loads_total 300\n",
             "\nportfolio_replica_snapshot_load_failures_total 1\n",
             // Ages 0, 100, ..., 29900 s: 10 within 900 s, all within 86400.
-            "\nportfolio_replica_workspaces_by_version_age{le=\"900\"} 10\n",
-            "\nportfolio_replica_workspaces_by_version_age{le=\"86400\"} 300\n",
-            "\nportfolio_replica_workspaces_by_version_age{le=\"+Inf\"} 300\n",
+            "\nportfolio_replica_workspaces_by_version_age{max_seconds=\"900\"} 10\n",
+            "\nportfolio_replica_workspaces_by_version_age{max_seconds=\"86400\"} 300\n",
+            "\nportfolio_replica_workspaces_by_version_age{max_seconds=\"+Inf\"} 300\n",
         ] {
             assert!(many.contains(expected), "missing {expected:?} in\n{many}");
         }

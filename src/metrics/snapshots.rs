@@ -17,7 +17,8 @@ use prometheus_client::registry::Registry;
 use crate::store::{Collection, RecordCounts};
 
 /// The ages that `workspaces_by_version_age` counts up to: seconds, and
-/// the `le` label that says them.
+/// the `max_seconds` label that says them (not `le`, which Prometheus
+/// keeps for histograms).
 const AGE_BUCKETS: [(u64, &str); 9] = [
     (60, "60"),
     (300, "300"),
@@ -58,7 +59,7 @@ struct CollectionLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct AgeLabels {
-    le: &'static str,
+    max_seconds: &'static str,
 }
 
 /// The state of every workspace entry at one moment, as the loader counts
@@ -111,8 +112,8 @@ impl SnapshotMetrics {
         for state in ["serving", "failing", "stale"] {
             let _ = workspaces.get_or_create(&StateLabels { state });
         }
-        for (_, le) in AGE_BUCKETS {
-            let _ = by_age.get_or_create(&AgeLabels { le });
+        for (_, max_seconds) in AGE_BUCKETS {
+            let _ = by_age.get_or_create(&AgeLabels { max_seconds });
         }
         registry.register(
             "workspaces",
@@ -121,7 +122,7 @@ impl SnapshotMetrics {
         );
         registry.register(
             "workspaces_by_version_age",
-            "Serving workspaces whose version was loaded at most le seconds ago (cumulative, like histogram buckets)",
+            "Serving workspaces whose version was loaded at most max_seconds ago (cumulative)",
             by_age.clone(),
         );
         let (counts, records) = if per_workspace {
@@ -270,13 +271,15 @@ impl SnapshotMetrics {
                 .get_or_create(&StateLabels { state })
                 .set(n as i64);
         }
-        for (bucket, le) in AGE_BUCKETS {
+        for (bucket, max_seconds) in AGE_BUCKETS {
             let n = fleet
                 .ages
                 .iter()
                 .filter(|age| age.as_secs() <= bucket)
                 .count();
-            self.by_age.get_or_create(&AgeLabels { le }).set(n as i64);
+            self.by_age
+                .get_or_create(&AgeLabels { max_seconds })
+                .set(n as i64);
         }
         if let Some(records) = &self.records {
             for (collection, n) in fleet.records.by_collection() {

@@ -406,7 +406,7 @@ async fn by_default_a_scrape_does_not_grow_with_the_workspaces() {
     let young = value_of(
         &m,
         "portfolio_replica_workspaces_by_version_age",
-        &[("le", "3600")],
+        &[("max_seconds", "3600")],
     );
     assert_eq!(
         young,
