@@ -519,3 +519,21 @@ fn polls_are_jittered_and_back_off_while_failing() {
     origin.polled(false);
     assert!(origin.next_poll(interval) <= Duration::from_millis(1200));
 }
+
+/// A prefix that takes three LIST requests is polled a third as often, so
+/// that its listing costs one request per interval, as a small one does.
+#[test]
+fn a_large_prefix_is_listed_less_often() {
+    let f = Fixture::new(Arc::new(InMemory::new()), None);
+    f.put("fleet/a.json", snapshot("ws-a", "a1", 1));
+    f.snapshots.scan().unwrap();
+    let origin = f.snapshots.origin();
+    let interval = Duration::from_secs(1);
+    assert!(origin.next_poll(interval) <= Duration::from_millis(1200));
+    for n in 0..2001 {
+        f.put(&format!("fleet/notes-{n}.txt"), b"x".to_vec());
+    }
+    f.snapshots.scan().unwrap();
+    let wait = origin.next_poll(interval);
+    assert!((2400..=3600).contains(&wait.as_millis()), "{wait:?}");
+}

@@ -45,6 +45,10 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Tags of objects the store lists without an ETag start with this.
 const NO_ETAG: &str = "modified:";
 
+/// Objects one LIST request returns (S3's page, which the other stores
+/// match or exceed).
+const LIST_PAGE: usize = 1000;
+
 pub struct ObjectOrigin {
     store: Arc<dyn ObjectStore>,
     prefix: ObjectPath,
@@ -73,6 +77,10 @@ struct State {
     /// Polls in a row in which a request failed in a way that calls for
     /// backing off (the listing or a download).
     backoff_steps: u32,
+    /// Prefix mode: the LIST requests the last listing took. The interval
+    /// is stretched by it, so that a prefix of 10,000 objects costs one
+    /// request per poll interval, as one of 100 does.
+    list_pages: u32,
     jitter: u64,
 }
 
@@ -327,6 +335,7 @@ impl ObjectOrigin {
         match polled {
             Polled::Objects(objects) => {
                 state.manifest = None;
+                state.list_pages = objects.len().div_ceil(LIST_PAGE).max(1) as u32;
                 Ok(self.prefix_listing(objects))
             }
             Polled::Manifest(parsed, etag, records) => {
@@ -651,11 +660,16 @@ impl ObjectOrigin {
         };
     }
 
-    /// The wait before the next poll: the interval, doubled for each poll in
-    /// a row that had trouble (up to 30 s, or the interval if longer), then
+    /// The wait before the next poll: the interval (in prefix mode, times
+    /// the LIST requests a listing takes), doubled for each poll in a row
+    /// that had trouble (up to 30 s, or the interval if longer), then
     /// jittered by up to ±20%.
     pub fn next_poll(&self, interval: Duration) -> Duration {
         let mut state = self.state();
+        let interval = match state.manifest {
+            None if state.list_pages > 1 => interval * state.list_pages,
+            _ => interval,
+        };
         let cap = MAX_BACKOFF.max(interval);
         let base = interval
             .checked_mul(1 << state.backoff_steps.min(16))
