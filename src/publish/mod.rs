@@ -114,26 +114,35 @@ pub fn publish(
     if let Err(e) = target.block_on(fleet.writable()) {
         return fail(err, e);
     }
+    // Each step runs for all files at once (a publish of thousands of
+    // workspaces is a migration's worth of requests), and is reported in
+    // the files' order.
+    let uploads = target.block_on(each(&checked, |item| upload_one(&target, item)));
     let mut versions = Vec::new();
-    for item in &checked {
-        match upload_one(&target, item, out) {
-            Ok(version) => versions.push((item, version)),
+    for (item, upload) in checked.iter().zip(uploads) {
+        match upload {
+            Ok((version, line)) => {
+                let _ = writeln!(out, "{line}");
+                versions.push((item, version));
+            }
             Err(e) => return fail(err, format!("{e}; nothing was made current")),
         }
     }
-    let mut created = Vec::new();
-    for (item, version) in &versions {
-        match target.block_on(fleet.claim(&item.workspace, version, &item.name)) {
-            Ok(claims) => created.extend(claims),
-            Err(e) => {
-                target.block_on(fleet.release(&created));
-                return fail(err, format!("{e}\nerror: nothing published"));
-            }
-        }
+    let claims = target.block_on(each(&versions, |(item, version)| {
+        fleet.claim(&item.workspace, version, &item.name)
+    }));
+    let created: Vec<ObjectPath> = claims.iter().flatten().flatten().cloned().collect();
+    if let Some(Err(e)) = claims.into_iter().find(Result::is_err) {
+        target.block_on(fleet.release(&created));
+        return fail(err, format!("{e}\nerror: nothing published"));
     }
+    let records = target.block_on(each(&versions, |(item, version)| {
+        fleet.publish(&item.workspace, version, keep)
+    }));
     let mut changes: Vec<Announced> = Vec::new();
-    for (item, version) in &versions {
-        match target.block_on(fleet.publish(&item.workspace, version, keep)) {
+    let mut failed = None;
+    for ((item, version), record) in versions.iter().zip(records) {
+        match record {
             Ok(updated) if updated.written => {
                 let record = updated.value;
                 let _ = writeln!(
@@ -157,16 +166,27 @@ pub fn publish(
                     short(&version.sha256)
                 );
             }
-            Err(e) => {
-                return fail(
-                    err,
-                    format!(
-                        "{e}; the workspaces listed above as published are made current (replicas find them within {} at the latest); run the same publish again",
-                        humantime(crate::storage::RESYNC_EVERY)
-                    ),
-                );
-            }
+            Err(e) => failed = failed.or(Some(e)),
         }
+    }
+    if let Some(e) = failed {
+        // What was made current is announced, so that replicas follow it
+        // now rather than at their next reading of the records.
+        let announced = announce(&target, &changes, out, err);
+        return fail(
+            err,
+            format!(
+                "{e}; the workspaces listed above as published are current{}; run the same publish again",
+                if announced {
+                    String::new()
+                } else {
+                    format!(
+                        " (replicas find them within {})",
+                        humantime(crate::storage::RESYNC_EVERY)
+                    )
+                }
+            ),
+        );
     }
     announce(&target, &changes, out, err)
 }
@@ -216,8 +236,26 @@ fn claims(checked: &[Checked]) -> Vec<Claim<'_>> {
         .collect()
 }
 
-/// Gzips (if needed), hashes and uploads one checked file.
-fn upload_one(target: &Target, item: &Checked, out: &mut impl Write) -> Result<Version, String> {
+/// How many files a publish works on at once.
+const CONCURRENT: usize = 16;
+
+/// `step` for each of `items`, up to [`CONCURRENT`] at once, the results in
+/// the items' order.
+async fn each<'i, I, T, F>(items: &'i [I], step: impl Fn(&'i I) -> F) -> Vec<T>
+where
+    F: std::future::Future<Output = T>,
+{
+    use futures_util::StreamExt;
+    futures_util::stream::iter(items)
+        .map(step)
+        .buffered(CONCURRENT)
+        .collect()
+        .await
+}
+
+/// Gzips (if needed), hashes and uploads one checked file: its version,
+/// and the line that says what was sent.
+async fn upload_one(target: &Target, item: &Checked) -> Result<(Version, String), String> {
     let is_gzip = SnapshotFile::new(&item.path).is_gzip();
     let prepared = upload::prepare(&item.path, is_gzip)
         .map_err(|e| format!("{}: cannot prepare the upload: {e}", item.path.display()))?;
@@ -227,16 +265,13 @@ fn upload_one(target: &Target, item: &Checked, out: &mut impl Write) -> Result<V
         &format!("{}.json.gz", prepared.sha256),
     ]);
     let key = ObjectPath::from_iter(target.prefix.parts().chain(relative.parts()));
-    let sent = target
-        .runtime
-        .block_on(upload::upload(target.store.as_ref(), &key, &prepared))?;
-    let _ = writeln!(
-        out,
+    let sent = upload::upload(target.store.as_ref(), &key, &prepared).await?;
+    let line = format!(
         "{}: {key} ({} bytes)",
         if sent { "uploaded" } else { "already there" },
         prepared.size
     );
-    Ok(Version {
+    let version = Version {
         sha256: prepared.sha256.clone(),
         key: relative.to_string(),
         size: prepared.size,
@@ -248,7 +283,8 @@ fn upload_one(target: &Target, item: &Checked, out: &mut impl Write) -> Result<V
             .map_or_else(|| item.name.clone(), |n| n.to_string_lossy().into_owned()),
         records: item.records,
         key_hashes: Some(item.key_hashes.iter().map(key::to_hex).collect()),
-    })
+    };
+    Ok((version, line))
 }
 
 /// `portfolio-replica rollback WORKSPACE --to URL [--version V]`.
