@@ -35,13 +35,11 @@ POLL=${POLL:-1s}
 IDLE_SECONDS=${IDLE_SECONDS:-60}
 SCALE=${SCALE:-medium}
 DEADLINE=${DEADLINE:-60}
-MOTO_VERSION=5.2.5
 BUCKET=bench
 PREFIX=fleet
 URL="s3://$BUCKET/$PREFIX/"
 
 BIN=$ROOT/target/release/portfolio-replica
-VENV=$ROOT/target/tmp/moto-venv
 WORK=$ROOT/target/fleet-bench
 DATA=$WORK/data
 
@@ -58,15 +56,6 @@ now() { date +%s.%N; }
 
 say "build (release)"
 cargo build --release --locked --quiet --bin portfolio-replica
-
-if [ ! -f "$VENV/.installed-moto-$MOTO_VERSION" ]; then
-  say "install moto $MOTO_VERSION into $VENV"
-  rm -rf "$VENV"
-  mkdir -p "$(dirname "$VENV")"
-  python3 -m venv "$VENV"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "moto[server]==$MOTO_VERSION"
-  echo "$MOTO_VERSION" >"$VENV/.installed-moto-$MOTO_VERSION"
-fi
 
 rm -rf "$WORK/cache-"* "$WORK/dir" "$WORK"/*.log
 mkdir -p "$DATA"
@@ -87,18 +76,7 @@ SIZE=$(stat -c %s "$DATA/$SCALE.json")
 say "snapshot: $SCALE.json, $SIZE bytes, versions $V1 and $V2"
 
 say "moto"
-"$VENV/bin/moto_server" -H 127.0.0.1 -p 0 >"$WORK/moto.out" 2>"$WORK/moto.log" &
-PIDS+=($!)
-MOTO=
-for _ in $(seq 1 300); do
-  MOTO=$(sed -n 's|.*Running on http://\(127\.0\.0\.1:[0-9]*\).*|\1|p' "$WORK/moto.log" | head -1)
-  [ -n "$MOTO" ] && curl -fsS -o /dev/null "http://$MOTO/" 2>/dev/null && break
-  sleep 0.1
-done
-[ -n "$MOTO" ] || { echo "fleet-bench: moto did not start" >&2; cat "$WORK/moto.log" >&2; exit 1; }
-curl -fsS -o /dev/null -X PUT "http://$MOTO/$BUCKET"
-export AWS_ENDPOINT_URL="http://$MOTO" AWS_ALLOW_HTTP=true AWS_REGION=us-east-1
-export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench-secret
+start_moto "$WORK" "$BUCKET"
 
 say "publish $V1"
 t=$(now)

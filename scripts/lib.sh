@@ -84,6 +84,39 @@ wait_for_server() {
   exit 1
 }
 
+# start_moto WORK BUCKET: installs the moto the tests pin into
+# target/tmp/moto-venv if missing (from PyPI), starts it on 127.0.0.1 (its
+# logs in WORK), creates BUCKET, and exports the AWS_* variables that point
+# portfolio-replica at it. Sets MOTO (host:port).
+MOTO_VERSION=5.2.5
+start_moto() {
+  local work=$1 bucket=$2 venv=target/tmp/moto-venv i
+  if [ ! -f "$venv/.installed-moto-$MOTO_VERSION" ]; then
+    echo "== install moto $MOTO_VERSION into $venv"
+    rm -rf "$venv"
+    mkdir -p "$(dirname "$venv")"
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "moto[server]==$MOTO_VERSION"
+    echo "$MOTO_VERSION" >"$venv/.installed-moto-$MOTO_VERSION"
+  fi
+  "$venv/bin/moto_server" -H 127.0.0.1 -p 0 >"$work/moto.out" 2>"$work/moto.log" &
+  PIDS+=($!)
+  MOTO=
+  for ((i = 0; i < 300; i++)); do
+    MOTO=$(sed -n 's|.*Running on http://\(127\.0\.0\.1:[0-9]*\).*|\1|p' "$work/moto.log" | head -1)
+    [ -n "$MOTO" ] && curl -fsS -o /dev/null "http://$MOTO/" 2>/dev/null && break
+    sleep 0.1
+  done
+  if [ -z "$MOTO" ]; then
+    echo "moto did not start:" >&2
+    cat "$work/moto.log" >&2
+    exit 1
+  fi
+  curl -fsS -o /dev/null -X PUT "http://$MOTO/$bucket"
+  export AWS_ENDPOINT_URL="http://$MOTO" AWS_ALLOW_HTTP=true AWS_REGION=us-east-1
+  export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench-secret
+}
+
 # shellcheck disable=SC2317 # called by the EXIT trap
 lib_cleanup() {
   if declare -F on_exit >/dev/null; then

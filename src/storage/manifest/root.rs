@@ -69,8 +69,10 @@ impl Root {
         Ok(root)
     }
 
+    /// Compact, unlike the records: every replica downloads it on every
+    /// change, so its bytes are the fleet's polling cost.
     pub fn to_json(&self) -> Vec<u8> {
-        let mut text = serde_json::to_vec_pretty(self).unwrap_or_default();
+        let mut text = serde_json::to_vec(self).unwrap_or_default();
         text.push(b'\n');
         text
     }
