@@ -140,7 +140,8 @@ async fn a_dangling_reference_names_the_missing_id_and_the_record_pointing_at_it
         ),
     ] {
         assert!(
-            out.stdout.contains(&format!("warning: {name}: {warning}\n")),
+            out.stdout
+                .contains(&format!("warning: {name}: {warning}\n")),
             "{warning:?} not in check's stdout: {:?}",
             out.stdout
         );
@@ -210,6 +211,15 @@ async fn check_names_the_problem_in_the_operators_terms() {
             format!(
                 "tasks[0] (id {}): attributes: expected an object, found an array",
                 uuid(2)
+            ),
+        ),
+        (
+            "trailing_comma.json",
+            [&good[..good.len() - 1], b",}"].concat(),
+            format!(
+                "invalid JSON: trailing comma before the `}}` at line 1 column {} \
+                 (JSON allows no comma after the last member: remove it)",
+                good.len() + 1
             ),
         ),
         (

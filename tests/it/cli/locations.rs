@@ -113,7 +113,10 @@ async fn read_only_commands_create_no_prefix_and_publish_does() {
     let snap = snap.display().to_string();
     let out = run(&["publish", &snap, "--to", &url], None, &[]).await;
     assert_eq!(out.code, Some(0), "{out:?}");
-    assert!(missing.join("manifest.json").is_file(), "publish wrote no manifest");
+    assert!(
+        missing.join("manifest.json").is_file(),
+        "publish wrote no manifest"
+    );
     let out = run(&["versions", "--to", &url], None, &[]).await;
     assert!(
         out.code == Some(0) && out.stdout.contains("ws-acme"),
@@ -142,7 +145,10 @@ async fn a_to_that_is_not_an_object_store_url_is_a_bad_command_line() {
     let cases = [
         (vec!["publish", &snap, "--to", "/plain/path/"], directory),
         (vec!["publish", &snap, "--to", "ftp://host/x/"], scheme),
-        (vec!["rollback", "ws-acme", "--to", "/plain/path/"], directory),
+        (
+            vec!["rollback", "ws-acme", "--to", "/plain/path/"],
+            directory,
+        ),
         (vec!["versions", "--to", "/plain/path/"], directory),
     ];
     let mut failures = Vec::new();
