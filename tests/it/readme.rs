@@ -89,7 +89,10 @@ fn every_json_example_parses_or_is_an_elided_skeleton() {
     for page in &pages {
         let text = std::fs::read_to_string(page).expect("a page");
         for (line, block) in json_blocks(&text) {
-            let name = page.strip_prefix(root()).unwrap_or(Path::new("?")).display();
+            let name = page
+                .strip_prefix(root())
+                .unwrap_or(Path::new("?"))
+                .display();
             match serde_json::from_str::<Value>(&block) {
                 Ok(_) => parsed += 1,
                 Err(_) if block.contains("...") || block.contains('…') => {}
