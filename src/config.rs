@@ -186,14 +186,28 @@ pub enum Command {
         /// The replicas' `--snapshots` URL.
         #[arg(long, env = "PORTFOLIO_PUBLISH_TO", value_name = "URL", value_parser = parse_to)]
         to: String,
-        /// Print the manifest itself, as JSON.
+        /// Print the manifest's head and the workspaces' versions as JSON.
         #[arg(long)]
         json: bool,
+        /// Only this workspace (repeat for more); by default every
+        /// workspace's record is read, one request each.
+        #[arg(long = "workspace", value_name = "ID")]
+        workspaces: Vec<String>,
         /// A replica's admin address (--admin-listen), HOST:PORT or
         /// http://HOST:PORT: show what it serves against the manifest
         /// (repeat for each replica).
         #[arg(long = "replica", value_name = "HOST:PORT")]
         replicas: Vec<crate::http_client::HttpUrl>,
+        #[command(flatten)]
+        storage: StorageArgs,
+    },
+    /// Turn a manifest written by an older build (format 1, one document
+    /// for the whole fleet) into format 2 (a record per workspace), once,
+    /// after every replica runs a build that reads format 2.
+    Migrate {
+        /// The replicas' `--snapshots` URL.
+        #[arg(long, env = "PORTFOLIO_PUBLISH_TO", value_name = "URL", value_parser = parse_to)]
+        to: String,
         #[command(flatten)]
         storage: StorageArgs,
     },

@@ -72,12 +72,20 @@ fn main() -> ExitCode {
         Command::Versions {
             to,
             json,
+            workspaces,
             replicas,
             storage,
         } => exit(publish::versions(
             &to,
             json,
+            &workspaces,
             &replicas,
+            &storage.options(None),
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        )),
+        Command::Migrate { to, storage } => exit(publish::migrate(
+            &to,
             &storage.options(None),
             &mut std::io::stdout(),
             &mut std::io::stderr(),

@@ -2,9 +2,10 @@
 //! in-memory store (fast, no server); the same behaviour against a real S3
 //! protocol server is in tests/it/objstore*.rs.
 
+use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
 use object_store::memory::InMemory;
 use std::time::Duration;
@@ -17,7 +18,8 @@ use url::Url;
 
 use super::{MemoryLimit, Snapshots};
 use crate::metrics::Metrics;
-use crate::storage::manifest::{Manifest, Version};
+use crate::storage::manifest::v1::Manifest;
+use crate::storage::manifest::{MAX_CHANGES, Record, Root, Version, record_path};
 use crate::storage::{Location, Origin, StorageOptions};
 use crate::store::Store;
 
@@ -59,6 +61,10 @@ struct Fixture {
     store: Arc<InMemory>,
     snapshots: Snapshots,
     catalog: Arc<Store>,
+    /// The manifest format `write` writes.
+    format: AtomicU32,
+    /// Format 2 as last written: each record, and the root.
+    written: Mutex<(BTreeMap<String, Record>, Root)>,
 }
 
 impl Fixture {
@@ -88,7 +94,40 @@ impl Fixture {
             store,
             snapshots,
             catalog,
+            format: AtomicU32::new(2),
+            written: Mutex::new((BTreeMap::new(), Root::empty())),
         }
+    }
+
+    /// Writes `manifest` as a publisher would in the fixture's format: in
+    /// format 2, the records whose versions changed and a root announcing
+    /// them.
+    fn write(&self, manifest: &Manifest) {
+        if self.format.load(Ordering::Relaxed) == 1 {
+            self.put("fleet/manifest.json", manifest.to_json());
+            return;
+        }
+        let (records, root) = &mut *self.written.lock().unwrap();
+        let mut changes = Vec::new();
+        for (name, history) in &manifest.workspaces {
+            let record = records.entry(name.clone()).or_insert_with(|| Record {
+                workspace: name.clone(),
+                revision: 0,
+                updated_at: String::new(),
+                history: history.clone(),
+            });
+            if record.revision > 0 && record.history == *history {
+                continue;
+            }
+            record.revision += 1;
+            record.history = history.clone();
+            let path = record_path(&ObjectPath::from("fleet"), name);
+            self.put(path.as_ref(), record.to_json());
+            let current = history.current_version().unwrap().clone();
+            changes.push((name.clone(), record.revision, current));
+        }
+        root.announce(&changes, "now".into());
+        self.put("fleet/manifest.json", root.to_json());
     }
 
     fn put(&self, key: &str, bytes: Vec<u8>) {
@@ -140,7 +179,7 @@ impl Fixture {
             10,
         );
         manifest.revision += 1;
-        self.put("fleet/manifest.json", manifest.to_json());
+        self.write(manifest);
     }
 }
 
@@ -190,9 +229,9 @@ fn prefix_mode_follows_creates_replacements_and_deletions() {
     assert_eq!(f.serving("ws-b"), None);
 }
 
-#[test]
-fn manifest_mode_serves_what_the_manifest_names() {
+fn manifest_mode_serves_what_the_manifest_names(format: u32) {
     let f = Fixture::new(Arc::new(InMemory::new()), None);
+    f.format.store(format, Ordering::Relaxed);
     let mut manifest = Manifest::empty();
     f.publish(&mut manifest, "ws-a", &snapshot("ws-a", "a1", 1), "a1");
     // An object directly under the prefix is not followed once there is a manifest.
@@ -203,6 +242,8 @@ fn manifest_mode_serves_what_the_manifest_names() {
     let status = f.status("ws-a");
     let source = status.source.unwrap();
     assert_eq!(source.manifest_revision, Some(1));
+    let by_record = (format == 2).then_some(1);
+    assert_eq!(source.workspace_revision, by_record);
     assert_eq!(
         source.sha256.as_deref(),
         Some(&manifest.workspaces["ws-a"].current[..])
@@ -212,11 +253,85 @@ fn manifest_mode_serves_what_the_manifest_names() {
     f.publish(&mut manifest, "ws-a", &snapshot("ws-a", "a2", 1), "a2");
     f.snapshots.scan().unwrap();
     assert_eq!(f.serving("ws-a").as_deref(), Some("a2"));
-    manifest.rollback("ws-a", None).unwrap();
+    let history = manifest.workspaces.get_mut("ws-a").unwrap();
+    history.rollback("ws-a", None).unwrap();
     manifest.revision += 1;
-    f.put("fleet/manifest.json", manifest.to_json());
+    f.write(&manifest);
     f.snapshots.scan().unwrap();
     assert_eq!(f.serving("ws-a").as_deref(), Some("a1"));
+}
+
+#[test]
+fn manifest_mode_serves_what_a_format_2_manifest_names() {
+    manifest_mode_serves_what_the_manifest_names(2);
+}
+
+#[test]
+fn manifest_mode_still_follows_a_format_1_manifest() {
+    manifest_mode_serves_what_the_manifest_names(1);
+}
+
+/// A replica further behind than the root's journal reaches reads the
+/// records; one within it applies the journal; a change announced late
+/// never turns a workspace back.
+#[test]
+fn format_2_follows_the_journal_and_reads_the_records_when_it_fell_behind() {
+    let f = Fixture::new(Arc::new(InMemory::new()), None);
+    let mut manifest = Manifest::empty();
+    f.publish(&mut manifest, "ws-a", &snapshot("ws-a", "a1", 1), "a1");
+    f.publish(&mut manifest, "ws-b", &snapshot("ws-b", "b1", 1), "b1");
+    f.snapshots.scan().unwrap();
+    assert_eq!(f.serving("ws-b").as_deref(), Some("b1"));
+
+    // More changes than the journal keeps, all to other workspaces, and
+    // one to ws-a among the first: only the records still say so.
+    f.publish(&mut manifest, "ws-a", &snapshot("ws-a", "a2", 1), "a2");
+    for n in 0..MAX_CHANGES {
+        let name = format!("ws-{n}");
+        let version = format!("v{n}");
+        f.publish(
+            &mut manifest,
+            &name,
+            &snapshot(&name, &version, 0),
+            &version,
+        );
+    }
+    assert!(f.written.lock().unwrap().1.since(2).is_none());
+    f.snapshots.scan().unwrap();
+    assert_eq!(f.serving("ws-a").as_deref(), Some("a2"));
+    assert_eq!(f.serving("ws-7").as_deref(), Some("v7"));
+
+    // Two publishers of ws-b announce out of order: b3 (record revision 3)
+    // first, then b2 (revision 2), which must not turn ws-b back.
+    let b_revision = f.written.lock().unwrap().0["ws-b"].revision;
+    let mut versions = Vec::new();
+    for name in ["b2", "b3"] {
+        let gz = gzip(&snapshot("ws-b", name, 1));
+        let sha256 = format!("{:x}", Sha256::digest(&gz));
+        let key = format!("objects/ws-b/{sha256}.json.gz");
+        f.put(&format!("fleet/{key}"), gz.clone());
+        versions.push(Version {
+            sha256,
+            key,
+            size: gz.len() as u64,
+            version: name.to_owned(),
+            published_at: String::new(),
+            file: "b.json".to_owned(),
+            records: 0,
+            key_hashes: None,
+        });
+    }
+    let late = (String::from("ws-b"), b_revision + 1, versions[0].clone());
+    let early = (String::from("ws-b"), b_revision + 2, versions[1].clone());
+    let root = {
+        let root = &mut f.written.lock().unwrap().1;
+        root.announce(&[early], "now".into());
+        root.announce(&[late], "now".into());
+        root.to_json()
+    };
+    f.put("fleet/manifest.json", root);
+    f.snapshots.scan().unwrap();
+    assert_eq!(f.serving("ws-b").as_deref(), Some("b3"));
 }
 
 #[test]
@@ -245,7 +360,7 @@ fn a_broken_manifest_or_a_missing_object_unloads_nothing() {
     };
     dangling.publish("ws-a", missing, 10);
     dangling.revision += 1;
-    f.put("fleet/manifest.json", dangling.to_json());
+    f.write(&dangling);
     f.snapshots.scan().unwrap();
     assert_eq!(f.serving("ws-a").as_deref(), Some("a1"));
     assert!(f.snapshots.source_status().unwrap().error.is_none());
@@ -403,4 +518,22 @@ fn polls_are_jittered_and_back_off_while_failing() {
     assert!(origin.next_poll(interval) <= Duration::from_secs(36));
     origin.polled(false);
     assert!(origin.next_poll(interval) <= Duration::from_millis(1200));
+}
+
+/// A prefix that takes three LIST requests is polled a third as often, so
+/// that its listing costs one request per interval, as a small one does.
+#[test]
+fn a_large_prefix_is_listed_less_often() {
+    let f = Fixture::new(Arc::new(InMemory::new()), None);
+    f.put("fleet/a.json", snapshot("ws-a", "a1", 1));
+    f.snapshots.scan().unwrap();
+    let origin = f.snapshots.origin();
+    let interval = Duration::from_secs(1);
+    assert!(origin.next_poll(interval) <= Duration::from_millis(1200));
+    for n in 0..2001 {
+        f.put(&format!("fleet/notes-{n}.txt"), b"x".to_vec());
+    }
+    f.snapshots.scan().unwrap();
+    let wait = origin.next_poll(interval);
+    assert!((2400..=3600).contains(&wait.as_millis()), "{wait:?}");
 }

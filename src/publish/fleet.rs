@@ -8,22 +8,27 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use super::Workspaces;
 use crate::http_client::{self, HttpUrl, Read};
 use crate::status::{FileStatus, SnapshotsStatus};
-use crate::storage::manifest::Manifest;
 
 /// How long one replica may take to answer, from connecting to the last
 /// byte of `/snapshots`.
 const TIMEOUT: Duration = Duration::from_secs(3);
 
 /// A report line per replica and workspace, and whether every replica
-/// could be read.
-pub fn report(manifest: &Manifest, replicas: &[HttpUrl]) -> (String, bool) {
+/// could be read. With one workspace named (`only`), a replica is asked for
+/// that workspace alone (`/snapshots?workspace=`), not the whole fleet's.
+pub fn report(workspaces: &Workspaces, only: &[String], replicas: &[HttpUrl]) -> (String, bool) {
     let mut text = String::from("\nreplicas:\n");
     let mut all_read = true;
+    let query = match only {
+        [one] => format!("snapshots?workspace={}", encode(one)),
+        _ => "snapshots".to_owned(),
+    };
     for replica in replicas {
-        match snapshots(replica) {
-            Ok(status) => text.push_str(&describe(manifest, replica, &status)),
+        match snapshots(replica, &query) {
+            Ok(status) => text.push_str(&describe(workspaces, replica, &status)),
             Err(e) => {
                 all_read = false;
                 text.push_str(&format!("  {replica}  {e}\n"));
@@ -34,7 +39,7 @@ pub fn report(manifest: &Manifest, replicas: &[HttpUrl]) -> (String, bool) {
 }
 
 /// What `/snapshots` of one replica says, against the manifest.
-fn describe(manifest: &Manifest, replica: &HttpUrl, status: &SnapshotsStatus) -> String {
+fn describe(workspaces: &Workspaces, replica: &HttpUrl, status: &SnapshotsStatus) -> String {
     let mut text = String::new();
     if let Some(source) = &status.source
         && let Some(error) = &source.error
@@ -51,7 +56,7 @@ fn describe(manifest: &Manifest, replica: &HttpUrl, status: &SnapshotsStatus) ->
         .rev()
         .filter_map(|f| Some((f.workspace.as_deref()?, f)))
         .collect();
-    for (name, workspace) in &manifest.workspaces {
+    for (name, workspace) in workspaces {
         let current = workspace
             .current_version()
             .map_or("?", |v| v.version.as_str());
@@ -70,10 +75,12 @@ fn describe(manifest: &Manifest, replica: &HttpUrl, status: &SnapshotsStatus) ->
         let stale = entry
             .stale_seconds
             .map_or_else(|| "-".to_owned(), |s| format!("{s:.0}s"));
+        // The workspace's own revision: the manifest's rises with every
+        // workspace's publishes, so it does not say whether this one is behind.
         let revision = entry
             .source
             .as_ref()
-            .and_then(|s| s.manifest_revision)
+            .and_then(|s| s.workspace_revision)
             .map_or_else(|| "-".to_owned(), |r| r.to_string());
         let problem = entry
             .source_error
@@ -82,7 +89,7 @@ fn describe(manifest: &Manifest, replica: &HttpUrl, status: &SnapshotsStatus) ->
             .map(|e| format!("  problem: {e}"))
             .unwrap_or_default();
         text.push_str(&format!(
-            "  {replica}  {name}  {serving} ({state})  revision {revision}  stale {stale}{problem}\n"
+            "  {replica}  {name}  {serving} ({state})  workspace revision {revision}  stale {stale}{problem}\n"
         ));
     }
     text
@@ -90,8 +97,8 @@ fn describe(manifest: &Manifest, replica: &HttpUrl, status: &SnapshotsStatus) ->
 
 /// `GET /snapshots` from a replica's admin listener, or the report's line
 /// on why not: no connection, or an answer that is not a replica's status.
-fn snapshots(replica: &HttpUrl) -> Result<SnapshotsStatus, String> {
-    let url = replica.join("snapshots")?;
+fn snapshots(replica: &HttpUrl, query: &str) -> Result<SnapshotsStatus, String> {
+    let url = replica.join(query)?;
     let answer =
         http_client::get(&url, TIMEOUT, Read::Body).map_err(|e| format!("UNREACHABLE: {e}"))?;
     match answer.status.as_u16() {
@@ -115,12 +122,17 @@ fn snapshots(replica: &HttpUrl) -> Result<SnapshotsStatus, String> {
         .map_err(|e| format!("UNREADABLE: /snapshots answered 200 but not its JSON: {e}"))
 }
 
+/// `text` as a query value.
+fn encode(text: &str) -> String {
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::storage::manifest::Version;
+    use crate::storage::manifest::{History, Version};
 
     fn status(body: Value) -> SnapshotsStatus {
         serde_json::from_value(body).expect("a /snapshots body")
@@ -128,29 +140,31 @@ mod tests {
 
     #[test]
     fn marks_replicas_behind_the_manifest() {
-        let mut manifest = Manifest::empty();
+        let mut history: Option<History> = None;
         for (n, name) in [(1u8, "v1"), (2, "v2")] {
             let sha256 = format!("{n:02x}").repeat(32);
-            manifest.publish(
-                "ws-acme",
-                Version {
-                    key: format!("objects/ws-acme/{sha256}.json.gz"),
-                    sha256,
-                    size: 1,
-                    version: name.to_owned(),
-                    published_at: String::new(),
-                    file: "acme.json".to_owned(),
-                    records: 1,
-                    key_hashes: None,
-                },
-                10,
-            );
+            let version = Version {
+                key: format!("objects/ws-acme/{sha256}.json.gz"),
+                sha256,
+                size: 1,
+                version: name.to_owned(),
+                published_at: String::new(),
+                file: "acme.json".to_owned(),
+                records: 1,
+                key_hashes: None,
+            };
+            match &mut history {
+                Some(h) => assert!(h.publish(version, 10)),
+                None => history = Some(History::first(version)),
+            }
         }
+        let manifest: Workspaces = [("ws-acme".to_owned(), history.unwrap())].into();
         let source = json!({"key": "objects/ws-acme/x.json.gz", "etag": null, "sha256": "01",
             "size": 1, "fetched_at": "2026-01-01T00:00:00Z", "from_cache": false});
         let file = |serving: &str, revision: u64, stale: f64, error: Value| {
             let mut source = source.clone();
-            source["manifest_revision"] = json!(revision);
+            source["manifest_revision"] = json!(revision + 10);
+            source["workspace_revision"] = json!(revision);
             json!({"file": "ws-acme", "workspace": "ws-acme", "serving_version": serving,
                 "warnings": [], "stale_seconds": stale, "source": source,
                 "source_error": error, "error": null})
@@ -174,7 +188,7 @@ mod tests {
         let text = describe(&manifest, &r2, &current);
         assert_eq!(
             text,
-            "  http://r2:9090  ws-acme  v2 (current)  revision 2  stale 0s\n"
+            "  http://r2:9090  ws-acme  v2 (current)  workspace revision 2  stale 0s\n"
         );
         let text = describe(&manifest, &r1, &status(json!({"files": []})));
         assert!(text.contains("NOT SERVED"), "{text}");

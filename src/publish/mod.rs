@@ -1,10 +1,12 @@
 //! The publisher side of object storage (docs/object-storage.md): the
-//! `publish`, `rollback` and `versions` commands. Replicas only read; these
-//! write the immutable snapshot objects and the manifest that points at
-//! them, always with a conditional write, so that publishers running at once
-//! never lose each other's update.
+//! `publish`, `rollback`, `versions` and `migrate` commands. Replicas only
+//! read; these write the immutable snapshot objects, each workspace's
+//! record, the key claims and the root's journal (`state`), always with
+//! conditional writes (`update`), so that publishers running at once never
+//! lose each other's update.
 
 mod fleet;
+mod state;
 mod update;
 mod upload;
 
@@ -19,10 +21,11 @@ use crate::check::{self, Checked};
 use crate::http_client::HttpUrl;
 use crate::storage::SnapshotFile;
 use crate::storage::location::{self, Access, StorageOptions};
-use crate::storage::manifest::{Held, Manifest, Version, short};
-use crate::store::claims::Claim;
+use crate::storage::manifest::{History, Manifest, Record, Version, short};
+use crate::store::claims::{Claim, Holders};
 use crate::store::key;
-use update::ManifestStore;
+use state::{Announced, Fleet};
+use update::Conditional;
 
 /// An object store prefix to publish to.
 struct Target {
@@ -52,20 +55,32 @@ impl Target {
         })
     }
 
-    fn manifest(&self) -> ManifestStore<'_> {
-        ManifestStore {
-            store: self.store.as_ref(),
-            prefix: &self.prefix,
-            locking: self.locking,
+    fn fleet(&self) -> Fleet<'_> {
+        Fleet {
+            objects: Conditional {
+                store: self.store.as_ref(),
+                prefix: &self.prefix,
+                locking: self.locking,
+            },
         }
+    }
+
+    fn block_on<T>(&self, future: impl std::future::Future<Output = T>) -> T {
+        self.runtime.block_on(future)
     }
 }
 
+/// Writes `error: {e}` and returns false: every command's way out.
+fn fail(err: &mut impl Write, e: impl std::fmt::Display) -> bool {
+    let _ = writeln!(err, "error: {e}");
+    false
+}
+
 /// `portfolio-replica publish FILE... --to URL`: checks every file as the
-/// server would (`crate::check`, its messages), and against what the
-/// manifest serves (no key of another workspace's current version); only if
-/// all pass, uploads each as an immutable object and makes it current in
-/// the manifest, in one manifest write. Returns whether it published.
+/// server would (`crate::check`, its messages), and against the keys other
+/// workspaces hold; only if all pass, uploads each as an immutable object,
+/// makes it current in its workspace's record, and announces the changes in
+/// one write of the root. Returns whether it published.
 pub fn publish(
     files: &[PathBuf],
     to: &str,
@@ -77,94 +92,129 @@ pub fn publish(
     // A wrong URL is said before any file is read.
     let target = match Target::open(to, options, Access::Write) {
         Ok(target) => target,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            return false;
-        }
+        Err(e) => return fail(err, e),
     };
     let Some(checked) = check::check(files, out, err) else {
-        let _ = writeln!(
-            err,
-            "error: nothing published: every file must pass the checks"
-        );
-        return false;
+        return fail(err, "nothing published: every file must pass the checks");
     };
-    let published = match target.runtime.block_on(target.manifest().read()) {
-        Ok((manifest, _)) => manifest,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            return false;
+    // Two of the files sharing a key: refused before anything is written.
+    let mut holders = Holders::default();
+    for claim in claims(&checked) {
+        if let Err(e) = holders.take(&claim) {
+            return fail(err, format!("{e}\nerror: nothing published"));
         }
-    };
-    let held = against_published(&published, &checked);
-    if !held.unknown.is_empty() {
-        let _ = writeln!(
-            err,
-            "warning: {} published workspace(s) record no key hashes (published by an older build), so their keys are not checked: {}; publish them again to record them",
-            held.unknown.len(),
-            held.unknown.join(", ")
-        );
     }
-    if let Err(e) = held.check(&claims(&checked)) {
-        let _ = writeln!(err, "error: {e}\nerror: nothing published");
-        return false;
+    let fleet = target.fleet();
+    if let Err(e) = target.block_on(fleet.writable()) {
+        return fail(err, e);
     }
+    // Each step runs for all files at once (a publish of thousands of
+    // workspaces is a migration's worth of requests), and is reported in
+    // the files' order.
+    let uploads = target.block_on(each(&checked, |item| upload_one(&target, item)));
     let mut versions = Vec::new();
-    for item in &checked {
-        match upload_one(&target, item, out) {
-            Ok(version) => versions.push((item.workspace.clone(), version)),
-            Err(e) => {
-                let _ = writeln!(err, "error: {e}; the manifest is unchanged");
-                return false;
+    for (item, upload) in checked.iter().zip(uploads) {
+        match upload {
+            Ok((version, line)) => {
+                let _ = writeln!(out, "{line}");
+                versions.push((item, version));
             }
+            Err(e) => return fail(err, format!("{e}; nothing was made current")),
         }
     }
-    let updated = target
-        .runtime
-        .block_on(target.manifest().update(&mut |manifest| {
-            // Another publisher may have written since the check above.
-            against_published(manifest, &checked).check(&claims(&checked))?;
-            let mut changed = false;
-            for (workspace, version) in &versions {
-                changed |= manifest.publish(workspace, version.clone(), keep);
-            }
-            Ok(changed)
-        }));
-    match updated {
-        Ok(updated) => {
-            for (workspace, version) in &versions {
+    let claims = target.block_on(each(&versions, |(item, version)| {
+        fleet.claim(&item.workspace, version, &item.name)
+    }));
+    let created: Vec<ObjectPath> = claims.iter().flatten().flatten().cloned().collect();
+    if let Some(Err(e)) = claims.into_iter().find(Result::is_err) {
+        target.block_on(fleet.release(&created));
+        return fail(err, format!("{e}\nerror: nothing published"));
+    }
+    let records = target.block_on(each(&versions, |(item, version)| {
+        fleet.publish(&item.workspace, version, keep)
+    }));
+    let mut changes: Vec<Announced> = Vec::new();
+    let mut failed = None;
+    for ((item, version), record) in versions.iter().zip(records) {
+        match record {
+            Ok(updated) if updated.written => {
+                let record = updated.value;
                 let _ = writeln!(
                     out,
-                    "published: {workspace} serves {} ({}) from {}",
+                    "published: {} serves {} ({}) from {}; its record is at revision {}{}",
+                    item.workspace,
                     version.version,
                     short(&version.sha256),
-                    version.key
+                    version.key,
+                    record.revision,
+                    retried(updated.conflicts)
+                );
+                changes.push((item.workspace.clone(), record.revision, version.clone()));
+            }
+            Ok(_) => {
+                let _ = writeln!(
+                    out,
+                    "unchanged: {} serves {} ({}) already",
+                    item.workspace,
+                    version.version,
+                    short(&version.sha256)
                 );
             }
-            let _ = if updated.written {
-                writeln!(
-                    out,
-                    "manifest {}manifest.json: revision {}{}; replicas follow on their next poll",
-                    slash(&target.display),
-                    updated.manifest.revision,
-                    retried(updated.conflicts)
-                )
-            } else {
-                writeln!(out, "manifest unchanged: every file was current already")
-            };
-            true
-        }
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            false
+            Err(e) => failed = failed.or(Some(e)),
         }
     }
+    if let Some(e) = failed {
+        // What was made current is announced, so that replicas follow it
+        // now rather than at their next reading of the records.
+        let announced = announce(&target, &changes, out, err);
+        return fail(
+            err,
+            format!(
+                "{e}; the workspaces listed above as published are current{}; run the same publish again",
+                if announced {
+                    String::new()
+                } else {
+                    format!(
+                        " (replicas find them within {})",
+                        humantime(crate::storage::RESYNC_EVERY)
+                    )
+                }
+            ),
+        );
+    }
+    announce(&target, &changes, out, err)
 }
 
-/// What the manifest's other workspaces hold, for the checked files.
-fn against_published(manifest: &Manifest, checked: &[Checked]) -> Held {
-    let replaced: Vec<&str> = checked.iter().map(|c| c.workspace.as_str()).collect();
-    Held::of(manifest, &replaced)
+/// Announces `changes` in the root, saying so.
+fn announce(
+    target: &Target,
+    changes: &[Announced],
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> bool {
+    if changes.is_empty() {
+        let _ = writeln!(out, "manifest unchanged: every file was current already");
+        return true;
+    }
+    match target.block_on(target.fleet().announce(changes)) {
+        Ok(updated) => {
+            let _ = writeln!(
+                out,
+                "manifest {}manifest.json: revision {}{}; replicas follow on their next poll",
+                slash(&target.display),
+                updated.value,
+                retried(updated.conflicts)
+            );
+            true
+        }
+        Err(e) => fail(
+            err,
+            format!(
+                "{e}; the records are written, and replicas find them within {} at the latest",
+                humantime(crate::storage::RESYNC_EVERY)
+            ),
+        ),
+    }
 }
 
 /// What the checked files ask for: their workspaces and keys.
@@ -180,8 +230,26 @@ fn claims(checked: &[Checked]) -> Vec<Claim<'_>> {
         .collect()
 }
 
-/// Gzips (if needed), hashes and uploads one checked file.
-fn upload_one(target: &Target, item: &Checked, out: &mut impl Write) -> Result<Version, String> {
+/// How many files a publish works on at once.
+const CONCURRENT: usize = 16;
+
+/// `step` for each of `items`, up to [`CONCURRENT`] at once, the results in
+/// the items' order.
+async fn each<'i, I, T, F>(items: &'i [I], step: impl Fn(&'i I) -> F) -> Vec<T>
+where
+    F: std::future::Future<Output = T>,
+{
+    use futures_util::StreamExt;
+    futures_util::stream::iter(items)
+        .map(step)
+        .buffered(CONCURRENT)
+        .collect()
+        .await
+}
+
+/// Gzips (if needed), hashes and uploads one checked file: its version,
+/// and the line that says what was sent.
+async fn upload_one(target: &Target, item: &Checked) -> Result<(Version, String), String> {
     let is_gzip = SnapshotFile::new(&item.path).is_gzip();
     let prepared = upload::prepare(&item.path, is_gzip)
         .map_err(|e| format!("{}: cannot prepare the upload: {e}", item.path.display()))?;
@@ -191,16 +259,13 @@ fn upload_one(target: &Target, item: &Checked, out: &mut impl Write) -> Result<V
         &format!("{}.json.gz", prepared.sha256),
     ]);
     let key = ObjectPath::from_iter(target.prefix.parts().chain(relative.parts()));
-    let sent = target
-        .runtime
-        .block_on(upload::upload(target.store.as_ref(), &key, &prepared))?;
-    let _ = writeln!(
-        out,
+    let sent = upload::upload(target.store.as_ref(), &key, &prepared).await?;
+    let line = format!(
         "{}: {key} ({} bytes)",
         if sent { "uploaded" } else { "already there" },
         prepared.size
     );
-    Ok(Version {
+    let version = Version {
         sha256: prepared.sha256.clone(),
         key: relative.to_string(),
         size: prepared.size,
@@ -212,7 +277,8 @@ fn upload_one(target: &Target, item: &Checked, out: &mut impl Write) -> Result<V
             .map_or_else(|| item.name.clone(), |n| n.to_string_lossy().into_owned()),
         records: item.records,
         key_hashes: Some(item.key_hashes.iter().map(key::to_hex).collect()),
-    })
+    };
+    Ok((version, line))
 }
 
 /// `portfolio-replica rollback WORKSPACE --to URL [--version V]`.
@@ -226,67 +292,85 @@ pub fn rollback(
 ) -> bool {
     let target = match Target::open(to, options, Access::Read) {
         Ok(target) => target,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            return false;
+        Err(e) => return fail(err, e),
+    };
+    let fleet = target.fleet();
+    if let Err(e) = target.block_on(fleet.writable()) {
+        return fail(err, e);
+    }
+    let mut conflicts = 0;
+    let (from, to, record) = loop {
+        let record = match target.block_on(fleet.record(workspace)) {
+            Ok(Some(record)) => record,
+            Ok(None) => {
+                return fail(
+                    err,
+                    format!(
+                        "the manifest has no workspace {workspace:?} (see `portfolio-replica versions`)"
+                    ),
+                );
+            }
+            Err(e) => return fail(err, e),
+        };
+        let mut moved = record.clone();
+        let (from, to) = match moved.history.rollback(workspace, version) {
+            Ok(pair) => pair,
+            Err(e) => return fail(err, e),
+        };
+        if to.key_hashes.is_none() {
+            let _ = writeln!(
+                err,
+                "warning: that version records no key hashes (published by an older build), so its keys were not checked against the other workspaces"
+            );
+        }
+        // The version brought back must not take a key that another
+        // workspace's current version holds (the replicas would have to
+        // refuse one of them).
+        let name = format!("{workspace} {} ({})", to.version, short(&to.sha256));
+        if let Err(e) = target.block_on(fleet.claim(workspace, &to, &name)) {
+            return fail(err, e);
+        }
+        moved.revision += 1;
+        moved.updated_at = crate::store::time::utc_now();
+        match target.block_on(fleet.replace(&moved)) {
+            Ok(true) => break (from, to, moved),
+            Ok(false) => conflicts += 1,
+            Err(e) => return fail(err, e),
+        }
+        if conflicts >= 30 {
+            return fail(
+                err,
+                format!("{workspace}'s record kept changing; try again"),
+            );
         }
     };
-    let mut moved = None;
-    let mut unknown = false;
-    let updated = target
-        .runtime
-        .block_on(target.manifest().update(&mut |manifest| {
-            let (from, to) = manifest.rollback(workspace, version)?;
-            // The version brought back must not take a key that another
-            // workspace's current version holds (the replicas would
-            // have to refuse one of them).
-            let keys = to.key_hashes();
-            let name = format!("{workspace} {} ({})", to.version, short(&to.sha256));
-            Held::of(manifest, &[workspace]).check(&[Claim {
-                name: &name,
-                written: to.written(),
-                workspace,
-                keys: keys.as_deref().unwrap_or_default(),
-            }])?;
-            unknown = keys.is_none();
-            moved = Some((from, to));
-            Ok(true)
-        }));
-    if unknown {
-        let _ = writeln!(
-            err,
-            "warning: that version records no key hashes (published by an older build), so its keys were not checked against the other workspaces"
-        );
-    }
-    match (updated, moved) {
-        (Ok(updated), Some((from, to))) => {
-            let _ = writeln!(
-                out,
-                "rolled back: {workspace} serves {} ({}) instead of {} ({}); manifest revision {}{}; replicas follow on their next poll",
-                to.version,
-                short(&to.sha256),
-                from.version,
-                short(&from.sha256),
-                updated.manifest.revision,
-                retried(updated.conflicts)
-            );
-            true
-        }
-        (Ok(_), None) => false,
-        (Err(e), _) => {
-            let _ = writeln!(err, "error: {e}");
-            false
-        }
-    }
+    let _ = writeln!(
+        out,
+        "rolled back: {workspace} serves {} ({}) instead of {} ({}); its record is at revision {}{}",
+        to.version,
+        short(&to.sha256),
+        from.version,
+        short(&from.sha256),
+        record.revision,
+        retried(conflicts)
+    );
+    announce(
+        &target,
+        &[(workspace.to_owned(), record.revision, to)],
+        out,
+        err,
+    )
 }
 
-/// `portfolio-replica versions --to URL [--replica HOST:PORT]...`: every
-/// workspace with its kept versions, the current one marked, sizes and
-/// publish times; and, for each replica's admin address given, what it
-/// serves against that. False if the manifest, or a replica, cannot be read.
+/// `portfolio-replica versions --to URL [--workspace W]... [--replica
+/// HOST:PORT]...`: each workspace with its kept versions, the current one
+/// marked, sizes and publish times (all workspaces, or those named); and,
+/// for each replica's admin address given, what it serves against that.
+/// False if the manifest, or a replica, cannot be read.
 pub fn versions(
     to: &str,
     json: bool,
+    only: &[String],
     replicas: &[HttpUrl],
     options: &StorageOptions,
     out: &mut impl Write,
@@ -294,49 +378,124 @@ pub fn versions(
 ) -> bool {
     let target = match Target::open(to, options, Access::Read) {
         Ok(target) => target,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            return false;
-        }
+        Err(e) => return fail(err, e),
     };
-    let manifest = match target.runtime.block_on(target.manifest().read()) {
-        Ok((manifest, Some(_))) => manifest,
-        Ok((_, None)) => {
-            let _ = writeln!(
+    let fleet = target.fleet();
+    let (head, workspaces) = match target.block_on(read_all(&fleet, only)) {
+        Ok(Some(read)) => read,
+        Ok(None) => {
+            return fail(
                 err,
-                "error: {}manifest.json does not exist: nothing was published there with `portfolio-replica publish`",
-                slash(&target.display)
+                format!(
+                    "{}manifest.json does not exist: nothing was published there with `portfolio-replica publish`",
+                    slash(&target.display)
+                ),
             );
-            return false;
         }
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            return false;
-        }
+        Err(e) => return fail(err, e),
     };
+    if let Some(missing) = only.iter().find(|w| !workspaces.contains_key(*w)) {
+        return fail(err, format!("the manifest has no workspace {missing:?}"));
+    }
     if json {
-        let _ = out.write_all(&manifest.to_json());
+        let mut text = serde_json::to_vec_pretty(&serde_json::json!({
+            "manifest": head,
+            "workspaces": workspaces,
+        }))
+        .unwrap_or_default();
+        text.push(b'\n');
+        let _ = out.write_all(&text);
         return true;
     }
-    let _ = write!(out, "{}", render_versions(&manifest, &target.display));
+    let _ = write!(
+        out,
+        "{}",
+        render_versions(&head, &workspaces, &target.display)
+    );
     if replicas.is_empty() {
         return true;
     }
-    let (report, all_read) = fleet::report(&manifest, replicas);
+    let (report, all_read) = fleet::report(&workspaces, only, replicas);
     let _ = write!(out, "{report}");
     all_read
 }
 
+/// `portfolio-replica migrate --to URL`: turns a format-1 manifest into
+/// format 2.
+pub fn migrate(
+    to: &str,
+    options: &StorageOptions,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> bool {
+    let target = match Target::open(to, options, Access::Read) {
+        Ok(target) => target,
+        Err(e) => return fail(err, e),
+    };
+    match target.block_on(target.fleet().migrate()) {
+        Ok(n) => {
+            let _ = writeln!(
+                out,
+                "migrated: {}manifest.json is in format 2, with {n} workspace record(s); replicas read the records on their next poll",
+                slash(&target.display)
+            );
+            true
+        }
+        Err(e) => fail(err, e),
+    }
+}
+
+/// What `versions` shows: the manifest's head (format, revision, when),
+/// and the workspaces' histories.
+type Workspaces = std::collections::BTreeMap<String, History>;
+
+async fn read_all(
+    fleet: &Fleet<'_>,
+    only: &[String],
+) -> Result<Option<(serde_json::Value, Workspaces)>, String> {
+    let Some(manifest) = fleet.manifest().await? else {
+        return Ok(None);
+    };
+    Ok(Some(match manifest {
+        Manifest::V1(old) => {
+            let head = serde_json::json!({
+                "manifest_version": old.manifest_version,
+                "revision": old.revision,
+                "updated_at": old.updated_at,
+            });
+            let mut workspaces = old.workspaces;
+            if !only.is_empty() {
+                workspaces.retain(|name, _| only.contains(name));
+            }
+            (head, workspaces)
+        }
+        Manifest::V2(root) => {
+            let head = serde_json::json!({
+                "manifest_version": root.manifest_version,
+                "revision": root.revision,
+                "updated_at": root.updated_at,
+            });
+            let records: Vec<Record> = fleet.records(only).await?;
+            let workspaces = records
+                .into_iter()
+                .map(|r| (r.workspace, r.history))
+                .collect();
+            (head, workspaces)
+        }
+    }))
+}
+
 /// The `versions` table.
-fn render_versions(manifest: &Manifest, display: &str) -> String {
+fn render_versions(head: &serde_json::Value, workspaces: &Workspaces, display: &str) -> String {
     let mut text = format!(
-        "{}manifest.json: revision {}, updated {}, {} workspace(s)\n",
+        "{}manifest.json: format {}, revision {}, updated {}, {} workspace(s)\n",
         slash(display),
-        manifest.revision,
-        manifest.updated_at,
-        manifest.workspaces.len()
+        head["manifest_version"],
+        head["revision"],
+        head["updated_at"].as_str().unwrap_or("?"),
+        workspaces.len()
     );
-    for (name, workspace) in &manifest.workspaces {
+    for (name, workspace) in workspaces {
         text.push_str(&format!("\n{name}\n"));
         for v in &workspace.versions {
             let mark = if v.sha256 == workspace.current {
@@ -376,6 +535,10 @@ fn slash(display: &str) -> String {
     } else {
         format!("{display}/")
     }
+}
+
+fn humantime(d: std::time::Duration) -> String {
+    format!("{} minutes", d.as_secs().div_ceil(60))
 }
 
 fn retried(conflicts: u32) -> String {

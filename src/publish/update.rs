@@ -1,118 +1,158 @@
-//! Reading and writing the manifest so that two publishers at once never
-//! lose an update: read it with its ETag, change it, and write it only if
-//! it is still that version (`PutMode::Update`, an `If-Match` write; the
-//! first one with `PutMode::Create`, `If-None-Match: *`). A write that finds
-//! the manifest changed meanwhile reads it again and applies the change to
-//! the new one. The local filesystem store has no conditional update: for a
-//! `file://` target, writers take a lock object instead.
+//! Conditional writes, so that publishers running at once never lose each
+//! other's update: an object is read with its version and written only if
+//! it is still that version (`PutMode::Update`, an `If-Match` write; a new
+//! one with `PutMode::Create`, `If-None-Match: *`). A write that loses
+//! reads again and applies its change to what won. The local filesystem
+//! store has no conditional update: for a `file://` target, a writer takes
+//! a lock object next to the object instead.
 
 use std::time::Duration;
 
+use bytes::Bytes;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 
-use crate::storage::manifest::{MANIFEST_NAME, MANIFEST_VERSION, Manifest};
-
-/// Attempts before a publisher gives up on a manifest that keeps changing.
+/// Attempts before a publisher gives up on an object that keeps changing.
 const ATTEMPTS: u32 = 30;
 
 /// A lock older than this was left by a publisher that died: it is broken.
 const STALE_LOCK: Duration = Duration::from_secs(60);
 
-/// Where the manifest is, and how writes to it are made safe.
-pub struct ManifestStore<'a> {
+/// An object store prefix that publishers write to.
+pub struct Conditional<'a> {
     pub store: &'a dyn ObjectStore,
     pub prefix: &'a ObjectPath,
     /// The store cannot update conditionally (the local filesystem).
     pub locking: bool,
 }
 
-/// What an update did.
-pub struct Updated {
-    pub manifest: Manifest,
+/// An object as read: its bytes, the version a conditional write names,
+/// and when it was written.
+pub struct Read {
+    pub bytes: Bytes,
+    pub version: UpdateVersion,
+    pub age: Duration,
+}
+
+/// What a write that may lose did.
+pub enum Put {
+    Written,
+    /// Someone else wrote first: read again.
+    Lost,
+}
+
+/// What [`Conditional::update`] asks of its caller: given the object's
+/// bytes (`None`: no object yet), the bytes to write (`None`: leave it) and
+/// the value to return.
+pub type Change<'c, T> =
+    dyn FnMut(Option<&[u8]>) -> Result<(Option<Vec<u8>>, T), String> + Send + 'c;
+
+/// What [`Conditional::update`] did.
+pub struct Updated<T> {
+    /// What the change made, as written (or found, if unchanged).
+    pub value: T,
     /// False when the change found nothing to change.
     pub written: bool,
-    /// Writes that found the manifest changed by someone else first.
+    /// Writes that found the object changed by someone else first.
     pub conflicts: u32,
 }
 
-impl ManifestStore<'_> {
-    fn key(&self) -> ObjectPath {
-        self.prefix.clone().join(MANIFEST_NAME)
+impl Conditional<'_> {
+    /// `name` under the prefix.
+    pub fn path(&self, name: &str) -> ObjectPath {
+        self.prefix.clone().join(name)
     }
 
-    /// The manifest and its version; an empty one if there is none yet.
-    pub async fn read(&self) -> Result<(Manifest, Option<UpdateVersion>), String> {
-        let key = self.key();
-        let result = match self.store.get(&key).await {
+    /// The object, or `None` if there is none.
+    pub async fn read(&self, key: &ObjectPath) -> Result<Option<Read>, String> {
+        let result = match self.store.get(key).await {
             Ok(result) => result,
-            Err(object_store::Error::NotFound { .. }) => return Ok((Manifest::empty(), None)),
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
             Err(e) => return Err(format!("cannot read {key}: {e}")),
         };
         let version = UpdateVersion {
             e_tag: result.meta.e_tag.clone(),
             version: result.meta.version.clone(),
         };
+        let age = (chrono::Utc::now() - result.meta.last_modified)
+            .to_std()
+            .unwrap_or_default();
         let bytes = result
             .bytes()
             .await
             .map_err(|e| format!("cannot read {key}: {e}"))?;
-        // A broken manifest is not overwritten: its history would be lost.
-        let manifest = Manifest::parse(&bytes)
-            .map_err(|e| format!("{e}; fix it (or delete it to start over) before publishing"))?;
-        Ok((manifest, Some(version)))
+        Ok(Some(Read {
+            bytes,
+            version,
+            age,
+        }))
     }
 
-    /// Applies `change` to the current manifest and writes it, retrying on
-    /// conflict. `change` returns whether it changed anything; it may run
-    /// more than once, on newer manifests.
-    pub async fn update(
+    /// Writes `bytes` if the object is still at `expected` (`None`: if it
+    /// still does not exist).
+    pub async fn put(
         &self,
-        change: &mut (dyn FnMut(&mut Manifest) -> Result<bool, String> + Send),
-    ) -> Result<Updated, String> {
+        key: &ObjectPath,
+        bytes: Vec<u8>,
+        expected: Option<UpdateVersion>,
+    ) -> Result<Put, String> {
         if self.locking {
-            return self.update_locked(change).await;
+            return self.put_locked(key, bytes, expected).await;
         }
-        let key = self.key();
+        let mode = match expected {
+            Some(version) => PutMode::Update(version),
+            None => PutMode::Create,
+        };
+        let options = PutOptions {
+            mode,
+            ..PutOptions::default()
+        };
+        match self
+            .store
+            .put_opts(key, PutPayload::from(bytes), options)
+            .await
+        {
+            Ok(_) => Ok(Put::Written),
+            Err(
+                object_store::Error::Precondition { .. }
+                | object_store::Error::AlreadyExists { .. },
+            ) => Ok(Put::Lost),
+            Err(e) => Err(format!("cannot write {key}: {e}")),
+        }
+    }
+
+    /// Reads the object, applies `change` to it and writes the result,
+    /// again on a newer one each time another writer wins. `change` gets
+    /// the current bytes (`None`: no object yet) and returns what to
+    /// write, or `None` to leave it as it is, with the value to return.
+    pub async fn update<T>(
+        &self,
+        key: &ObjectPath,
+        change: &mut Change<'_, T>,
+    ) -> Result<Updated<T>, String> {
         let mut conflicts = 0;
         for attempt in 0..ATTEMPTS {
-            let (mut manifest, version) = self.read().await?;
-            if !change(&mut manifest)? {
+            let read = self.read(key).await?;
+            let (bytes, value) = change(read.as_ref().map(|r| r.bytes.as_ref()))?;
+            let Some(bytes) = bytes else {
                 return Ok(Updated {
-                    manifest,
+                    value,
                     written: false,
                     conflicts,
                 });
-            }
-            stamp(&mut manifest);
-            let mode = match version {
-                Some(version) => PutMode::Update(version),
-                None => PutMode::Create,
             };
-            let options = PutOptions {
-                mode,
-                ..PutOptions::default()
-            };
-            match self
-                .store
-                .put_opts(&key, PutPayload::from(manifest.to_json()), options)
-                .await
-            {
-                Ok(_) => {
+            match self.put(key, bytes, read.map(|r| r.version)).await? {
+                Put::Written => {
                     return Ok(Updated {
-                        manifest,
+                        value,
                         written: true,
                         conflicts,
                     });
                 }
-                Err(
-                    object_store::Error::Precondition { .. }
-                    | object_store::Error::AlreadyExists { .. },
-                ) => {
+                Put::Lost => {
                     conflicts += 1;
                     tokio::time::sleep(retry_delay(attempt)).await;
                 }
-                Err(e) => return Err(format!("cannot write {key}: {e}")),
             }
         }
         Err(format!(
@@ -120,13 +160,15 @@ impl ManifestStore<'_> {
         ))
     }
 
-    /// The same under a lock object, for stores without conditional update.
-    async fn update_locked(
+    /// [`Conditional::put`] under a lock object, for stores without
+    /// conditional update: the version is compared while the lock is held.
+    async fn put_locked(
         &self,
-        change: &mut (dyn FnMut(&mut Manifest) -> Result<bool, String> + Send),
-    ) -> Result<Updated, String> {
-        let lock = self.prefix.clone().join(format!("{MANIFEST_NAME}.lock"));
-        let mut conflicts = 0;
+        key: &ObjectPath,
+        bytes: Vec<u8>,
+        expected: Option<UpdateVersion>,
+    ) -> Result<Put, String> {
+        let lock = ObjectPath::from(format!("{key}.lock"));
         let mut attempt = 0;
         loop {
             let options = PutOptions {
@@ -140,7 +182,6 @@ impl ManifestStore<'_> {
             {
                 Ok(_) => break,
                 Err(object_store::Error::AlreadyExists { .. }) => {
-                    conflicts += 1;
                     if let Ok(meta) = self.store.head(&lock).await
                         && (chrono::Utc::now() - meta.last_modified)
                             .to_std()
@@ -158,39 +199,30 @@ impl ManifestStore<'_> {
                 Err(e) => return Err(format!("cannot take {lock}: {e}")),
             }
         }
-        let result: Result<(Manifest, bool), String> = async {
-            let (mut manifest, _) = self.read().await?;
-            if !change(&mut manifest)? {
-                return Ok((manifest, false));
+        let result = async {
+            let now = match self.store.head(key).await {
+                Ok(meta) => Some(meta.e_tag),
+                Err(object_store::Error::NotFound { .. }) => None,
+                Err(e) => return Err(format!("cannot read {key}: {e}")),
+            };
+            if now != expected.map(|v| v.e_tag) {
+                return Ok(Put::Lost);
             }
-            stamp(&mut manifest);
             self.store
-                .put(&self.key(), PutPayload::from(manifest.to_json()))
+                .put(key, PutPayload::from(bytes))
                 .await
-                .map_err(|e| format!("cannot write {}: {e}", self.key()))?;
-            Ok((manifest, true))
+                .map_err(|e| format!("cannot write {key}: {e}"))?;
+            Ok(Put::Written)
         }
         .await;
         let _ = self.store.delete(&lock).await;
-        let (manifest, written) = result?;
-        Ok(Updated {
-            manifest,
-            written,
-            conflicts,
-        })
+        result
     }
-}
-
-/// A new revision of the manifest, now.
-fn stamp(manifest: &mut Manifest) {
-    manifest.manifest_version = MANIFEST_VERSION;
-    manifest.revision += 1;
-    manifest.updated_at = crate::store::time::utc_now();
 }
 
 /// 50 ms doubling to 1.6 s, with up to 50% more at random, so that
 /// publishers that collided do not collide again in step.
-fn retry_delay(attempt: u32) -> Duration {
+pub fn retry_delay(attempt: u32) -> Duration {
     let base = Duration::from_millis(50) * (1 << attempt.min(5));
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -205,24 +237,9 @@ mod tests {
     use object_store::memory::InMemory;
 
     use super::*;
-    use crate::storage::manifest::Version;
 
-    fn version(n: u32) -> Version {
-        let sha256 = format!("{n:064x}");
-        Version {
-            key: format!("objects/ws/{sha256}.json.gz"),
-            sha256,
-            size: 1,
-            version: format!("v{n}"),
-            published_at: String::new(),
-            file: "f.json".to_owned(),
-            records: 0,
-            key_hashes: None,
-        }
-    }
-
-    /// Many publishers at once, each adding its own workspace: every one of
-    /// them is in the final manifest, and each write made one revision.
+    /// Many writers at once, each adding its own line to one object: every
+    /// line is in it at the end.
     async fn no_update_is_lost(store: Arc<dyn ObjectStore>, locking: bool) {
         let prefix = ObjectPath::from("fleet");
         let mut tasks = Vec::new();
@@ -230,13 +247,18 @@ mod tests {
             let store = Arc::clone(&store);
             let prefix = prefix.clone();
             tasks.push(tokio::spawn(async move {
-                let target = ManifestStore {
+                let target = Conditional {
                     store: store.as_ref(),
                     prefix: &prefix,
                     locking,
                 };
+                let key = target.path("shared");
                 target
-                    .update(&mut |m| Ok(m.publish(&format!("ws-{n}"), version(n), 10)))
+                    .update(&key, &mut |now| {
+                        let mut text = now.map(<[u8]>::to_vec).unwrap_or_default();
+                        text.extend_from_slice(format!("{n}\n").as_bytes());
+                        Ok((Some(text), ()))
+                    })
                     .await
                     .map(|u| u.written)
             }));
@@ -244,14 +266,19 @@ mod tests {
         for task in tasks {
             assert_eq!(task.await.unwrap(), Ok(true));
         }
-        let target = ManifestStore {
+        let target = Conditional {
             store: store.as_ref(),
             prefix: &prefix,
             locking,
         };
-        let (manifest, _) = target.read().await.unwrap();
-        assert_eq!(manifest.workspaces.len(), 16);
-        assert_eq!(manifest.revision, 16);
+        let read = target.read(&target.path("shared")).await.unwrap().unwrap();
+        let mut lines: Vec<u32> = std::str::from_utf8(&read.bytes)
+            .unwrap()
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        lines.sort_unstable();
+        assert_eq!(lines, (0..16).collect::<Vec<_>>());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -261,10 +288,8 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn concurrent_locked_updates_lose_nothing() {
-        let dir = std::env::temp_dir().join(format!("locked-update-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let store = object_store::local::LocalFileSystem::new_with_prefix(&dir).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
         no_update_is_lost(Arc::new(store), true).await;
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

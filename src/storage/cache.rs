@@ -30,6 +30,8 @@ pub struct Record {
     pub etag: Option<String>,
     pub sha256: Option<String>,
     pub manifest_revision: Option<u64>,
+    #[serde(default)]
+    pub workspace_revision: Option<u64>,
     pub fetched_at: String,
     /// When the object was written (milliseconds since the epoch), for
     /// conflicts; absent from records of older builds.
@@ -58,6 +60,7 @@ impl Record {
             sha256: self.sha256.clone(),
             size: self.size,
             manifest_revision: self.manifest_revision,
+            workspace_revision: self.workspace_revision,
             fetched_at: self.fetched_at.clone(),
             from_cache: true,
         }
@@ -278,6 +281,7 @@ mod tests {
             etag: Some(tag.to_owned()),
             sha256: None,
             manifest_revision: None,
+            workspace_revision: None,
             fetched_at: "2026-11-23T10:00:00.000Z".to_owned(),
             written_ms: None,
             data: String::new(),

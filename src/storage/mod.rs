@@ -17,6 +17,7 @@ mod dir;
 mod download;
 mod error;
 mod file;
+mod follow;
 mod listing;
 pub mod location;
 pub mod manifest;
@@ -26,6 +27,7 @@ mod status;
 
 pub use error::{ErrorKind, ListError, StorageError};
 pub use file::{SnapshotFile, is_snapshot_name};
+pub use follow::RESYNC_EVERY;
 pub use listing::{Fetch, FileFingerprint, Fingerprint, Listing, Local, ObjectVersion};
 pub use location::{Location, StorageOptions};
 pub use origin::Origin;

@@ -7,8 +7,9 @@
 //!   when its ETag changed.
 //! - **Manifest mode**, once `manifest.json` exists under the prefix: one
 //!   conditional GET of it per poll (`If-None-Match`, a 304 when nothing
-//!   changed), and the immutable object it names per workspace, checked
-//!   against its SHA-256.
+//!   changed), the workspace records when its journal says to
+//!   (`super::follow`), and the immutable object named per workspace,
+//!   checked against its SHA-256.
 //!
 //! A failed poll changes nothing that serves: it is logged once per change
 //! of kind, counted, shown in `/snapshots`, and retried with a capped,
@@ -16,7 +17,6 @@
 //! `--cache-dir` serve. All IO runs on a small runtime of its own, driven by
 //! the reloader thread, away from the request path.
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
@@ -30,12 +30,13 @@ use super::client::{ClientLog, classify};
 use super::download::{DownloadError, Expect, download};
 use super::error::{ErrorKind, ListError, StorageError};
 use super::file::is_snapshot_name;
+use super::follow::{self, Followed, Records};
 use super::listing::{Fetch, Fingerprint, Listing, Local, ObjectVersion};
 use super::location::{self, StorageOptions};
-use super::manifest::{MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest};
+use super::manifest::{self, MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest};
 use super::status::{OriginStatus, SourceStatus};
 use crate::metrics::Metrics;
-use crate::store::time::{Instant, utc_millis, utc_now};
+use crate::store::time::{utc_millis, utc_now};
 
 /// The longest a failing source waits between polls, unless the poll
 /// interval itself is longer.
@@ -43,6 +44,10 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Tags of objects the store lists without an ETag start with this.
 const NO_ETAG: &str = "modified:";
+
+/// Objects one LIST request returns (S3's page, which the other stores
+/// match or exceed).
+const LIST_PAGE: usize = 1000;
 
 pub struct ObjectOrigin {
     store: Arc<dyn ObjectStore>,
@@ -72,23 +77,29 @@ struct State {
     /// Polls in a row in which a request failed in a way that calls for
     /// backing off (the listing or a download).
     backoff_steps: u32,
+    /// Prefix mode: the LIST requests the last listing took. The interval
+    /// is stretched by it, so that a prefix of 10,000 objects costs one
+    /// request per poll interval, as one of 100 does.
+    list_pages: u32,
     jitter: u64,
 }
 
 /// The manifest as last read.
 struct ManifestSeen {
     etag: Option<String>,
-    /// Its listing, if it was valid.
-    good: Option<(u64, BTreeMap<String, ObjectVersion>)>,
-    /// Why it is not, if it is not.
+    /// What it serves, as last followed.
+    good: Option<Followed>,
+    /// Why the last one read cannot be followed, if it cannot.
     broken: Option<StorageError>,
 }
 
 /// What one poll read.
 enum Polled {
     Objects(Vec<ObjectMeta>),
-    Manifest(bytes::Bytes, Option<String>),
-    Unmodified,
+    /// The manifest (or why it cannot be read), and the workspace records
+    /// if they had to be read.
+    Manifest(Result<Manifest, String>, Option<String>, Option<Records>),
+    Unmodified(Option<Records>),
 }
 
 impl ObjectOrigin {
@@ -187,8 +198,8 @@ impl ObjectOrigin {
             url = %self.url,
             outcome = match &polled {
                 Ok(Polled::Objects(objects)) => format!("listed {} objects", objects.len()),
-                Ok(Polled::Manifest(bytes, etag)) => format!("manifest of {} bytes, etag {etag:?}", bytes.len()),
-                Ok(Polled::Unmodified) => "manifest unmodified".to_owned(),
+                Ok(Polled::Manifest(_, etag, records)) => format!("manifest changed, etag {etag:?}, records read: {}", records.is_some()),
+                Ok(Polled::Unmodified(records)) => format!("manifest unmodified, records read: {}", records.is_some()),
                 Err(e) => e.to_string(),
             },
             "polled the object store"
@@ -221,7 +232,7 @@ impl ObjectOrigin {
         if !in_prefix_mode {
             // No manifest: prefix mode.
             if let Some(polled) = self.get_manifest(&manifest_key, manifest_etag).await? {
-                return Ok(polled);
+                return self.with_records(polled).await;
             }
         }
         let prefix = (!self.prefix.is_root()).then_some(&self.prefix);
@@ -236,9 +247,48 @@ impl ObjectOrigin {
             .any(|o| o.location.filename() == Some(MANIFEST_NAME))
             && let Some(polled) = self.get_manifest(&manifest_key, None).await?
         {
-            return Ok(polled);
+            return self.with_records(polled).await;
         }
         Ok(Polled::Objects(listed.objects))
+    }
+
+    /// A manifest poll, with the workspace records read if following it
+    /// needs them (`Followed::needs_records`).
+    async fn with_records(&self, polled: Polled) -> Result<Polled, StorageError> {
+        let known = {
+            let state = self.state();
+            let followed = state.manifest.as_ref().and_then(|m| m.good.as_ref());
+            let needs = match &polled {
+                Polled::Manifest(Ok(Manifest::V2(root)), _, _) => {
+                    Followed::needs_records(followed, Some(root))
+                }
+                Polled::Unmodified(_) => {
+                    followed.is_some_and(|f| f.format == manifest::MANIFEST_VERSION)
+                        && Followed::needs_records(followed, None)
+                }
+                _ => false,
+            };
+            if !needs {
+                return Ok(polled);
+            }
+            followed.map(Followed::known).unwrap_or_default()
+        };
+        let error = |e: &object_store::Error, message: String| self.error(e, message);
+        let (records, cost) =
+            follow::read_records(self.store.as_ref(), &self.prefix, known, &error).await?;
+        self.metrics.source_bytes(cost.bytes);
+        tracing::debug!(
+            url = %self.url,
+            listed = cost.listed,
+            downloaded = cost.downloaded,
+            bytes = cost.bytes,
+            "read the workspace records"
+        );
+        Ok(match polled {
+            Polled::Manifest(manifest, etag, _) => Polled::Manifest(manifest, etag, Some(records)),
+            Polled::Unmodified(_) => Polled::Unmodified(Some(records)),
+            objects => objects,
+        })
     }
 
     /// The manifest, unless it is unchanged (`Unmodified`) or absent (`None`).
@@ -253,7 +303,9 @@ impl ObjectOrigin {
         };
         let result = match self.store.get_opts(key, options).await {
             Ok(result) => result,
-            Err(object_store::Error::NotModified { .. }) => return Ok(Some(Polled::Unmodified)),
+            Err(object_store::Error::NotModified { .. }) => {
+                return Ok(Some(Polled::Unmodified(None)));
+            }
             Err(object_store::Error::NotFound { .. }) => return Ok(None),
             Err(e) => return Err(self.error(&e, format!("cannot read {key}: {e}"))),
         };
@@ -271,7 +323,7 @@ impl ObjectOrigin {
             StorageError::new(ErrorKind::Incomplete, format!("cannot read {key}: {e}"))
         })?;
         self.metrics.source_bytes(bytes.len() as u64);
-        Ok(Some(Polled::Manifest(bytes, etag)))
+        Ok(Some(Polled::Manifest(manifest::parse(&bytes), etag, None)))
     }
 
     fn error(&self, error: &object_store::Error, message: String) -> StorageError {
@@ -283,27 +335,49 @@ impl ObjectOrigin {
         match polled {
             Polled::Objects(objects) => {
                 state.manifest = None;
+                state.list_pages = objects.len().div_ceil(LIST_PAGE).max(1) as u32;
                 Ok(self.prefix_listing(objects))
             }
-            Polled::Manifest(bytes, etag) => {
-                let seen = match Manifest::parse(&bytes) {
-                    Ok(manifest) => ManifestSeen {
+            Polled::Manifest(parsed, etag, records) => {
+                let had = state.manifest.take().and_then(|m| m.good);
+                // A manifest that cannot be read keeps its ETag (it stays
+                // broken until it changes); one that cannot be followed
+                // does not, so that the next poll tries again.
+                let followed = match parsed {
+                    Ok(Manifest::V1(manifest)) => Ok(Followed::from_v1(&manifest, &self.prefix)),
+                    Ok(Manifest::V2(root)) => had
+                        .clone()
+                        .unwrap_or_default()
+                        .advance(&root, records, &self.prefix)
+                        .map_err(|e| (e, None)),
+                    Err(e) => Err((e, etag.clone())),
+                };
+                // The last good manifest stays remembered, not served:
+                // nothing changes until a valid one replaces it.
+                state.manifest = Some(match followed {
+                    Ok(followed) => ManifestSeen {
                         etag,
-                        good: Some((manifest.revision, self.manifest_entries(&manifest))),
+                        good: Some(followed),
                         broken: None,
                     },
-                    // The last good manifest stays remembered, not served:
-                    // nothing changes until a valid one replaces it.
-                    Err(message) => ManifestSeen {
+                    Err((message, etag)) => ManifestSeen {
                         etag,
-                        good: state.manifest.take().and_then(|m| m.good),
+                        good: had,
                         broken: Some(StorageError::new(ErrorKind::Manifest, message)),
                     },
-                };
-                state.manifest = Some(seen);
+                });
                 manifest_listing(state)
             }
-            Polled::Unmodified => manifest_listing(state),
+            Polled::Unmodified(records) => {
+                if let Some(records) = records
+                    && let Some(seen) = &mut state.manifest
+                    && let Some(followed) = &mut seen.good
+                {
+                    followed.entries = records;
+                    followed.records_read_at = Some(std::time::Instant::now());
+                }
+                manifest_listing(state)
+            }
         }
     }
 
@@ -338,34 +412,6 @@ impl ObjectOrigin {
                 .insert(name.to_owned(), Ok(Fingerprint::Object(version)));
         }
         listing
-    }
-
-    /// Each workspace of the manifest and the object that serves it; keys
-    /// in the manifest are relative to the prefix.
-    fn manifest_entries(&self, manifest: &Manifest) -> BTreeMap<String, ObjectVersion> {
-        let base = self.prefix.to_string();
-        manifest
-            .workspaces
-            .iter()
-            .filter_map(|(name, workspace)| {
-                let current = workspace.current_version()?;
-                let key = if base.is_empty() {
-                    current.key.clone()
-                } else {
-                    format!("{base}/{}", current.key)
-                };
-                Some((
-                    name.clone(),
-                    ObjectVersion {
-                        key,
-                        tag: current.sha256.clone(),
-                        size: current.size,
-                        written: Instant::parse_rfc3339(&current.published_at)
-                            .map(Instant::to_system_time),
-                    },
-                ))
-            })
-            .collect()
     }
 
     fn succeeded(&self, state: &mut State) {
@@ -445,16 +491,15 @@ impl ObjectOrigin {
                 written: version.written,
             });
         }
-        let revision = {
+        let revisions = {
             let state = self.state();
             state
                 .manifest
                 .as_ref()
                 .and_then(|m| m.good.as_ref())
-                .filter(|(_, entries)| entries.get(name) == Some(version))
-                .map(|(revision, _)| *revision)
+                .and_then(|followed| followed.revisions(name, version))
         };
-        let in_manifest = revision.is_some();
+        let in_manifest = revisions.is_some();
         let key = match ObjectPath::parse(&version.key) {
             Ok(key) => key,
             Err(e) => return self.fetch_failed(ErrorKind::Other, format!("{}: {e}", version.key)),
@@ -499,7 +544,8 @@ impl ObjectOrigin {
                 etag: downloaded.etag,
                 sha256: in_manifest.then_some(downloaded.sha256),
                 size: downloaded.len,
-                manifest_revision: revision,
+                manifest_revision: revisions.map(|(root, _)| root),
+                workspace_revision: revisions.and_then(|(_, record)| record),
                 fetched_at: utc_now(),
                 from_cache: false,
             }),
@@ -585,6 +631,7 @@ impl ObjectOrigin {
             etag: source.etag,
             sha256: source.sha256,
             manifest_revision: source.manifest_revision,
+            workspace_revision: source.workspace_revision,
             fetched_at: source.fetched_at,
             written_ms: local
                 .written
@@ -613,11 +660,16 @@ impl ObjectOrigin {
         };
     }
 
-    /// The wait before the next poll: the interval, doubled for each poll in
-    /// a row that had trouble (up to 30 s, or the interval if longer), then
+    /// The wait before the next poll: the interval (in prefix mode, times
+    /// the LIST requests a listing takes), doubled for each poll in a row
+    /// that had trouble (up to 30 s, or the interval if longer), then
     /// jittered by up to ±20%.
     pub fn next_poll(&self, interval: Duration) -> Duration {
         let mut state = self.state();
+        let interval = match state.manifest {
+            None if state.list_pages > 1 => interval * state.list_pages,
+            _ => interval,
+        };
         let cap = MAX_BACKOFF.max(interval);
         let base = interval
             .checked_mul(1 << state.backoff_steps.min(16))
@@ -638,7 +690,7 @@ impl ObjectOrigin {
         OriginStatus {
             url: self.url.clone(),
             mode: mode.into(),
-            manifest_revision: manifest.and_then(|m| m.good.as_ref()).map(|(r, _)| *r),
+            manifest_revision: manifest.and_then(|m| m.good.as_ref()).map(|f| f.revision),
             manifest_etag: manifest.and_then(|m| m.etag.clone()),
             last_success_at: state.last_success.map(utc_millis),
             stale_seconds: state
@@ -673,19 +725,11 @@ fn manifest_listing(state: &State) -> Result<Listing, StorageError> {
     if let Some(broken) = &seen.broken {
         return Err(broken.clone());
     }
-    let (_, entries) = seen
+    let followed = seen
         .good
         .as_ref()
         .ok_or_else(|| StorageError::new(ErrorKind::Manifest, "no valid manifest was read"))?;
-    Ok(Listing {
-        entries: entries
-            .iter()
-            .map(|(name, version)| (name.clone(), Ok(Fingerprint::Object(version.clone()))))
-            .collect(),
-        ignored: 0,
-        names_are_workspaces: true,
-        fresh: true,
-    })
+    Ok(followed.listing())
 }
 
 /// xorshift64*: enough to spread a fleet's polls, no dependency needed.

@@ -16,8 +16,17 @@ pub struct SourceStatus {
     /// Its SHA-256 as the manifest names it; `null` in prefix mode.
     pub sha256: Option<String>,
     pub size: u64,
-    /// The revision of the manifest that named it; `null` in prefix mode.
+    /// The revision of `manifest.json` when this replica downloaded it
+    /// (`null` in prefix mode). Other workspaces' publishes raise the
+    /// manifest's revision too, so a lower number here does not mean this
+    /// workspace is behind: compare `workspace_revision`, or the serving
+    /// version, with `portfolio-replica versions`.
     pub manifest_revision: Option<u64>,
+    /// The revision of the workspace's own record that named it: raised
+    /// only by this workspace's publishes and rollbacks (format 2; `null`
+    /// in prefix mode and for a format-1 manifest).
+    #[serde(default)]
+    pub workspace_revision: Option<u64>,
     /// When it was downloaded (RFC 3339, UTC); for a copy restored from
     /// `--cache-dir`, when that copy was downloaded.
     pub fetched_at: String,

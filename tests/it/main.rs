@@ -19,6 +19,7 @@ mod isolation;
 mod layers;
 mod limits;
 mod logs;
+mod manifest_format;
 mod many_workspaces;
 mod meetings;
 mod metrics;

@@ -154,10 +154,9 @@ async fn publish_versions_and_rollback_drive_the_fleet() {
             "{key}"
         );
     }
-    let manifest: Value =
-        serde_json::from_slice(&s3.get("m/manifest.json").await.expect("a manifest")).unwrap();
-    assert_eq!(manifest["manifest_version"], 1);
-    assert_eq!(manifest["revision"], 2);
+    let manifest = s3.versions("m").await.expect("a manifest");
+    assert_eq!(manifest["manifest"]["manifest_version"], 2);
+    assert_eq!(manifest["manifest"]["revision"], 2);
     assert_eq!(
         manifest["workspaces"]["ws-acme"]["versions"][0]["version"],
         "v2"
@@ -179,6 +178,7 @@ async fn publish_versions_and_rollback_drive_the_fleet() {
     let entry = &body["files"][0];
     assert_eq!(entry["file"], "ws-acme");
     assert_eq!(entry["source"]["manifest_revision"], 2, "{entry}");
+    assert_eq!(entry["source"]["workspace_revision"], 2, "{entry}");
     assert_eq!(
         entry["source"]["key"],
         format!(
@@ -229,9 +229,8 @@ async fn publish_versions_and_rollback_drive_the_fleet() {
         "{out:?} vs {checked:?}"
     );
     assert!(out.stderr.contains("nothing published"), "{out:?}");
-    let manifest: Value =
-        serde_json::from_slice(&s3.get("m/manifest.json").await.unwrap()).unwrap();
-    assert_eq!(manifest["revision"], 4, "{manifest}");
+    let manifest = s3.versions("m").await.expect("a manifest");
+    assert_eq!(manifest["manifest"]["revision"], 4, "{manifest}");
 
     // Idle, a replica in manifest mode sends one conditional GET per poll.
     let before = s3.proxy.counts();
@@ -266,7 +265,7 @@ async fn concurrent_publishers_lose_no_update() {
     let env = s3.env();
     let files = tempdir();
     let mut runs = Vec::new();
-    for n in 0..4 {
+    for n in 0..10 {
         let key = format!("cura_publisher_{n}");
         let path = write_json(
             files.path(),
@@ -304,14 +303,13 @@ async fn concurrent_publishers_lose_no_update() {
     for out in &outputs {
         assert_eq!(out.code, Some(0), "{out:?}");
     }
-    let manifest: Value =
-        serde_json::from_slice(&s3.get("c/manifest.json").await.unwrap()).unwrap();
+    let manifest = s3.versions("c").await.expect("a manifest");
     assert_eq!(
-        manifest["revision"], 7,
+        manifest["manifest"]["revision"], 13,
         "every publish is one revision: {manifest}"
     );
     let workspaces = manifest["workspaces"].as_object().unwrap();
-    assert_eq!(workspaces.len(), 5, "{manifest}");
+    assert_eq!(workspaces.len(), 11, "{manifest}");
     let mut shared: Vec<&str> = manifest["workspaces"]["ws-shared"]["versions"]
         .as_array()
         .unwrap()
@@ -391,8 +389,9 @@ async fn two_replicas_converge_on_every_publish_and_rollback() {
     assert_eq!(out.code, Some(0), "{out:?}");
     for admin in [&ra, &rb] {
         assert!(
-            out.stdout
-                .contains(&format!("{admin}  ws-acme  v2 (current)  revision 4")),
+            out.stdout.contains(&format!(
+                "{admin}  ws-acme  v2 (current)  workspace revision 4"
+            )),
             "{}",
             out.stdout
         );

@@ -290,20 +290,26 @@ async fn a_bad_manifest_or_a_missing_object_unloads_nothing() {
     assert_eq!(serving(&server).await, "v1");
     assert!(errors_of(&server, "manifest").await >= 1.0);
 
-    // A manifest naming an object nobody uploaded.
-    let mut dangling: Value = serde_json::from_slice(&good).unwrap();
+    // A workspace record naming an object nobody uploaded, announced.
+    s3.put("bm/manifest.json", good.clone()).await;
+    let mut record: Value =
+        serde_json::from_slice(&s3.get("bm/workspaces/ws-acme.json").await.unwrap()).unwrap();
     let sha = "ab".repeat(32);
-    let versions = dangling["workspaces"]["ws-acme"]["versions"]
-        .as_array_mut()
-        .unwrap();
+    let versions = record["versions"].as_array_mut().unwrap();
     let mut missing = versions[0].clone();
     missing["sha256"] = json!(sha);
     missing["key"] = json!(format!("objects/ws-acme/{sha}.json.gz"));
     missing["version"] = json!("v9");
-    versions.insert(0, missing);
-    dangling["workspaces"]["ws-acme"]["current"] = json!(sha);
-    dangling["revision"] = json!(9);
-    s3.put_json("bm/manifest.json", &dangling).await;
+    versions.insert(0, missing.clone());
+    record["current"] = json!(sha);
+    record["revision"] = json!(9);
+    s3.put_json("bm/workspaces/ws-acme.json", &record).await;
+    let mut root: Value = serde_json::from_slice(&good).unwrap();
+    root["revision"] = json!(9);
+    root["changes"].as_array_mut().unwrap().push(json!({
+        "revision": 9, "workspace": "ws-acme", "workspace_revision": 9, "current": missing,
+    }));
+    s3.put_json("bm/manifest.json", &root).await;
     let body = wait_kind(&server, Some("ws-acme"), "not_found").await;
     assert!(
         body["files"][0]["source_error"]

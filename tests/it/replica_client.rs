@@ -122,7 +122,7 @@ async fn versions_reads_replicas_by_admin_address_and_names_the_api_port_given_b
     .await;
     assert_eq!((out.code, out.stderr.as_str()), (Some(0), ""), "{out:?}");
     for replica in [with_scheme, admin.to_string()] {
-        let line = format!("\n  {replica}  ws-acme  v1 (current)  revision 1  stale ");
+        let line = format!("\n  {replica}  ws-acme  v1 (current)  workspace revision 1  stale ");
         assert!(out.stdout.contains(&line), "{line:?} in {}", out.stdout);
     }
 

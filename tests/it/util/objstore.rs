@@ -141,6 +141,19 @@ impl S3 {
         keys.sort();
         keys
     }
+
+    /// What `portfolio-replica versions --to URL --json` says of `prefix`:
+    /// `{"manifest": {...revision...}, "workspaces": {id: {current,
+    /// versions}}}`, or `None` if nothing was published there.
+    pub async fn versions(&self, prefix: &str) -> Option<Value> {
+        let url = self.url(prefix);
+        let out = super::cli_env(&["versions", "--to", &url, "--json"], &self.env()).await;
+        if out.code != Some(0) {
+            assert!(out.stderr.contains("does not exist"), "{out:?}");
+            return None;
+        }
+        Some(serde_json::from_str(&out.stdout).expect("versions --json"))
+    }
 }
 
 fn client(endpoint: &str) -> Arc<dyn ObjectStore> {

@@ -1,0 +1,279 @@
+//! Manifest mode on a replica: what it knows of the workspaces the manifest
+//! serves, and how a poll brings that up to date.
+//!
+//! Format 2 (`manifest::Root`): the replica applies the root's journal of
+//! changes since the revision it has followed, so a poll reads the root and
+//! nothing else. It reads the workspace records instead (one LIST of
+//! `workspaces/`, and a GET of each record whose ETag it has not read)
+//! when it starts, when it has fallen further behind than the journal
+//! reaches, and every [`RESYNC_EVERY`], which heals a publisher that died
+//! between writing a record and announcing it. Format 1 is read whole, as
+//! before.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use futures_util::{StreamExt, TryStreamExt};
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt};
+
+use super::error::{ErrorKind, StorageError};
+use super::listing::{Fingerprint, Listing, ObjectVersion};
+use super::manifest::{self, MAX_RECORD_BYTES, RECORDS_DIR, Record, Root, Version, v1};
+use crate::store::time::Instant as At;
+
+/// How often a replica reads the records even when the journal says it is
+/// up to date.
+pub const RESYNC_EVERY: Duration = Duration::from_secs(300);
+
+/// Records read at once when a replica reads them all.
+const CONCURRENT_READS: usize = 32;
+
+/// What a replica follows: each workspace and the object that serves it.
+#[derive(Clone, Debug, Default)]
+pub struct Followed {
+    /// The manifest's format and the root revision applied.
+    pub format: u32,
+    pub revision: u64,
+    pub entries: BTreeMap<String, Entry>,
+    /// When the records were last read (format 2).
+    pub records_read_at: Option<Instant>,
+}
+
+/// One workspace as followed.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub version: ObjectVersion,
+    /// The revision of the workspace's record (format 2).
+    pub workspace_revision: Option<u64>,
+    /// The record's object name and ETag as last read, so that reading the
+    /// records again downloads only those that changed.
+    record: Option<(String, String)>,
+}
+
+/// The records read: each workspace's entry.
+pub type Records = BTreeMap<String, Entry>;
+
+/// Records read before: by object name, the ETag, workspace and entry.
+pub type Known = HashMap<String, (String, String, Entry)>;
+
+/// What reading the records cost.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReadCost {
+    pub listed: usize,
+    pub downloaded: usize,
+    pub bytes: u64,
+}
+
+impl Followed {
+    /// A format-1 manifest, read whole.
+    pub fn from_v1(manifest: &v1::Manifest, prefix: &ObjectPath) -> Followed {
+        let entries = manifest
+            .workspaces
+            .iter()
+            .filter_map(|(name, history)| {
+                let entry = Entry::of(prefix, history.current_version()?, None, None);
+                Some((name.clone(), entry))
+            })
+            .collect();
+        Followed {
+            format: v1::FORMAT,
+            revision: manifest.revision,
+            entries,
+            records_read_at: None,
+        }
+    }
+
+    /// Whether bringing this up to `root` (or, with `None`, keeping it up
+    /// to date while the root is unchanged) needs the records read.
+    pub fn needs_records(followed: Option<&Followed>, root: Option<&Root>) -> bool {
+        let Some(followed) = followed.filter(|f| f.format == manifest::MANIFEST_VERSION) else {
+            return root.is_some();
+        };
+        let overdue = followed
+            .records_read_at
+            .is_none_or(|at| at.elapsed() >= RESYNC_EVERY);
+        overdue || root.is_some_and(|root| root.since(followed.revision).is_none())
+    }
+
+    /// The records read before, by object name, for [`read_records`] to
+    /// skip those whose ETag has not changed.
+    pub fn known(&self) -> Known {
+        self.entries
+            .iter()
+            .filter_map(|(name, e)| {
+                let (path, etag) = e.record.clone()?;
+                Some((path, (etag, name.clone(), e.clone())))
+            })
+            .collect()
+    }
+
+    /// Brings this up to `root`: the records just read if any (they replace
+    /// what was followed), then the root's changes that are newer than what
+    /// it holds. An error if the journal does not reach back far enough and
+    /// no records were read.
+    pub fn advance(
+        mut self,
+        root: &Root,
+        records: Option<Records>,
+        prefix: &ObjectPath,
+    ) -> Result<Followed, String> {
+        if let Some(records) = records {
+            self.entries = records;
+            self.records_read_at = Some(Instant::now());
+        } else if self.format != manifest::MANIFEST_VERSION {
+            return Err("the records were not read".into());
+        }
+        self.format = manifest::MANIFEST_VERSION;
+        let since = root.since(self.revision).unwrap_or(&root.changes);
+        for change in since {
+            let newer = self
+                .entries
+                .get(&change.workspace)
+                .and_then(|e| e.workspace_revision)
+                .is_none_or(|had| change.workspace_revision > had);
+            if newer {
+                let record = self
+                    .entries
+                    .get(&change.workspace)
+                    .and_then(|e| e.record.clone());
+                let entry = Entry::of(
+                    prefix,
+                    &change.current,
+                    Some(change.workspace_revision),
+                    record,
+                );
+                self.entries.insert(change.workspace.clone(), entry);
+            }
+        }
+        self.revision = root.revision;
+        Ok(self)
+    }
+
+    /// The listing the scan reads: one entry per workspace.
+    pub fn listing(&self) -> Listing {
+        Listing {
+            entries: self
+                .entries
+                .iter()
+                .map(|(name, e)| (name.clone(), Ok(Fingerprint::Object(e.version.clone()))))
+                .collect(),
+            ignored: 0,
+            names_are_workspaces: true,
+            fresh: true,
+        }
+    }
+
+    /// The revisions `/snapshots` gives an entry that serves `version` of
+    /// `name`: the root's, and the workspace record's.
+    pub fn revisions(&self, name: &str, version: &ObjectVersion) -> Option<(u64, Option<u64>)> {
+        let entry = self.entries.get(name).filter(|e| e.version == *version)?;
+        Some((self.revision, entry.workspace_revision))
+    }
+}
+
+impl Entry {
+    fn of(
+        prefix: &ObjectPath,
+        current: &Version,
+        workspace_revision: Option<u64>,
+        record: Option<(String, String)>,
+    ) -> Entry {
+        // Keys in the manifest are relative to the prefix.
+        let key = if prefix.is_root() {
+            current.key.clone()
+        } else {
+            format!("{prefix}/{}", current.key)
+        };
+        Entry {
+            version: ObjectVersion {
+                key,
+                tag: current.sha256.clone(),
+                size: current.size,
+                written: At::parse_rfc3339(&current.published_at).map(At::to_system_time),
+            },
+            workspace_revision,
+            record,
+        }
+    }
+}
+
+/// Every workspace record under `prefix`: one LIST, and a GET of each
+/// record whose ETag is not among `known`. A record that cannot be read as
+/// one is an error that names it: nothing changes until it is fixed.
+pub async fn read_records(
+    store: &dyn ObjectStore,
+    prefix: &ObjectPath,
+    known: Known,
+    error: &(dyn Fn(&object_store::Error, String) -> StorageError + Sync),
+) -> Result<(Records, ReadCost), StorageError> {
+    let dir: ObjectPath = prefix.parts().chain([RECORDS_DIR.into()]).collect();
+    let listed: Vec<_> = store
+        .list(Some(&dir))
+        .try_collect()
+        .await
+        .map_err(|e| error(&e, format!("cannot list {dir}: {e}")))?;
+    let mut cost = ReadCost {
+        listed: listed.len(),
+        ..ReadCost::default()
+    };
+    let mut records = Records::new();
+    let mut to_read = Vec::new();
+    for meta in listed {
+        let path = meta.location.to_string();
+        if !path.ends_with(".json") {
+            continue;
+        }
+        let etag = meta.e_tag.clone().unwrap_or_default();
+        match known.get(&path) {
+            Some((had, name, entry)) if !etag.is_empty() && *had == etag => {
+                records.insert(name.clone(), entry.clone());
+            }
+            _ => to_read.push(meta.location),
+        }
+    }
+    cost.downloaded = to_read.len();
+    let mut reads = futures_util::stream::iter(to_read)
+        .map(|path| read_record(store, path, error))
+        .buffer_unordered(CONCURRENT_READS);
+    while let Some(read) = reads.next().await {
+        if let Some((record, path, etag, bytes)) = read? {
+            cost.bytes += bytes;
+            let current = record.history.current_version().cloned();
+            let Some(current) = current else { continue };
+            let entry = Entry::of(prefix, &current, Some(record.revision), Some((path, etag)));
+            records.insert(record.workspace, entry);
+        }
+    }
+    Ok((records, cost))
+}
+
+/// One record, or `None` if it was deleted since the listing.
+async fn read_record(
+    store: &dyn ObjectStore,
+    path: ObjectPath,
+    error: &(dyn Fn(&object_store::Error, String) -> StorageError + Sync),
+) -> Result<Option<(Record, String, String, u64)>, StorageError> {
+    let result = match store.get(&path).await {
+        Ok(result) => result,
+        Err(object_store::Error::NotFound { .. }) => return Ok(None),
+        Err(e) => return Err(error(&e, format!("cannot read {path}: {e}"))),
+    };
+    if result.meta.size > MAX_RECORD_BYTES as u64 {
+        return Err(StorageError::new(
+            ErrorKind::Manifest,
+            format!(
+                "{path} is {} bytes, over the {MAX_RECORD_BYTES} a workspace record may have",
+                result.meta.size
+            ),
+        ));
+    }
+    let etag = result.meta.e_tag.clone().unwrap_or_default();
+    let bytes = result.bytes().await.map_err(|e| {
+        StorageError::new(ErrorKind::Incomplete, format!("cannot read {path}: {e}"))
+    })?;
+    let what = path.to_string();
+    let record =
+        Record::parse(&bytes, &what).map_err(|e| StorageError::new(ErrorKind::Manifest, e))?;
+    Ok(Some((record, what, etag, bytes.len() as u64)))
+}
