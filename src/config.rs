@@ -29,6 +29,69 @@ pub struct Cli {
     pub serve: ServeArgs,
 }
 
+impl Cli {
+    /// Parses the process's arguments as `Cli::parse` does, with a tip for
+    /// a flag that other servers have and this one spells differently
+    /// (clap suggests only flags whose names are close).
+    pub fn parse_with_tips() -> Cli {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        Cli::try_parse_from(&args).unwrap_or_else(|e| with_tip(e, &args).exit())
+    }
+}
+
+/// `error` with a tip added when it is an unknown flag that `tip_for` knows.
+pub fn with_tip(mut error: clap::Error, args: &[std::ffi::OsString]) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() != ErrorKind::UnknownArgument {
+        return error;
+    }
+    let tip = match error.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(flag)) => tip_for(flag, args),
+        _ => None,
+    };
+    if let Some(tip) = tip {
+        error.insert(
+            ContextKind::Suggested,
+            ContextValue::StyledStrs(vec![tip.into()]),
+        );
+    }
+    error
+}
+
+/// The tip for an unknown `flag`, given the whole command line (`args`) to
+/// reuse the value that followed it: `--port 18620` becomes
+/// `--listen 127.0.0.1:18620`.
+fn tip_for(flag: &str, args: &[std::ffi::OsString]) -> Option<String> {
+    let name = flag.split_once('=').map_or(flag, |(name, _)| name);
+    let args: Vec<std::borrow::Cow<'_, str>> = args.iter().map(|a| a.to_string_lossy()).collect();
+    let joined = format!("{name}=");
+    let value = args.iter().enumerate().find_map(|(i, a)| {
+        if a == name {
+            args.get(i + 1).map(|v| v.to_string())
+        } else {
+            a.strip_prefix(&joined).map(str::to_owned)
+        }
+    });
+    let port = value
+        .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+        .unwrap_or_else(|| "PORT".to_owned());
+    match name {
+        "--port" => Some(format!(
+            "there is no --port: give the API's address with --listen 127.0.0.1:{port} \
+             (0.0.0.0:{port} for every interface), and the admin endpoints' with --admin-listen"
+        )),
+        "--admin-port" => Some(format!(
+            "there is no --admin-port: give the admin endpoints' address with \
+             --admin-listen 127.0.0.1:{port}"
+        )),
+        "--host" | "--bind" | "--address" => Some(
+            "give the API's address as HOST:PORT with --listen (e.g. --listen 0.0.0.0:8080)"
+                .to_owned(),
+        ),
+        _ => None,
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the API (the default).
@@ -95,7 +158,7 @@ pub enum Command {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
         /// The replicas' `--snapshots` URL (s3://bucket/prefix/, file:///path/).
-        #[arg(long, env = "PORTFOLIO_PUBLISH_TO", value_name = "URL")]
+        #[arg(long, env = "PORTFOLIO_PUBLISH_TO", value_name = "URL", value_parser = parse_to)]
         to: String,
         /// Versions of each workspace the manifest keeps (for rollback).
         #[arg(long, value_name = "N", default_value_t = 10,
@@ -110,7 +173,7 @@ pub enum Command {
         /// The workspace id.
         workspace: String,
         /// The replicas' `--snapshots` URL.
-        #[arg(long, env = "PORTFOLIO_PUBLISH_TO", value_name = "URL")]
+        #[arg(long, env = "PORTFOLIO_PUBLISH_TO", value_name = "URL", value_parser = parse_to)]
         to: String,
         /// The version to serve: a snapshot version, or 8+ digits of its sha256.
         #[arg(long, value_name = "V")]
@@ -121,7 +184,7 @@ pub enum Command {
     /// List each workspace's current and earlier versions in the manifest.
     Versions {
         /// The replicas' `--snapshots` URL.
-        #[arg(long, env = "PORTFOLIO_PUBLISH_TO", value_name = "URL")]
+        #[arg(long, env = "PORTFOLIO_PUBLISH_TO", value_name = "URL", value_parser = parse_to)]
         to: String,
         /// Print the manifest's head and the workspaces' versions as JSON.
         #[arg(long)]
@@ -143,7 +206,7 @@ pub enum Command {
     /// after every replica runs a build that reads format 2.
     Migrate {
         /// The replicas' `--snapshots` URL.
-        #[arg(long, env = "PORTFOLIO_PUBLISH_TO", value_name = "URL")]
+        #[arg(long, env = "PORTFOLIO_PUBLISH_TO", value_name = "URL", value_parser = parse_to)]
         to: String,
         #[command(flatten)]
         storage: StorageArgs,
@@ -325,6 +388,12 @@ pub enum LogFormat {
     Json,
 }
 
+/// `--to`: refused on the command line (exit 2, before any file is read)
+/// unless it is an object store URL; kept as given, `publish` opens it.
+fn parse_to(text: &str) -> Result<String, String> {
+    crate::storage::location::parse_target(text).map(|_| text.to_owned())
+}
+
 fn parse_prefix(text: &str) -> Result<String, String> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_graphic()) {
         return Err("the key prefix must be non-empty visible ASCII without spaces".into());
@@ -503,6 +572,48 @@ impl From<&ServeArgs> for ServeConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The error clap gives for `args`, with the tips of `with_tip`.
+    fn error_of(args: &[&str]) -> String {
+        let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+        let error = Cli::try_parse_from(&args).expect_err("a bad command line");
+        with_tip(error, &args).render().to_string()
+    }
+
+    #[test]
+    fn flags_of_other_servers_get_a_tip_naming_ours() {
+        for (args, tip) in [
+            (
+                &["portfolio-replica", "--port", "18620"][..],
+                "tip: there is no --port: give the API's address with --listen 127.0.0.1:18620",
+            ),
+            (
+                &["portfolio-replica", "serve", "--port=18620"][..],
+                "--listen 127.0.0.1:18620 (0.0.0.0:18620 for every interface)",
+            ),
+            (
+                &["portfolio-replica", "--port"][..],
+                "--listen 127.0.0.1:PORT",
+            ),
+            (
+                &["portfolio-replica", "--admin-port", "9191"][..],
+                "--admin-listen 127.0.0.1:9191",
+            ),
+            (
+                &["portfolio-replica", "--host", "0.0.0.0"][..],
+                "as HOST:PORT with --listen",
+            ),
+        ] {
+            let shown = error_of(args);
+            assert!(
+                shown.contains(tip) && shown.contains("unexpected argument"),
+                "{args:?}: {shown}"
+            );
+        }
+        // Other unknown flags keep clap's own message, and no tip of ours.
+        let shown = error_of(&["portfolio-replica", "--colour"]);
+        assert!(!shown.contains("there is no"), "{shown}");
+    }
 
     #[test]
     fn no_subcommand_means_serve_with_defaults() {

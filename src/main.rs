@@ -3,12 +3,12 @@
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser};
+use clap::CommandFactory;
 use portfolio_replica::config::{self, Cli, Command, LogFormat, ServeArgs};
 use portfolio_replica::{ServeConfig, commands, generate, publish};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_with_tips();
     let command = cli.command.unwrap_or(Command::Serve(cli.serve));
     if let Command::Serve(args) = &command
         && let Some(conflict) = args.listeners_conflict()

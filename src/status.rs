@@ -129,6 +129,8 @@ impl SnapshotsStatus {
 pub struct FileStatus {
     pub file: String,
     pub workspace: Option<String>,
+    /// The version serving from this file: always `serving_version`'s
+    /// value. It was the field's first name; clients read it, so it stays.
     pub version: Option<String>,
     /// When the version now serving was loaded (RFC 3339, UTC).
     pub loaded_at: Option<String>,
@@ -141,7 +143,8 @@ pub struct FileStatus {
     pub failed_at: Option<String>,
     /// The version this file serves now, whatever happened to its newer
     /// content: after a rejected replacement, the previous version; `null`
-    /// when the file serves nothing.
+    /// when the file serves nothing. The same as `version`, under a name
+    /// that cannot be read as the version of the rejected content.
     pub serving_version: Option<String>,
     /// Object storage: the object the serving version came from (key, ETag
     /// or SHA-256, manifest revision, when it was fetched); `null` for a

@@ -99,6 +99,65 @@ fn flush_help(out: &mut String, help: Option<(&str, &str)>) {
     }
 }
 
+/// The same exposition with each family's series in a stable order: by
+/// their label sets, compared as text without `le`. prometheus-client
+/// writes a family's series in the order of its hash map, which differs
+/// from process to process and from scrape to scrape as series come and go;
+/// sorted, two scrapes (and two replicas) can be compared line by line.
+///
+/// The sort is stable and `le` is not part of its key, so the lines of one
+/// series (a histogram's `_sum`, `_count` and buckets, a counter's `_total`
+/// and `_created`) stay together and in the order they were written.
+pub(super) fn sorted_series(openmetrics: &str) -> String {
+    let mut out = String::with_capacity(openmetrics.len());
+    let mut run: Vec<(Vec<&str>, &str)> = Vec::new();
+    let flush = |out: &mut String, run: &mut Vec<(Vec<&str>, &str)>| {
+        run.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, line) in run.drain(..) {
+            push_line(out, &[line]);
+        }
+    };
+    for line in openmetrics.lines() {
+        if line.starts_with('#') || line.is_empty() {
+            flush(&mut out, &mut run);
+            push_line(&mut out, &[line]);
+        } else {
+            run.push((labels_but_le(line), line));
+        }
+    }
+    flush(&mut out, &mut run);
+    out
+}
+
+/// The `name="value"` pairs of a sample's label set, in the order written,
+/// without `le`.
+fn labels_but_le(line: &str) -> Vec<&str> {
+    let series = &line[..series_end(line)];
+    let Some(open) = series.find('{') else {
+        return Vec::new();
+    };
+    let labels = series[open + 1..]
+        .strip_suffix('}')
+        .unwrap_or(&series[open + 1..]);
+    let mut pairs = Vec::new();
+    let (mut start, mut quoted, mut escaped) = (0, false, false);
+    for (i, b) in labels.bytes().enumerate() {
+        match b {
+            _ if escaped => escaped = false,
+            b'\\' if quoted => escaped = true,
+            b'"' => quoted = !quoted,
+            b',' if !quoted => {
+                pairs.push(&labels[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    pairs.push(&labels[start..]);
+    pairs.retain(|pair| !pair.is_empty() && !pair.starts_with("le="));
+    pairs
+}
+
 fn push_line(out: &mut String, parts: &[&str]) {
     for part in parts {
         out.push_str(part);
@@ -201,6 +260,50 @@ mod tests {
         );
         assert_eq!(classic_from_openmetrics(openmetrics), classic);
         assert_eq!(classic_from_openmetrics("# EOF\n"), "");
+    }
+
+    #[test]
+    fn series_are_sorted_by_labels_within_their_family_and_keep_their_own_lines_together() {
+        let written = concat!(
+            "# HELP wait_seconds Waiting.\n",
+            "# TYPE wait_seconds histogram\n",
+            "wait_seconds_sum{route=\"/tasks\"} 0.5\n",
+            "wait_seconds_count{route=\"/tasks\"} 2\n",
+            "wait_seconds_bucket{le=\"0.1\",route=\"/tasks\"} 1\n",
+            "wait_seconds_bucket{le=\"+Inf\",route=\"/tasks\"} 2\n",
+            "wait_seconds_sum{route=\"/feed\"} 0.25\n",
+            "wait_seconds_count{route=\"/feed\"} 1\n",
+            "wait_seconds_bucket{le=\"0.1\",route=\"/feed\"} 0\n",
+            "wait_seconds_bucket{le=\"+Inf\",route=\"/feed\"} 1\n",
+            "# HELP loads Loads.\n",
+            "# TYPE loads counter\n",
+            "loads_total{file=\"z,\\\"a.json\"} 1\n",
+            "loads_created{file=\"z,\\\"a.json\"} 17.5\n",
+            "loads_total{file=\"b.json\"} 2\n",
+            "loads_created{file=\"b.json\"} 16.5\n",
+            "# EOF\n",
+        );
+        let sorted = concat!(
+            "# HELP wait_seconds Waiting.\n",
+            "# TYPE wait_seconds histogram\n",
+            "wait_seconds_sum{route=\"/feed\"} 0.25\n",
+            "wait_seconds_count{route=\"/feed\"} 1\n",
+            "wait_seconds_bucket{le=\"0.1\",route=\"/feed\"} 0\n",
+            "wait_seconds_bucket{le=\"+Inf\",route=\"/feed\"} 1\n",
+            "wait_seconds_sum{route=\"/tasks\"} 0.5\n",
+            "wait_seconds_count{route=\"/tasks\"} 2\n",
+            "wait_seconds_bucket{le=\"0.1\",route=\"/tasks\"} 1\n",
+            "wait_seconds_bucket{le=\"+Inf\",route=\"/tasks\"} 2\n",
+            "# HELP loads Loads.\n",
+            "# TYPE loads counter\n",
+            "loads_total{file=\"b.json\"} 2\n",
+            "loads_created{file=\"b.json\"} 16.5\n",
+            "loads_total{file=\"z,\\\"a.json\"} 1\n",
+            "loads_created{file=\"z,\\\"a.json\"} 17.5\n",
+            "# EOF\n",
+        );
+        assert_eq!(sorted_series(written), sorted);
+        assert_eq!(sorted_series(sorted), sorted);
     }
 
     #[test]

@@ -27,7 +27,7 @@ use prometheus_client::registry::Registry;
 
 use crate::store::RecordCounts;
 pub use exposition::Format;
-use exposition::classic_from_openmetrics;
+use exposition::{classic_from_openmetrics, sorted_series};
 
 pub use snapshots::Fleet;
 use snapshots::SnapshotMetrics;
@@ -278,6 +278,7 @@ impl Metrics {
         let mut openmetrics = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut openmetrics, &self.registry);
+        let openmetrics = sorted_series(&openmetrics);
         match format {
             Format::OpenMetrics => openmetrics,
             Format::Classic => classic_from_openmetrics(&openmetrics),
@@ -306,6 +307,51 @@ mod tests {
         );
         m.rejected("bad.json");
         m
+    }
+
+    #[test]
+    fn series_come_in_the_same_order_whatever_the_order_they_were_made_in() {
+        // Each Family's hash map has its own random seed: two registries
+        // fed the same series in opposite orders list them alike only if
+        // the exposition sorts them.
+        let series = |reversed: bool| {
+            let m = Metrics::with_options(&["/tasks", "/feed", "other"], true);
+            let mut events: Vec<(usize, u16, String)> = (0..3)
+                .flat_map(|route| [200, 304, 401, 404].map(|status| (route, status, String::new())))
+                .chain((0..20).map(|i| (0, 0, format!("w{i:02}"))))
+                .collect();
+            if reversed {
+                events.reverse();
+            }
+            for (route, status, file) in events {
+                if file.is_empty() {
+                    m.start();
+                    m.finish(route, status, Duration::from_micros(30));
+                } else {
+                    m.loaded(
+                        &format!("{file}.json"),
+                        &format!("ws-{file}"),
+                        &RecordCounts::default(),
+                    );
+                    m.rejected(&format!("{file}.bad.json"));
+                }
+            }
+            let text = m.encode(Format::OpenMetrics);
+            // The names and labels of the series, not their values (times).
+            text.lines()
+                .map(|line| line.split(' ').next().unwrap_or_default().to_owned())
+                .collect::<Vec<_>>()
+        };
+        let forwards = series(false);
+        assert!(forwards.len() > 200, "{forwards:?}");
+        assert_eq!(forwards, series(true));
+        let tasks = forwards
+            .iter()
+            .filter(|s| s.starts_with("portfolio_replica_http_requests_total{"))
+            .collect::<Vec<_>>();
+        let mut sorted = tasks.clone();
+        sorted.sort();
+        assert_eq!(tasks, sorted);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use object_store::path::Path as ObjectPath;
 use crate::check::{self, Checked};
 use crate::http_client::HttpUrl;
 use crate::storage::SnapshotFile;
-use crate::storage::location::{self, Location, StorageOptions};
+use crate::storage::location::{self, Access, StorageOptions};
 use crate::storage::manifest::{History, Manifest, Record, Version, short};
 use crate::store::claims::{Claim, Holders};
 use crate::store::key;
@@ -37,17 +37,11 @@ struct Target {
 }
 
 impl Target {
-    fn open(to: &str, options: &StorageOptions) -> Result<Target, String> {
-        let url = match Location::parse(to)? {
-            Location::Url(url) => url,
-            Location::Directory(dir) => {
-                return Err(format!(
-                    "{}: --to takes the replicas' object store URL (s3://bucket/prefix/, file:///path/); replicas reading a directory take files copied into it",
-                    dir.display()
-                ));
-            }
-        };
-        let opened = location::open(&url, options, None)?;
+    /// Opens `to` for `access`: only `publish` writes, so only it creates
+    /// a `file://` prefix's directory.
+    fn open(to: &str, options: &StorageOptions, access: Access) -> Result<Target, String> {
+        let url = location::parse_target(to)?;
+        let opened = location::open_for(access, &url, options, None)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -96,7 +90,7 @@ pub fn publish(
     err: &mut impl Write,
 ) -> bool {
     // A wrong URL is said before any file is read.
-    let target = match Target::open(to, options) {
+    let target = match Target::open(to, options, Access::Write) {
         Ok(target) => target,
         Err(e) => return fail(err, e),
     };
@@ -296,7 +290,7 @@ pub fn rollback(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    let target = match Target::open(to, options) {
+    let target = match Target::open(to, options, Access::Read) {
         Ok(target) => target,
         Err(e) => return fail(err, e),
     };
@@ -382,7 +376,7 @@ pub fn versions(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    let target = match Target::open(to, options) {
+    let target = match Target::open(to, options, Access::Read) {
         Ok(target) => target,
         Err(e) => return fail(err, e),
     };
@@ -434,7 +428,7 @@ pub fn migrate(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    let target = match Target::open(to, options) {
+    let target = match Target::open(to, options, Access::Read) {
         Ok(target) => target,
         Err(e) => return fail(err, e),
     };

@@ -29,6 +29,34 @@ pub fn format_version_problem(file: &str, bytes: &[u8]) -> Option<SnapshotError>
     check_format_version(file, header.format_version.map(RawValue::get)).err()
 }
 
+/// The `]` or `}` at `line` and `column` (serde_json's position: 1-based,
+/// in bytes) when the last non-blank byte before it is a comma. serde_json's
+/// syntax pass calls such a comma "expected value" (an array) or "key must
+/// be a string" (an object): the right place, in words that do not say
+/// what is wrong.
+fn trailing_comma(bytes: &[u8], line: usize, column: usize) -> Option<u8> {
+    let start = match line {
+        0 => return None,
+        1 => 0,
+        _ => {
+            bytes
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b == b'\n')
+                .nth(line - 2)?
+                .0
+                + 1
+        }
+    };
+    let at = start + column.checked_sub(1)?;
+    let close = *bytes.get(at)?;
+    let before = bytes[..at]
+        .iter()
+        .rev()
+        .find(|b| !b.is_ascii_whitespace())?;
+    (matches!(close, b']' | b'}') && *before == b',').then_some(close)
+}
+
 /// Whether a JSON text is an object (its first non-blank byte is `{`).
 fn is_object(bytes: &[u8]) -> bool {
     bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
@@ -49,6 +77,18 @@ pub fn diagnose(file: &str, bytes: &[u8]) -> SnapshotError {
                     "file is truncated: the JSON ends early (line {}, column {})",
                     err.line(),
                     err.column()
+                ),
+            )
+        } else if let Some(close) = trailing_comma(bytes, err.line(), err.column()) {
+            SnapshotError::new(
+                file,
+                format!(
+                    "invalid JSON: trailing comma before the `{}` at line {} column {} \
+                     (JSON allows no comma after the last {}: remove it)",
+                    char::from(close),
+                    err.line(),
+                    err.column(),
+                    if close == b']' { "element" } else { "member" }
                 ),
             )
         } else {
@@ -427,6 +467,39 @@ mod tests {
             (
                 br#"{"format_version":1,"format_version":1}"#,
                 "f: top level: duplicate key \"format_version\": a key may appear only once in an object (line 1, column 36)",
+            ),
+        ];
+        for (bytes, want) in cases {
+            assert_eq!(diagnose("f", bytes).to_string(), *want);
+        }
+    }
+
+    #[test]
+    fn a_comma_before_a_closing_bracket_is_called_a_trailing_comma() {
+        let cases: &[(&[u8], &str)] = &[
+            (
+                b"{\"format_version\": 1,\n \"api_keys\": [\n  {\"sha256\": \"x\"},\n  ]\n}",
+                "f: invalid JSON: trailing comma before the `]` at line 4 column 3 \
+                 (JSON allows no comma after the last element: remove it)",
+            ),
+            (
+                br#"{"format_version": 1, "workspace": {"id": "w",}}"#,
+                "f: invalid JSON: trailing comma before the `}` at line 1 column 47 \
+                 (JSON allows no comma after the last member: remove it)",
+            ),
+            (
+                b"{\"a\": [1,\t\r\n]}",
+                "f: invalid JSON: trailing comma before the `]` at line 2 column 1 \
+                 (JSON allows no comma after the last element: remove it)",
+            ),
+            // Other syntax errors keep serde_json's words.
+            (
+                br#"{"a": [1, , 2]}"#,
+                "f: invalid JSON: expected value at line 1 column 11",
+            ),
+            (
+                br#"{"a": 1 "b": 2}"#,
+                "f: invalid JSON: expected `,` or `}` at line 1 column 9",
             ),
         ];
         for (bytes, want) in cases {

@@ -45,6 +45,19 @@ impl Location {
     }
 }
 
+/// What `publish`, `rollback` and `versions` take as `--to`: the object
+/// store URL the replicas read. A directory is refused: replicas reading a
+/// directory take files copied into it, and there is no manifest to write.
+pub fn parse_target(text: &str) -> Result<Url, String> {
+    match Location::parse(text)? {
+        Location::Url(url) => Ok(url),
+        Location::Directory(dir) => Err(format!(
+            "{}: --to takes the replicas' object store URL (s3://bucket/prefix/, file:///path/); replicas reading a directory take files copied into it",
+            dir.display()
+        )),
+    }
+}
+
 /// Storage settings beyond the URL. Each one left `None` comes from the
 /// standard environment variables (`AWS_*`, `GOOGLE_*`, `AZURE_*`).
 #[derive(Clone)]
@@ -109,8 +122,29 @@ pub struct Opened {
     pub log: Arc<ClientLog>,
 }
 
-/// Opens the store `url` names. `metrics` counts its requests.
+/// What a command does at the URL: `Read` (a replica, `versions`,
+/// `rollback`) needs a `file://` prefix's directory to exist and creates
+/// nothing; `Write` (`publish`) creates it. Object store prefixes need no
+/// such step: an empty prefix is one a replica may poll before the first
+/// publish.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// Opens the store `url` names to read. `metrics` counts its requests.
 pub fn open(
+    url: &Url,
+    options: &StorageOptions,
+    metrics: Option<Arc<Metrics>>,
+) -> Result<Opened, String> {
+    open_for(Access::Read, url, options, metrics)
+}
+
+/// Opens the store `url` names for `access`. `metrics` counts its requests.
+pub fn open_for(
+    access: Access,
     url: &Url,
     options: &StorageOptions,
     metrics: Option<Arc<Metrics>>,
@@ -189,11 +223,7 @@ pub fn open(
             Arc::new(store)
         }
         ObjectStoreScheme::Local => {
-            let root = url
-                .to_file_path()
-                .map_err(|()| format!("{}: not a local path", display(url)))?;
-            std::fs::create_dir_all(&root)
-                .map_err(|e| format!("{}: cannot create it: {e}", root.display()))?;
+            let root = local_root(url, access)?;
             let store = LocalFileSystem::new_with_prefix(&root)
                 .map_err(|e| format!("{}: {e}", display(url)))?;
             return Ok(Opened {
@@ -211,6 +241,48 @@ pub fn open(
         display: display(url),
         log,
     })
+}
+
+/// The directory of a `file://` prefix. It must exist and be a directory
+/// unless `access` writes, as `--snapshots DIR` must: a misspelled prefix
+/// created on the spot would serve nothing, and say so only in a warning.
+fn local_root(url: &Url, access: Access) -> Result<PathBuf, String> {
+    let shown = display(url);
+    let root = url
+        .to_file_path()
+        .map_err(|()| format!("{shown}: not a local path"))?;
+    let not_a_directory = |file: &std::path::Path| {
+        format!(
+            "{shown}: {} is a file, not a directory: a file:// URL names the directory \
+             (the prefix) that holds the snapshots, such as file:///srv/snapshots/",
+            file.display()
+        )
+    };
+    match std::fs::metadata(&root) {
+        Ok(meta) if meta.is_dir() => Ok(root),
+        Ok(_) => Err(not_a_directory(&root)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && access == Access::Write => {
+            std::fs::create_dir_all(&root)
+                .map_err(|e| format!("{shown}: cannot create {}: {e}", root.display()))?;
+            Ok(root)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
+            "{shown}: the directory {} does not exist (a file:// prefix is read from an \
+             existing directory; `publish --to {shown}` creates it)",
+            root.display()
+        )),
+        // `file:///x/acme.json/`: the file is a part of the path.
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            // Rebuilt from its components: no trailing slash, which a
+            // file's metadata refuses.
+            let path: PathBuf = root.components().collect();
+            match path.ancestors().find(|p| p.is_file()) {
+                Some(file) => Err(not_a_directory(file)),
+                None => Err(format!("{shown}: {} cannot be read: {e}", root.display())),
+            }
+        }
+        Err(e) => Err(format!("{shown}: {} cannot be read: {e}", root.display())),
+    }
 }
 
 /// The URL as logs may show it: without user or password.

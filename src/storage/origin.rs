@@ -34,10 +34,29 @@ impl Origin {
         match location {
             Location::Directory(dir) => {
                 let meta = std::fs::metadata(dir).map_err(|e| {
-                    format!("snapshot directory {} cannot be read: {e}", dir.display())
+                    // A first start without snapshots is the likely case:
+                    // say where they go and how to get some.
+                    let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                        format!(
+                            "; give the directory of snapshot files (or an object store URL) \
+                             with --snapshots (PORTFOLIO_SNAPSHOTS), or write the demo \
+                             snapshots there with `portfolio-replica generate --out {}`",
+                            dir.display()
+                        )
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "snapshot directory {} cannot be read: {e}{hint}",
+                        dir.display()
+                    )
                 })?;
                 if !meta.is_dir() {
-                    return Err(format!("{} is not a directory", dir.display()));
+                    return Err(format!(
+                        "{} is not a directory: --snapshots names the directory that holds \
+                         the snapshot files (one per workspace), not a file",
+                        dir.display()
+                    ));
                 }
                 Ok(Origin::Directory(dir.clone()))
             }

@@ -2,7 +2,8 @@
 //! JSON event, with a debug line per API request naming its route and
 //! status, an info line per reload and an error line per rejected file; no
 //! key, whether valid, wrong, in a query, in a path or written plainly into
-//! a snapshot's `api_keys`, ever reaches the log or `/snapshots`.
+//! a snapshot's `api_keys`, ever reaches the log or `/snapshots`; every line
+//! is in docs/operations.md's table, at its level and with its fields.
 
 use std::time::Duration;
 
@@ -49,6 +50,141 @@ fn json_lines(stderr: &str) -> Vec<Value> {
 
 fn message(event: &Value) -> &str {
     event["fields"]["message"].as_str().unwrap_or_default()
+}
+
+/// docs/operations.md's table of log lines: each message with its level and
+/// the names of its fields.
+fn documented_events() -> Vec<(String, String, Vec<String>)> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/operations.md");
+    let doc = std::fs::read_to_string(path).expect("read docs/operations.md");
+    let table = doc
+        .split_once("| Level | Message | Fields |")
+        .expect("the table of log lines")
+        .1;
+    // The text of each `code span` in a cell.
+    let spans = |cell: &str| -> Vec<String> {
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect()
+    };
+    table
+        .lines()
+        .skip(2)
+        .take_while(|line| line.starts_with('|'))
+        .map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let message = spans(cells[2]).into_iter().next().expect("a message");
+            (cells[1].to_uppercase(), message, spans(cells[3]))
+        })
+        .collect()
+}
+
+/// Every line of the program's own in `events` is in operations.md's table,
+/// at its level and with exactly its fields; returns the messages seen.
+fn assert_documented(events: &[Value]) -> Vec<String> {
+    let documented = documented_events();
+    let mut seen = Vec::new();
+    for event in events {
+        if !event["target"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("portfolio_replica"))
+        {
+            continue;
+        }
+        let message = message(event);
+        let Some((level, _, fields)) = documented.iter().find(|(_, m, _)| m == message) else {
+            panic!("a log line docs/operations.md does not list: {event}");
+        };
+        let mut logged: Vec<&str> = event["fields"]
+            .as_object()
+            .map(|f| f.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        logged.retain(|k| *k != "message");
+        logged.sort_unstable();
+        let mut listed: Vec<&str> = fields.iter().map(String::as_str).collect();
+        listed.sort_unstable();
+        assert_eq!(
+            (event["level"].as_str().unwrap_or_default(), logged),
+            (level.as_str(), listed),
+            "level and fields of {message:?} differ from docs/operations.md: {event}"
+        );
+        seen.push(message.to_owned());
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_log_line_is_documented_with_its_fields() {
+    let dir = tempdir();
+    let mut v1 = fixture("ws-acme", &[KEY], 0);
+    v1["version"] = json!("v1");
+    // A dangling reference, for a warning line.
+    v1["tasks"][0]["attributes"]["company_id"] = json!(uuid(999));
+    write_json(dir.path(), "acme.json", &v1);
+    write_json(
+        dir.path(),
+        "other.json",
+        &fixture("ws-other", &[OTHER_KEY], 100),
+    );
+    let mut bin = Binary::start(
+        dir.path(),
+        &["--log-format", "json"],
+        &[("RUST_LOG", "debug")],
+    )
+    .await;
+    let (api, admin) = (bin.api, bin.admin);
+    get_from(api, "/tasks", Some(KEY)).await.expect("request");
+
+    // A rejected replacement: v1 keeps serving (the case); a
+    // removed file unloads its workspace; SIGHUP rescans.
+    std::fs::write(dir.path().join("acme.json.tmp"), b"{\"format_version\": 1,").expect("write");
+    std::fs::rename(
+        dir.path().join("acme.json.tmp"),
+        dir.path().join("acme.json"),
+    )
+    .expect("rename");
+    std::fs::remove_file(dir.path().join("other.json")).expect("remove");
+    eventually("acme.json rejected and other.json gone", async || {
+        let body = get_from(admin, "/snapshots", None).await?.json();
+        let files = body["files"].as_array().cloned().unwrap_or_default();
+        match files.as_slice() {
+            [acme] if acme["error"].is_string() => Ok(()),
+            _ => Err(format!("{body}")),
+        }
+    })
+    .await;
+    bin.signal("HUP");
+    eventually("the SIGHUP line", async || {
+        let log = bin.stderr_text();
+        match log.contains("SIGHUP: rescanning") {
+            true => Ok(()),
+            false => Err(log),
+        }
+    })
+    .await;
+    bin.signal("TERM");
+    assert_eq!(bin.wait_exit(Duration::from_secs(10)).await.code(), Some(0));
+
+    let seen = assert_documented(&json_lines(&bin.stderr_text()));
+    for message in [
+        "serving",
+        "first scan finished",
+        "snapshot loaded",
+        "snapshot warning",
+        "request",
+        "snapshot rejected; the previous version keeps serving",
+        "snapshot file removed; its workspace is unloaded",
+        "SIGHUP: rescanning the snapshot directory",
+        "shutting down: /readyz is 503, no new connections, finishing in-flight requests",
+        "stopped",
+    ] {
+        assert!(
+            seen.iter().any(|m| m == message),
+            "no {message:?} line in {seen:?}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -143,6 +279,12 @@ async fn json_logs_have_a_line_per_request_and_reload_and_never_a_key() {
     assert_no_key_in(&stderr, &keys, "stderr");
     assert_no_key_in(&stdout, &keys, "stdout");
     let events = json_lines(&stderr);
+    let seen = assert_documented(&events);
+    assert!(
+        seen.iter()
+            .any(|m| m == "snapshot rejected; it serves nothing"),
+        "{seen:?}"
+    );
 
     // One debug line per API request, naming route and status only.
     let mut logged: Vec<(String, u64)> = events

@@ -31,6 +31,7 @@ mod operator;
 mod pagination;
 mod prometheus;
 mod props;
+mod readme;
 mod records;
 mod reload;
 mod replica_client;

@@ -432,3 +432,31 @@ async fn a_file_url_is_read_through_the_same_code_path() {
     assert_eq!(out.code, Some(0), "{out:?}");
     server.wait_version("/portfolio", KEY, "v1").await;
 }
+
+/// Replicas may start before the first publish: an S3 prefix with no
+/// objects is an empty fleet, ready and serving nothing, not an error
+/// (unlike a `file://` prefix whose directory is missing, tests/it/cli/locations.rs).
+#[tokio::test]
+async fn a_replica_starts_ready_on_an_empty_prefix_and_serves_the_first_publish() {
+    let s3 = S3::start().await;
+    let server = replica(&s3, "empty").await;
+    assert_eq!(server.get("/readyz", None).await.status, 200);
+    let body = status_of(&server).await;
+    assert_eq!(body["files"], json!([]), "{body}");
+    assert_eq!(body["source"]["error"], Value::Null, "{body}");
+
+    let files = tempdir();
+    let v1 = write_json(files.path(), "acme.json", &versioned("ws-acme", KEY, "v1"));
+    let out = cli_env(
+        &[
+            "publish".as_ref(),
+            v1.as_os_str(),
+            "--to".as_ref(),
+            s3.url("empty").as_ref(),
+        ],
+        &s3.env(),
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{out:?}");
+    server.wait_version("/portfolio", KEY, "v1").await;
+}

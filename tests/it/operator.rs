@@ -228,6 +228,8 @@ async fn a_rejected_replacement_says_when_it_failed_and_which_version_serves() {
         "{failed_at}"
     );
     assert_eq!(status["serving_version"], serving.as_str(), "{status}");
+    // `version` is the same field under its first name (operations.md).
+    assert_eq!(status["version"], serving.as_str(), "{status}");
     server.wait_version("/tasks", KEY, &serving).await;
 }
 
@@ -261,6 +263,7 @@ async fn a_replacement_that_conflicts_keeps_its_previous_version_serving() {
         "{error}"
     );
     assert_eq!(status["serving_version"], serving.as_str(), "{status}");
+    assert_eq!(status["version"], serving.as_str(), "{status}");
     server.wait_version("/portfolio", OTHER_KEY, &serving).await;
     server
         .wait_version("/portfolio", KEY, &version_of("ws-a"))

@@ -152,7 +152,8 @@ fn check_ids(
 }
 
 /// Records pointing at a parent the dataset does not hold are kept; one
-/// warning per collection says how many, with the first as an example.
+/// warning per collection says how many, with the first as an example: the
+/// record's id and the id it points at.
 fn dangling_references(
     parts: &[Part; Collection::COUNT],
     ids: &[IdMap<u32>; Collection::COUNT],
@@ -174,11 +175,18 @@ fn dangling_references(
             .map(|(_, k)| k);
         if let Some(first) = dangling.next() {
             let count = 1 + dangling.count();
+            // Both ids: the record's says where to look in the file, the
+            // missing one says what to add (or what was mistyped).
+            let target = match first.parent {
+                Some(id) => format!("{} {}", parent.record_name(), format_id(id)),
+                None => format!("a {} id that is not a UUID", parent.record_name()),
+            };
             warnings.push(format!(
-                "{}: {count} record(s) point at a {} this snapshot does not hold (first: {}); they are kept",
+                "{}: {count} record(s) point at a {} this snapshot does not hold (first: {} {} points at {target}); they are kept",
                 c.name(),
                 parent.record_name(),
-                format_id(first.id)
+                c.record_name(),
+                format_id(first.id),
             ));
         }
     }

@@ -106,6 +106,48 @@ async fn a_key_hash_listed_twice_is_a_warning_of_check_and_of_the_server() {
     server.get_ok("/tasks", OTHER_KEY).await;
 }
 
+/// A dangling reference is found by the id it points at, and fixed in the
+/// record that points: the warning names both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dangling_reference_names_the_missing_id_and_the_record_pointing_at_it() {
+    let dir = tempdir();
+    let ids = Fixture::ids(0);
+    let mut snap = fixture("ws-dangling", &[KEY], 0);
+    snap["tasks"][0]["attributes"]["company_id"] = json!(uuid(999));
+    snap["roles"][0]["attributes"]["company_id"] = json!("acme");
+    snap["meeting_notes"][0]["attributes"]["meeting_id"] = json!(uuid(998));
+    let file = write_json(dir.path(), "dangling.json", &snap);
+    let out = check(&[&file]).await;
+    assert_eq!(out.code, Some(0), "check: {out:?}");
+    let name = file.display();
+    for warning in [
+        format!(
+            "tasks: 1 record(s) point at a company this snapshot does not hold \
+             (first: task {} points at company {}); they are kept",
+            ids.task,
+            uuid(999)
+        ),
+        format!(
+            "roles: 1 record(s) point at a company this snapshot does not hold \
+             (first: role {} points at a company id that is not a UUID); they are kept",
+            ids.role
+        ),
+        format!(
+            "meeting_notes: 1 record(s) point at a meeting this snapshot does not hold \
+             (first: meeting note {} points at meeting {}); they are kept",
+            ids.meeting_note,
+            uuid(998)
+        ),
+    ] {
+        assert!(
+            out.stdout
+                .contains(&format!("warning: {name}: {warning}\n")),
+            "{warning:?} not in check's stdout: {:?}",
+            out.stdout
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_names_the_problem_in_the_operators_terms() {
     let dir = tempdir();
@@ -169,6 +211,15 @@ async fn check_names_the_problem_in_the_operators_terms() {
             format!(
                 "tasks[0] (id {}): attributes: expected an object, found an array",
                 uuid(2)
+            ),
+        ),
+        (
+            "trailing_comma.json",
+            [&good[..good.len() - 1], b",}"].concat(),
+            format!(
+                "invalid JSON: trailing comma before the `}}` at line 1 column {} \
+                 (JSON allows no comma after the last member: remove it)",
+                good.len() + 1
             ),
         ),
         (

@@ -5,12 +5,14 @@
 //! One module per subcommand: `hash_key`, `check`, `generate` (and
 //! `generate_options` for `--workspaces` and `--text`), `probe`; `serve`
 //! for what the server itself says on the command line (listen addresses, a
-//! listener that cannot bind, fatal errors, SIGTERM).
+//! listener that cannot bind, fatal errors, SIGTERM); `locations` for where
+//! `--snapshots` and `--to` point.
 
 mod check;
 mod generate;
 mod generate_options;
 mod hash_key;
+mod locations;
 mod probe;
 mod serve;
 

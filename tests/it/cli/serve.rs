@@ -61,6 +61,13 @@ async fn listen_addresses_are_checked_on_the_command_line() {
             2,
             "error: --listen 0.0.0.0:18080 and --admin-listen 127.0.0.1:18080".into(),
         ),
+        // A flag other servers have gets a tip naming ours, with its value.
+        (
+            vec!["--port", "18620"],
+            vec![],
+            2,
+            "tip: there is no --port: give the API's address with --listen 127.0.0.1:18620".into(),
+        ),
         // Host names still work: the command line accepts localhost, binds,
         // and stops at the missing snapshot directory.
         (
