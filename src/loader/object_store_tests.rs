@@ -537,3 +537,44 @@ fn a_large_prefix_is_listed_less_often() {
     let wait = origin.next_poll(interval);
     assert!((2400..=3600).contains(&wait.as_millis()), "{wait:?}");
 }
+
+/// A workspace record that cannot be read stops the poll, not the fleet:
+/// everything keeps serving, the error names the record, and once it is
+/// fixed the replica follows again.
+#[test]
+fn a_broken_workspace_record_unloads_nothing() {
+    let f = Fixture::new(Arc::new(InMemory::new()), None);
+    let mut manifest = Manifest::empty();
+    f.publish(&mut manifest, "ws-a", &snapshot("ws-a", "a1", 1), "a1");
+    f.snapshots.scan().unwrap();
+    assert_eq!(f.serving("ws-a").as_deref(), Some("a1"));
+
+    // A record broken by hand, and a root that sends every replica to
+    // read the records (as `migrate` does).
+    f.put("fleet/workspaces/ws-b.json", b"{\"workspace\": ".to_vec());
+    let root = {
+        let root = &mut f.written.lock().unwrap().1;
+        root.restart("now".into());
+        root.to_json()
+    };
+    f.put("fleet/manifest.json", root);
+    let report = f.snapshots.scan().unwrap();
+    assert!(!report.listed, "{report:?}");
+    assert_eq!(f.serving("ws-a").as_deref(), Some("a1"));
+    let source = f.snapshots.source_status().unwrap();
+    assert_eq!(source.error_kind.as_deref(), Some("manifest"), "{source:?}");
+    assert!(
+        source
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("workspaces/ws-b.json"),
+        "{source:?}"
+    );
+
+    f.delete("fleet/workspaces/ws-b.json");
+    f.publish(&mut manifest, "ws-a", &snapshot("ws-a", "a2", 1), "a2");
+    f.snapshots.scan().unwrap();
+    assert_eq!(f.serving("ws-a").as_deref(), Some("a2"));
+    assert!(f.snapshots.source_status().unwrap().error.is_none());
+}
