@@ -42,6 +42,9 @@ pub enum Sink<'s, 'b> {
     Inline(&'b mut Builder),
     /// Batched to worker threads.
     Workers(Workers<'s, 'b>),
+    /// Not built: told each record's collection, index and bytes
+    /// ([`super::digests`] hashes them).
+    Digests(&'b mut dyn FnMut(Collection, usize, &[u8]) -> Result<(), GaveUp>),
 }
 
 /// The reading thread's side of the workers.
@@ -192,13 +195,14 @@ impl Sink<'_, '_> {
         match self {
             Sink::Inline(builder) => build_record(file, collection, index, bytes, builder),
             Sink::Workers(workers) => workers.record(collection, index, bytes),
+            Sink::Digests(record) => record(collection, index, bytes),
         }
     }
 
     /// Waits until every record given is in the builder.
     pub fn finish(&mut self) -> Result<(), GaveUp> {
         match self {
-            Sink::Inline(_) => Ok(()),
+            Sink::Inline(_) | Sink::Digests(_) => Ok(()),
             Sink::Workers(workers) => workers.finish(),
         }
     }

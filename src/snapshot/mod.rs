@@ -9,6 +9,7 @@
 
 mod batches;
 mod diagnose;
+pub mod digests;
 pub mod error;
 pub mod format;
 mod header;
@@ -22,6 +23,7 @@ use std::io::Read;
 use sha2::{Digest, Sha256};
 
 use crate::store::{Builder, Collection, Dataset, Meta, RepeatedId};
+pub use digests::{Digests, RecordDigest, digests};
 pub use error::{Place, SnapshotError};
 pub use header::FORMAT_VERSION;
 pub use parse::{Header, parse};

@@ -58,19 +58,22 @@ pub fn parse_stream(
     progress: &mut dyn FnMut(Collection, usize),
 ) -> Result<Streamed, GaveUp> {
     match worker_count(size_hint) {
-        0 => stream_into(file, reader, Sink::Inline(builder), progress),
+        0 => scan(file, reader, Sink::Inline(builder), progress),
         count => std::thread::scope(|scope| {
             let workers = Workers::start(scope, file, count, builder);
-            stream_into(file, reader, Sink::Workers(workers), progress)
+            scan(file, reader, Sink::Workers(workers), progress)
         }),
     }
 }
 
-fn stream_into(
+/// The pass itself: each record's bytes go to `sink` as the scanner finds
+/// them (to be built, or only hashed: [`super::digests`]), and the header
+/// is checked at the end.
+pub fn scan<'b>(
     file: &str,
     reader: impl Read,
-    sink: Sink<'_, '_>,
-    progress: &mut dyn FnMut(Collection, usize),
+    sink: Sink<'_, 'b>,
+    progress: &'b mut dyn FnMut(Collection, usize),
 ) -> Result<Streamed, GaveUp> {
     let mut s = Stream {
         window: Window::new(reader),

@@ -1,0 +1,209 @@
+//! Unit tests of the command line: tips for wrong flags, values checked at
+//! the edge, env fallbacks.
+
+use super::*;
+
+/// The error clap gives for `args`, with the tips of `with_tip`.
+fn error_of(args: &[&str]) -> String {
+    let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+    let error = Cli::try_parse_from(&args).expect_err("a bad command line");
+    with_tip(error, &args).render().to_string()
+}
+
+#[test]
+fn flags_of_other_servers_get_a_tip_naming_ours() {
+    for (args, tip) in [
+        (
+            &["portfolio-replica", "--port", "18620"][..],
+            "tip: there is no --port: give the API's address with --listen 127.0.0.1:18620",
+        ),
+        (
+            &["portfolio-replica", "serve", "--port=18620"][..],
+            "--listen 127.0.0.1:18620 (0.0.0.0:18620 for every interface)",
+        ),
+        (
+            &["portfolio-replica", "--port"][..],
+            "--listen 127.0.0.1:PORT",
+        ),
+        (
+            &["portfolio-replica", "--admin-port", "9191"][..],
+            "--admin-listen 127.0.0.1:9191",
+        ),
+        (
+            &["portfolio-replica", "--host", "0.0.0.0"][..],
+            "as HOST:PORT with --listen",
+        ),
+    ] {
+        let shown = error_of(args);
+        assert!(
+            shown.contains(tip) && shown.contains("unexpected argument"),
+            "{args:?}: {shown}"
+        );
+    }
+    // Other unknown flags keep clap's own message, and no tip of ours.
+    let shown = error_of(&["portfolio-replica", "--colour"]);
+    assert!(!shown.contains("there is no"), "{shown}");
+}
+
+#[test]
+fn no_subcommand_means_serve_with_defaults() {
+    let cli = Cli::try_parse_from(["portfolio-replica"]).unwrap();
+    assert!(cli.command.is_none());
+    assert_eq!(cli.serve.listen, "127.0.0.1:8080");
+    assert_eq!(cli.serve.key_prefix, "cura");
+}
+
+#[test]
+fn subcommands_parse() {
+    let cli = Cli::try_parse_from([
+        "portfolio-replica",
+        "generate",
+        "--out",
+        "x",
+        "--scale",
+        "large",
+        "--seed",
+        "7",
+    ])
+    .unwrap();
+    assert!(matches!(
+        cli.command,
+        Some(Command::Generate {
+            scale: Scale::Large,
+            seed: 7,
+            ..
+        })
+    ));
+    assert!(Cli::try_parse_from(["portfolio-replica", "check"]).is_err());
+    assert!(Cli::try_parse_from(["portfolio-replica", "--poll-interval", "0"]).is_err());
+    for (text, ms) in [
+        ("1000", 1000),
+        ("1s", 1000),
+        ("1.5s", 1500),
+        ("250ms", 250),
+        ("2m", 120_000),
+    ] {
+        let cli = Cli::try_parse_from(["portfolio-replica", "--poll-interval", text]).unwrap();
+        assert_eq!(cli.serve.poll_interval, Some(ms), "{text}");
+    }
+    for bad in ["5", "2h", "1 s x", "s", "-1s", "1d"] {
+        assert!(
+            Cli::try_parse_from(["portfolio-replica", "--poll-interval", bad]).is_err(),
+            "{bad}"
+        );
+    }
+    assert!(Cli::try_parse_from(["portfolio-replica", "--key-prefix", ""]).is_err());
+}
+
+#[test]
+fn generate_takes_a_fleet_and_escape_text() {
+    let generate = |extra: &[&str]| {
+        let mut args = vec!["portfolio-replica", "generate", "--out", "x"];
+        args.extend_from_slice(extra);
+        Cli::try_parse_from(args)
+    };
+    let cli = generate(&[
+        "--scale",
+        "tiny",
+        "--workspaces",
+        "8000",
+        "--text",
+        "escapes",
+    ])
+    .unwrap();
+    assert!(matches!(
+        cli.command,
+        Some(Command::Generate {
+            scale: Scale::Tiny,
+            workspaces: Some(8000),
+            text: Text::Escapes,
+            ..
+        })
+    ));
+    let cli = generate(&[]).unwrap();
+    assert!(matches!(
+        cli.command,
+        Some(Command::Generate {
+            scale: Scale::Small,
+            workspaces: None,
+            text: Text::Plain,
+            ..
+        })
+    ));
+    assert!(generate(&["--scale", "micro", "--workspaces", "0"]).is_err());
+    assert!(generate(&["--text", "loud"]).is_err());
+}
+
+#[test]
+fn listen_addresses_are_host_and_port() {
+    for good in [
+        "127.0.0.1:8080",
+        "0.0.0.0:0",
+        "[::1]:8080",
+        "[::]:80",
+        "localhost:8080",
+        "my-host.internal:9090",
+    ] {
+        assert_eq!(parse_listen(good).as_deref(), Ok(good));
+    }
+    for (bad, says) in [
+        (
+            "19082",
+            "19082 has no host: expected HOST:PORT such as 127.0.0.1:8080 or 0.0.0.0:8080 (127.0.0.1:19082 for this machine only, 0.0.0.0:19082 for every interface)",
+        ),
+        (":8080", "no host before the port: expected HOST:PORT"),
+        (
+            "127.0.0.1:99999",
+            "\"99999\" is not a port (0 to 65535): expected HOST:PORT",
+        ),
+        ("localhost", "expected HOST:PORT such as"),
+        ("::1:8080", "expected HOST:PORT such as"),
+        ("http://x:80", "expected HOST:PORT such as"),
+        ("", "expected HOST:PORT such as"),
+    ] {
+        let err = parse_listen(bad).unwrap_err();
+        assert!(err.starts_with(says), "{bad:?}: {err}");
+    }
+}
+
+#[test]
+fn listeners_on_one_address_conflict() {
+    let conflict = |api: &str, admin: &str| {
+        let cli = Cli::try_parse_from([
+            "portfolio-replica",
+            "--listen",
+            api,
+            "--admin-listen",
+            admin,
+        ])
+        .unwrap();
+        cli.serve.listeners_conflict().is_some()
+    };
+    assert!(conflict("127.0.0.1:8080", "127.0.0.1:8080"));
+    assert!(conflict("0.0.0.0:8080", "127.0.0.1:8080"));
+    assert!(conflict("127.0.0.1:8080", "0.0.0.0:8080"));
+    assert!(conflict("[::]:8080", "127.0.0.1:8080"));
+    assert!(conflict("localhost:8080", "LOCALHOST:8080"));
+    assert!(!conflict("127.0.0.1:8080", "127.0.0.1:9090"));
+    assert!(!conflict("127.0.0.1:0", "127.0.0.1:0"));
+    assert!(!conflict("127.0.0.1:8080", "127.0.0.2:8080"));
+    assert!(!conflict("0.0.0.0:8080", "[::1]:8080"));
+    assert!(!conflict("localhost:0", "localhost:0"));
+}
+
+#[test]
+fn precompression_is_off_unless_asked_for_with_compression_on() {
+    let config = |args: &[&str]| {
+        let cli = Cli::try_parse_from([&["portfolio-replica"], args].concat()).unwrap();
+        ServeConfig::from(&cli.serve)
+    };
+    assert!(!config(&[]).precompress);
+    assert!(config(&["--precompress", "on"]).precompress);
+    assert!(!config(&["--precompress", "off"]).precompress);
+    let off = config(&["--compression", "off", "--precompress", "on"]);
+    assert!(
+        !off.compression && !off.precompress,
+        "nothing to precompress for"
+    );
+    assert!(Cli::try_parse_from(["portfolio-replica", "--precompress", "maybe"]).is_err());
+}
