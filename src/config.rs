@@ -164,6 +164,31 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = 10,
               value_parser = clap::value_parser!(u64).range(1..=1000))]
         keep: u64,
+        /// Check, and print what would change against each workspace's
+        /// current version, without uploading or writing anything.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        storage: StorageArgs,
+    },
+    /// What changed between two snapshots, per collection: records added,
+    /// changed, removed and unchanged. Exit 1 if either is rejected.
+    Diff {
+        /// The earlier snapshot: a file (`.json` or `.json.gz`), or with
+        /// --to a published version, WORKSPACE@VERSION.
+        #[arg(value_name = "OLD")]
+        old: PathBuf,
+        /// The later snapshot, as OLD.
+        #[arg(value_name = "NEW")]
+        new: PathBuf,
+        /// Print the counts and the ids of the records as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Compare versions published at this URL: OLD and NEW are then
+        /// WORKSPACE@VERSION (a snapshot version, 8+ digits of its sha256,
+        /// or `current`).
+        #[arg(long, value_name = "URL", value_parser = parse_to)]
+        to: Option<String>,
         #[command(flatten)]
         storage: StorageArgs,
     },

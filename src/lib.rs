@@ -28,8 +28,9 @@
 //! - [`status`]: the `/snapshots` body, which `versions --replica` reads;
 //!   [`http_client`]: the command line's HTTP client (`probe`,
 //!   `versions --replica`).
-//! - [`config`]: the command line; [`check`]: `check`; [`commands`]:
-//!   `hash-key` and `probe`; [`generate`]: synthetic snapshots;
+//! - [`config`]: the command line; [`check`]: `check`; [`diff`]: what
+//!   changed between two snapshots (`diff`, and `publish`'s summary);
+//!   [`commands`]: `hash-key` and `probe`; [`generate`]: synthetic snapshots;
 //!   [`publish`]: `publish`, `rollback` and `versions`, the fleet's
 //!   publisher side of object storage.
 //!
@@ -40,6 +41,7 @@ pub mod api;
 pub mod check;
 pub mod commands;
 pub mod config;
+pub mod diff;
 pub mod generate;
 pub mod http_client;
 pub mod loader;

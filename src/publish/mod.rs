@@ -5,6 +5,7 @@
 //! conditional writes (`update`), so that publishers running at once never
 //! lose each other's update.
 
+mod changes;
 mod fleet;
 mod state;
 mod update;
@@ -24,6 +25,7 @@ use crate::storage::location::{self, Access, StorageOptions};
 use crate::storage::manifest::{History, Manifest, Record, Version, short};
 use crate::store::claims::{Claim, Holders};
 use crate::store::key;
+pub use changes::diff_versions;
 use state::{Announced, Fleet};
 use update::Conditional;
 
@@ -80,17 +82,21 @@ fn fail(err: &mut impl Write, e: impl std::fmt::Display) -> bool {
 /// server would (`crate::check`, its messages), and against the keys other
 /// workspaces hold; only if all pass, uploads each as an immutable object,
 /// makes it current in its workspace's record, and announces the changes in
-/// one write of the root. Returns whether it published.
+/// one write of the root. Before uploading, prints what each file changes
+/// against its workspace's current version (`changes.rs`); `dry_run` stops
+/// there, having written nothing. Returns whether it published.
 pub fn publish(
     files: &[PathBuf],
     to: &str,
     keep: usize,
+    dry_run: bool,
     options: &StorageOptions,
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
     // A wrong URL is said before any file is read.
-    let target = match Target::open(to, options, Access::Write) {
+    let access = if dry_run { Access::Read } else { Access::Write };
+    let target = match Target::open(to, options, access) {
         Ok(target) => target,
         Err(e) => return fail(err, e),
     };
@@ -107,6 +113,11 @@ pub fn publish(
     let fleet = target.fleet();
     if let Err(e) = target.block_on(fleet.writable()) {
         return fail(err, e);
+    }
+    changes::print_summaries(&target, &checked, out, err);
+    if dry_run {
+        let _ = writeln!(out, "dry run: nothing was uploaded or written");
+        return true;
     }
     // Each step runs for all files at once (a publish of thousands of
     // workspaces is a migration's worth of requests), and is reported in

@@ -44,8 +44,12 @@ pub enum Sink<'s, 'b> {
     Workers(Workers<'s, 'b>),
     /// Not built: told each record's collection, index and bytes
     /// ([`super::digests`] hashes them).
-    Digests(&'b mut dyn FnMut(Collection, usize, &[u8]) -> Result<(), GaveUp>),
+    Digests(&'b mut OnRecord<'b>),
 }
+
+/// What a [`Sink::Digests`] calls with each record's collection, index in
+/// it, and bytes.
+pub type OnRecord<'b> = dyn FnMut(Collection, usize, &[u8]) -> Result<(), GaveUp> + 'b;
 
 /// The reading thread's side of the workers.
 pub struct Workers<'s, 'b> {

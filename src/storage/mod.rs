@@ -25,6 +25,7 @@ mod objects;
 mod origin;
 mod status;
 
+pub use download::{DownloadError, Downloaded, Expect, download};
 pub use error::{ErrorKind, ListError, StorageError};
 pub use file::{SnapshotFile, is_snapshot_name};
 pub use follow::RESYNC_EVERY;

@@ -119,7 +119,7 @@ impl History {
 
     /// The version named by `wanted`: its snapshot version exactly, or a
     /// prefix (8 hex digits or more) of its SHA-256.
-    fn find(&self, wanted: &str) -> Result<&Version, String> {
+    pub fn find(&self, wanted: &str) -> Result<&Version, String> {
         let by_version: Vec<&Version> = self
             .versions
             .iter()
