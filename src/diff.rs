@@ -198,7 +198,9 @@ pub fn files(
     true
 }
 
-/// One file, checked and then hashed record by record.
+/// One file, checked and hashed record by record. The two passes run at
+/// once, on two threads: a check keeps about one core busy, and the scan
+/// holds only its window, so the peak memory stays that of `check`.
 fn read(path: &Path, err: &mut impl Write) -> Option<Side> {
     let name = path.display().to_string();
     if path.is_dir() {
@@ -208,9 +210,27 @@ fn read(path: &Path, err: &mut impl Write) -> Option<Side> {
         );
         return None;
     }
-    // `check`'s lines for a good file (and its warnings) are not the diff's.
-    check::check(&[path.to_owned()], &mut std::io::sink(), err)?;
-    match snapshot::digests(&name, &SnapshotFile::new(path)) {
+    let (checked, digests) = std::thread::scope(|scope| {
+        let checking = scope.spawn(|| {
+            let mut messages = Vec::new();
+            // `check`'s lines for a good file (and its warnings) are not
+            // the diff's.
+            let ok = check::check(&[path.to_owned()], &mut std::io::sink(), &mut messages);
+            (ok.is_some(), messages)
+        });
+        let digests = snapshot::digests(&name, &SnapshotFile::new(path));
+        (checking.join(), digests)
+    });
+    let Ok((true, _)) = checked else {
+        // `check`'s messages, exactly (none if it panicked: say so).
+        let messages = checked.map_or_else(
+            |_| format!("error: {name}: the check failed unexpectedly\n").into_bytes(),
+            |(_, messages)| messages,
+        );
+        let _ = err.write_all(&messages);
+        return None;
+    };
+    match digests {
         Ok(digests) => Some(Side { name, digests }),
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
