@@ -95,8 +95,8 @@ impl Digests {
 
 /// The id of a record written as exporters write it, `{"id":"<36 bytes>"`
 /// first, read without parsing the rest: a JSON reader reads the same text
-/// there (36 bytes with no `\` or `"` are the string as they are). Half the
-/// cost of a scan was parsing whole records for their ids.
+/// there (36 bytes with no `\` or `"` are the string as they are), and the
+/// scan does not parse a whole record only to find its id.
 fn leading_id(bytes: &[u8]) -> Option<&str> {
     const HEAD: &[u8] = br#"{"id":""#;
     let text = bytes.strip_prefix(HEAD)?.get(..37)?;
