@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use futures_util::{StreamExt, TryStreamExt};
+use futures_util::StreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
@@ -205,14 +205,26 @@ pub async fn read_records(
     store: &dyn ObjectStore,
     prefix: &ObjectPath,
     known: Known,
+    timeout: Duration,
     error: &(dyn Fn(&object_store::Error, String) -> StorageError + Sync),
 ) -> Result<(Records, ReadCost), StorageError> {
     let dir: ObjectPath = prefix.parts().chain([RECORDS_DIR.into()]).collect();
-    let listed: Vec<_> = store
-        .list(Some(&dir))
-        .try_collect()
+    // Each request must answer within `timeout`, not the whole reading:
+    // ten thousand records take longer than one request may.
+    let stalled = || {
+        StorageError::new(
+            ErrorKind::Timeout,
+            format!("no answer from {dir} within {timeout:?}"),
+        )
+    };
+    let mut listing = store.list(Some(&dir));
+    let mut listed = Vec::new();
+    while let Some(meta) = tokio::time::timeout(timeout, listing.next())
         .await
-        .map_err(|e| error(&e, format!("cannot list {dir}: {e}")))?;
+        .map_err(|_| stalled())?
+    {
+        listed.push(meta.map_err(|e| error(&e, format!("cannot list {dir}: {e}")))?);
+    }
     let mut cost = ReadCost {
         listed: listed.len(),
         ..ReadCost::default()
@@ -236,7 +248,10 @@ pub async fn read_records(
     let mut reads = futures_util::stream::iter(to_read)
         .map(|path| read_record(store, path, error))
         .buffer_unordered(CONCURRENT_READS);
-    while let Some(read) = reads.next().await {
+    while let Some(read) = tokio::time::timeout(timeout, reads.next())
+        .await
+        .map_err(|_| stalled())?
+    {
         if let Some((record, path, etag, bytes)) = read? {
             cost.bytes += bytes;
             let current = record.history.current_version().cloned();
