@@ -178,4 +178,4 @@ wait_for_server "prefix replica" "$WORK/prefix.log" 600 "$!"
 before=$(metric "$ADMIN_ADDR" portfolio_replica_source_requests_total 'request="list"')
 sleep 30
 after=$(metric "$ADMIN_ADDR" portfolio_replica_source_requests_total 'request="list"')
-echo "prefix mode: $((after - before)) LIST requests in 30 s at --poll-interval 1s ($(( (N + 999) / 1000 )) per listing, so one listing every ~$(( (N + 999) / 1000 )) s); one page of 1,000 objects is $page bytes"
+echo "prefix mode: a listing is $(( (N + 999) / 1000 )) LIST requests of up to $page bytes (a page of 1,000 objects); $((after - before)) LIST requests in 30 s at --poll-interval 1s (a replica lists every $(( (N + 999) / 1000 )) intervals, or slower if a listing takes longer)"

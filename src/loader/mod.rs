@@ -240,18 +240,23 @@ impl Snapshots {
         if present.fresh {
             files::confirm(&mut self.files(), &present, SystemTime::now());
         }
+        if !report.loaded.is_empty() || !report.rejected.is_empty() {
+            crate::os::release_free_memory();
+        }
         self.origin.polled(report.source_failed);
         Ok(report)
     }
 
     /// Frees the datasets that stopped serving (outside the files lock:
-    /// it waits for requests still using them), then hands the memory
-    /// back to the OS.
+    /// it waits for requests still using them), then, if any, hands the
+    /// memory back to the OS. (What loads freed is handed back once, at the
+    /// end of the scan: `malloc_trim` walks the whole heap, so once per
+    /// batch would make a first scan of many files quadratic.)
     fn free_retired(&self, report: &mut ScanReport) {
         let retired = std::mem::take(&mut report.retired);
         let any = !retired.0.is_empty();
         retired.free();
-        if any || !report.loaded.is_empty() {
+        if any {
             crate::os::release_free_memory();
         }
     }

@@ -17,6 +17,10 @@ use crate::storage::{Fetch, Fingerprint, Local, SnapshotFile, StorageError};
 /// Files at least this large load alone, on the reloader thread.
 const LOAD_ALONE: u64 = 16 << 20;
 
+/// Files fetched ahead of the workers, per worker. Only their names and
+/// paths wait in the queue; what they load goes to the batch either way.
+const QUEUE_PER_WORKER: usize = 16;
+
 /// Files at least this large log when their load starts.
 const LARGE_FILE: u64 = 100 << 20;
 
@@ -57,7 +61,9 @@ impl Snapshots {
             }
             return;
         }
-        let (jobs, queue) = mpsc::sync_channel::<Fetched>(workers);
+        // A queue deep enough that the workers keep loading while this
+        // thread settles a batch (a few tens of milliseconds).
+        let (jobs, queue) = mpsc::sync_channel::<Fetched>(workers * QUEUE_PER_WORKER);
         let queue = Mutex::new(queue);
         let (results, finished) = mpsc::channel::<Loading>();
         std::thread::scope(|scope| {

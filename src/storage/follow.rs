@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use futures_util::{StreamExt, TryStreamExt};
+use futures_util::StreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
@@ -118,14 +118,23 @@ impl Followed {
         records: Option<Records>,
         prefix: &ObjectPath,
     ) -> Result<Followed, String> {
+        let read_now = records.is_some();
         if let Some(records) = records {
             self.entries = records;
             self.records_read_at = Some(Instant::now());
-        } else if self.format != manifest::MANIFEST_VERSION {
-            return Err("the records were not read".into());
         }
+        let since = match root.since(self.revision) {
+            Some(since) if read_now || self.format == manifest::MANIFEST_VERSION => since,
+            // Records just read hold every change the journal dropped.
+            None if read_now => &root.changes,
+            _ => {
+                return Err(format!(
+                    "manifest.json's changes no longer reach back to revision {}, and the workspace records were not read",
+                    self.revision
+                ));
+            }
+        };
         self.format = manifest::MANIFEST_VERSION;
-        let since = root.since(self.revision).unwrap_or(&root.changes);
         for change in since {
             let newer = self
                 .entries
@@ -205,14 +214,26 @@ pub async fn read_records(
     store: &dyn ObjectStore,
     prefix: &ObjectPath,
     known: Known,
+    timeout: Duration,
     error: &(dyn Fn(&object_store::Error, String) -> StorageError + Sync),
 ) -> Result<(Records, ReadCost), StorageError> {
     let dir: ObjectPath = prefix.parts().chain([RECORDS_DIR.into()]).collect();
-    let listed: Vec<_> = store
-        .list(Some(&dir))
-        .try_collect()
+    // Each request must answer within `timeout`, not the whole reading:
+    // ten thousand records take longer than one request may.
+    let stalled = || {
+        StorageError::new(
+            ErrorKind::Timeout,
+            format!("no answer from {dir} within {timeout:?}"),
+        )
+    };
+    let mut listing = store.list(Some(&dir));
+    let mut listed = Vec::new();
+    while let Some(meta) = tokio::time::timeout(timeout, listing.next())
         .await
-        .map_err(|e| error(&e, format!("cannot list {dir}: {e}")))?;
+        .map_err(|_| stalled())?
+    {
+        listed.push(meta.map_err(|e| error(&e, format!("cannot list {dir}: {e}")))?);
+    }
     let mut cost = ReadCost {
         listed: listed.len(),
         ..ReadCost::default()
@@ -236,7 +257,10 @@ pub async fn read_records(
     let mut reads = futures_util::stream::iter(to_read)
         .map(|path| read_record(store, path, error))
         .buffer_unordered(CONCURRENT_READS);
-    while let Some(read) = reads.next().await {
+    while let Some(read) = tokio::time::timeout(timeout, reads.next())
+        .await
+        .map_err(|_| stalled())?
+    {
         if let Some((record, path, etag, bytes)) = read? {
             cost.bytes += bytes;
             let current = record.history.current_version().cloned();
@@ -276,4 +300,70 @@ async fn read_record(
     let record =
         Record::parse(&bytes, &what).map_err(|e| StorageError::new(ErrorKind::Manifest, e))?;
     Ok(Some((record, what, etag, bytes.len() as u64)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn version(n: u8) -> Version {
+        let sha256 = format!("{n:02x}").repeat(32);
+        Version {
+            key: format!("objects/ws/{sha256}.json.gz"),
+            sha256,
+            size: 1,
+            version: format!("v{n}"),
+            published_at: String::new(),
+            file: "ws.json".to_owned(),
+            records: 1,
+            key_hashes: None,
+        }
+    }
+
+    fn root_with(changes: &[(u64, u8)]) -> Root {
+        let mut root = Root::empty();
+        for (workspace_revision, n) in changes {
+            root.announce(
+                &[("ws".into(), *workspace_revision, version(*n))],
+                "now".into(),
+            );
+        }
+        root
+    }
+
+    #[test]
+    fn applies_the_journal_and_refuses_to_skip_what_it_dropped() {
+        let prefix = ObjectPath::from("p");
+        let followed = Followed {
+            format: manifest::MANIFEST_VERSION,
+            ..Followed::default()
+        };
+        let root = root_with(&[(1, 1), (2, 2)]);
+        let followed = followed.advance(&root, None, &prefix).unwrap();
+        assert_eq!(followed.revision, 2);
+        assert_eq!(followed.entries["ws"].version.tag, version(2).sha256);
+        assert_eq!(
+            followed.entries["ws"].version.key,
+            format!("p/{}", version(2).key)
+        );
+
+        // A late announcement of an older record revision changes nothing.
+        let mut root = root.clone();
+        root.announce(&[("ws".into(), 1, version(1))], "now".into());
+        let followed = followed.advance(&root, None, &prefix).unwrap();
+        assert_eq!(followed.entries["ws"].version.tag, version(2).sha256);
+
+        // Behind what the journal keeps: only records read will do.
+        let mut restarted = root.clone();
+        restarted.restart("now".into());
+        let err = followed
+            .clone()
+            .advance(&restarted, None, &prefix)
+            .unwrap_err();
+        assert!(err.contains("records were not read"), "{err}");
+        let read = followed.entries.clone();
+        let caught_up = followed.advance(&restarted, Some(read), &prefix).unwrap();
+        assert_eq!(caught_up.revision, restarted.revision);
+        assert!(!Followed::needs_records(Some(&caught_up), Some(&restarted)));
+    }
 }

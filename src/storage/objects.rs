@@ -184,15 +184,20 @@ impl ObjectOrigin {
             (state.ever_listed && state.manifest.is_none(), etag)
         };
         self.log.clear();
+        // The poll's own requests are bounded together; reading thousands
+        // of workspace records is bounded per request (`follow`), as a
+        // download is.
         let polled = self.block_on(async {
-            tokio::time::timeout(self.timeout, self.poll(in_prefix_mode, manifest_etag))
-                .await
-                .unwrap_or_else(|_| {
-                    Err(StorageError::new(
-                        ErrorKind::Timeout,
-                        format!("no answer from {} within {:?}", self.url, self.timeout),
-                    ))
-                })
+            let polled =
+                tokio::time::timeout(self.timeout, self.poll(in_prefix_mode, manifest_etag))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(StorageError::new(
+                            ErrorKind::Timeout,
+                            format!("no answer from {} within {:?}", self.url, self.timeout),
+                        ))
+                    })?;
+            self.with_records(polled).await
         });
         tracing::debug!(
             url = %self.url,
@@ -232,7 +237,7 @@ impl ObjectOrigin {
         if !in_prefix_mode {
             // No manifest: prefix mode.
             if let Some(polled) = self.get_manifest(&manifest_key, manifest_etag).await? {
-                return self.with_records(polled).await;
+                return Ok(polled);
             }
         }
         let prefix = (!self.prefix.is_root()).then_some(&self.prefix);
@@ -247,7 +252,7 @@ impl ObjectOrigin {
             .any(|o| o.location.filename() == Some(MANIFEST_NAME))
             && let Some(polled) = self.get_manifest(&manifest_key, None).await?
         {
-            return self.with_records(polled).await;
+            return Ok(polled);
         }
         Ok(Polled::Objects(listed.objects))
     }
@@ -274,8 +279,14 @@ impl ObjectOrigin {
             followed.map(Followed::known).unwrap_or_default()
         };
         let error = |e: &object_store::Error, message: String| self.error(e, message);
-        let (records, cost) =
-            follow::read_records(self.store.as_ref(), &self.prefix, known, &error).await?;
+        let (records, cost) = follow::read_records(
+            self.store.as_ref(),
+            &self.prefix,
+            known,
+            self.timeout,
+            &error,
+        )
+        .await?;
         self.metrics.source_bytes(cost.bytes);
         tracing::debug!(
             url = %self.url,

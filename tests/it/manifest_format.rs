@@ -179,6 +179,16 @@ async fn a_format_1_manifest_still_serves_and_migrate_carries_it_over() {
     let out = cli_env(&["rollback", "ws-a", "--to", &url, "--version", "a1"], &env).await;
     assert_eq!(out.code, Some(0), "{out:?}");
     server.wait_version("/portfolio", KEY, "a1").await;
+
+    // Publishing the content that serves (a1, brought back by the
+    // rollback) changes nothing: no new revision, the history's order kept.
+    let before = s3.versions("old").await.expect("a manifest");
+    let a1 = write_json(files.path(), "a1.json", &versioned("ws-a", KEY, "a1"));
+    let out = publish(&s3, "old", &[a1]).await;
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(out.stdout.contains("unchanged: ws-a serves a1"), "{out:?}");
+    assert!(out.stdout.contains("manifest unchanged"), "{out:?}");
+    assert_eq!(s3.versions("old").await, Some(before));
 }
 
 #[tokio::test]
