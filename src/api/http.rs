@@ -8,8 +8,10 @@
 //! its own tag.
 //!
 //! A gzip body is assembled from records compressed at load (see
-//! `store::Body::gzip`); only when precompression is off is it compressed
-//! here, per request. A 304 writes no body at all.
+//! `store::Body::gzip`); only when precompression is off, not done yet, or
+//! the page is in an order its records are not chained in (tasks by
+//! company or filter) is it compressed here, per request. A 304 writes no
+//! body at all.
 
 use std::hash::{BuildHasher, Hasher};
 use std::io::Write;
@@ -142,8 +144,8 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
         })
 }
 
-/// gzip at the fastest level, when records are not precompressed: the CPU
-/// spent here is spent on every answer.
+/// gzip at the fastest level, when the page is not assembled from
+/// precompressed records: the CPU spent here is spent on every answer.
 fn compress(body: &[u8]) -> Option<Bytes> {
     let mut encoder = GzEncoder::new(Vec::with_capacity(body.len() / 4), Compression::fast());
     encoder.write_all(body).ok()?;
