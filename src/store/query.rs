@@ -441,10 +441,11 @@ impl Dataset {
                 head: b"{\"data\":",
                 record: Some((&self.meetings.records, pos, true)),
                 mid: b",\"notes\":[",
+                // Precompressed solo: no chain order.
                 list: Some((
                     &self.meeting_notes.records,
                     group(self.meeting_notes.by_meeting.get(&id)),
-                    Some(chains::BY_PARENT),
+                    None,
                 )),
                 tail: Text::new(b"]}}"),
             },

@@ -29,13 +29,14 @@ use crate::store::{Collection, Dataset};
 /// main list; a parent's list where there is no main list): a chain costs
 /// about 0.4 of the collection's bytes, so every further order would
 /// cost as much again (see [`precompression_jobs`]). Companies, few and
-/// small, keep a second.
+/// small, keep a second; meetings and their notes, served alone or a few
+/// together, have none.
 pub mod chains {
     pub const TASKS_BY_DATE: usize = 0;
     pub const COMPANIES_BY_NAME: usize = 0;
     pub const COMPANIES_BY_PRIORITY: usize = 1;
     pub const FEED_BY_DATE: usize = 0;
-    /// Notes, roles and metrics by company, meeting notes by meeting.
+    /// Notes, roles and metrics by company.
     pub const BY_PARENT: usize = 0;
 }
 
@@ -226,10 +227,16 @@ fn precompression_jobs(ds: &Dataset) -> Vec<Job> {
             trim: 1,
             solo: true,
         },
-        chained(
-            &ds.meeting_notes.records,
-            concat(&ds.meeting_notes.by_meeting),
-        ),
+        // Long (17 KB on `medium`) and about one to a meeting: a note
+        // written as literals would cost 100 us and four times gzip -1,
+        // and a chain would rarely be followed. Solo fragments only.
+        Job::Records {
+            records: Arc::clone(&ds.meeting_notes.records),
+            chains: Vec::new(),
+            depths: &[1],
+            trim: 0,
+            solo: true,
+        },
     ];
     jobs.retain(|job| match job {
         Job::Records { records, .. } => records.bytes() >= MIN_PRECOMPRESSED_BYTES,
