@@ -2,7 +2,8 @@
 //! is one gzip member that decodes to the plain page.
 //!
 //! Input: three bytes of settings (bit 0 of the first: trim a byte off each
-//! record; bits 1-2: the dictionary depths; then a page's offset and
+//! record; bits 1-2: the dictionary depths; bit 3: no solo fragments, so
+//! that records which start a run are written as literals; then a page's offset and
 //! limit), then the records, separated by 0xFF (a byte no UTF-8 text, so no
 //! rendered record, holds). The chains are the record order, its reverse,
 //! and the even records then the odd ones; the pages are a stretch of each
@@ -39,6 +40,7 @@ fuzz_target!(|data: &[u8]| {
         chains: &chains,
         depths: DEPTHS[usize::from(flags >> 1 & 3)],
         trim,
+        solo: flags & 8 == 0,
     };
     let packed = Packed::build(&records, &packing, 1, &(), &|| true).expect("not stopped");
 
@@ -63,7 +65,7 @@ fuzz_target!(|data: &[u8]| {
             }
             plain.extend_from_slice(plain_of(i as usize));
         }
-        gz.list(&packed, &list, chain, |i| plain_of(i).len());
+        gz.list(&packed, &list, chain, plain_of);
         plain.extend_from_slice(b"]}");
         gz.text(&packed, b"]}");
 

@@ -192,18 +192,27 @@ fn listeners_on_one_address_conflict() {
 }
 
 #[test]
-fn precompression_is_off_unless_asked_for_with_compression_on() {
+fn precompression_is_on_unless_turned_off_or_compression_is() {
     let config = |args: &[&str]| {
         let cli = Cli::try_parse_from([&["portfolio-replica"], args].concat()).unwrap();
         ServeConfig::from(&cli.serve)
     };
-    assert!(!config(&[]).precompress);
+    assert!(config(&[]).precompress);
+    assert!(
+        ServeConfig::new("snapshots").precompress,
+        "as on the command line"
+    );
     assert!(config(&["--precompress", "on"]).precompress);
     assert!(!config(&["--precompress", "off"]).precompress);
-    let off = config(&["--compression", "off", "--precompress", "on"]);
-    assert!(
-        !off.compression && !off.precompress,
-        "nothing to precompress for"
-    );
+    for args in [
+        &["--compression", "off"][..],
+        &["--compression", "off", "--precompress", "on"],
+    ] {
+        let off = config(args);
+        assert!(
+            !off.compression && !off.precompress,
+            "nothing to precompress for: {args:?}"
+        );
+    }
     assert!(Cli::try_parse_from(["portfolio-replica", "--precompress", "maybe"]).is_err());
 }

@@ -10,7 +10,7 @@
 use std::io::Write;
 
 use bytes::Bytes;
-use gzip_fragments::GzipPage;
+use gzip_fragments::{GzipPage, Packed};
 
 use super::builder::chains;
 use super::cursor::Cursor;
@@ -205,13 +205,18 @@ impl<'d> Body<'d> {
                 };
                 // The code of the page's first records writes its first text.
                 let first = record.map(|r| r.1).or(list.map(|l| l.1))?;
+                if let Some((_, packed, l, chain)) = list
+                    && !assembly_pays(packed, l, chain)
+                {
+                    return None;
+                }
                 // Filtered pages come to about 0.6 of the plain size.
                 let mut page = GzipPage::new(self.len() * 5 / 8);
                 page.text(first, head);
                 if let Some((r, packed, i, open)) = record {
                     let bytes = r.record(i as usize);
                     let kept = bytes.len() - packed.trim();
-                    page.record(packed, i as usize, kept);
+                    page.record(packed, i as usize, &bytes[..kept]);
                     // What the packing cut off, unless the page leaves it off too.
                     let end = bytes.len() - usize::from(open);
                     if kept < end {
@@ -220,13 +225,28 @@ impl<'d> Body<'d> {
                 }
                 page.text(first, mid);
                 if let Some((r, packed, l, chain)) = list {
-                    page.list(packed, l, chain, |i| r.len_of(i));
+                    page.list(packed, l, chain, |i| r.record(i));
                 }
                 page.text(first, tail.as_bytes());
                 Some(Bytes::from(page.finish()))
             }
         }
     }
+}
+
+/// Whether a page of `list` (a stretch of chain order `chain`, if given)
+/// is better assembled from `packed` than compressed per request. Records
+/// that follow no chain predecessor on the page go as their solo
+/// fragments, or as literals where the packing made none; literals are
+/// cheap to write but about twice the size of gzip -1, so a page that
+/// would be more than an eighth literals (a list in an order that has no
+/// chain, such as tasks filtered by status alone) is compressed per request.
+fn assembly_pays(packed: &Packed, list: &[u32], chain: Option<usize>) -> bool {
+    if packed.has_solo() || chain.is_some_and(|c| packed.stretch(c, list).is_some()) {
+        return true;
+    }
+    let literals = list.len() - packed.chained_in(list);
+    literals <= 1 + list.len() / 8
 }
 
 /// `],"pagination":{"limit":L,"offset":O,"hasMore":B}}`
@@ -293,7 +313,7 @@ impl Dataset {
             offset_body(
                 &self.tasks.records,
                 group(self.tasks.by_company.get(&id)),
-                Some(chains::TASKS_BY_COMPANY),
+                None,
                 page,
             )
         })
@@ -342,7 +362,7 @@ impl Dataset {
             (None, Some(p)) => (group(self.tasks.by_priority.get(p)), None),
             (Some(s), Some(p)) => (
                 group(self.tasks.by_status_priority.get(s).and_then(|m| m.get(p))),
-                Some(chains::TASKS_BY_STATUS_PRIORITY),
+                None,
             ),
         };
         offset_body(&self.tasks.records, list, chain, page)
@@ -368,8 +388,8 @@ impl Dataset {
     /// `/feed`: `{"data":[...],"pagination":{"limit":L,"nextCursor":C}}`.
     pub fn feed_body(&self, query: FeedQuery<'_>) -> Body<'_> {
         let (list, chain) = match query.kind {
-            None => (&self.feed.order[..], chains::FEED_BY_DATE),
-            Some(kind) => (group(self.feed.by_type.get(kind)), chains::FEED_BY_TYPE),
+            None => (&self.feed.order[..], Some(chains::FEED_BY_DATE)),
+            Some(kind) => (group(self.feed.by_type.get(kind)), None),
         };
         let len = list.len();
         let key = |i: usize| self.feed.keys[list[i] as usize];
@@ -405,7 +425,7 @@ impl Dataset {
             None => tail.push(b"null"),
         }
         tail.push(b"}}");
-        Body::list(&self.feed.records, &list[from..to], Some(chain), tail)
+        Body::list(&self.feed.records, &list[from..to], chain, tail)
     }
 
     /// `/meetings/{id}`, with its notes attached when `include_notes`.
@@ -421,10 +441,11 @@ impl Dataset {
                 head: b"{\"data\":",
                 record: Some((&self.meetings.records, pos, true)),
                 mid: b",\"notes\":[",
+                // Precompressed solo: no chain order.
                 list: Some((
                     &self.meeting_notes.records,
                     group(self.meeting_notes.by_meeting.get(&id)),
-                    Some(chains::BY_PARENT),
+                    None,
                 )),
                 tail: Text::new(b"]}}"),
             },

@@ -2,7 +2,7 @@
 //! many offsets and limits, decodes (with flate2's decoder, which shares
 //! nothing with the server's encoder) to exactly the plain body, as one
 //! gzip member with nothing after it; list pages compress to at most twice
-//! whole-page gzip; and without `--precompress on` gzip answers are still
+//! whole-page gzip; and with `--precompress off` gzip answers are still
 //! right (compressed per request). `scripts/check-gzip.py` checks the same
 //! with Python's gzip module (run by `.ci/run`).
 //!
@@ -255,17 +255,26 @@ async fn every_endpoint_in_gzip_decodes_to_its_plain_body_and_compresses() {
     }
 }
 
-/// The gzip form of `body`, which must be assembled from precompressed
-/// records, decoded.
-fn decoded(body: &Body<'_>, context: &str) -> Vec<u8> {
-    let gz = body
-        .gzip()
-        .unwrap_or_else(|| panic!("{context}: not precompressed"));
-    gunzip_one_member(&gz, context)
+/// Checks the gzip form of `body`, if it is assembled from precompressed
+/// records; returns whether it is. It is not where its collection is too
+/// small to be precompressed or its list follows no chain order (the
+/// server then compresses it per request).
+fn check_body(body: Body<'_>, context: &str) -> bool {
+    let Some(gz) = body.gzip() else {
+        return false;
+    };
+    assert_eq!(
+        gunzip_one_member(&gz, context),
+        body.identity(),
+        "{context}"
+    );
+    true
 }
 
-fn check_body(body: Body<'_>, context: &str) {
-    assert_eq!(decoded(&body, context), body.identity(), "{context}");
+/// Checks the gzip form of `body`, which must be assembled: a page of a
+/// main list, or of a parent's list, in a collection precompressed.
+fn must_assemble(body: Body<'_>, context: &str) {
+    assert!(check_body(body, context), "{context}: not assembled");
 }
 
 fn load(path: &Path) -> Dataset {
@@ -294,7 +303,7 @@ async fn every_page_at_every_offset_assembles_to_valid_gzip() {
     let priorities = ["low", "medium", "high", "urgent", "nope"];
     for limit in [1, 2, 3, 4, 5, 7, 9, 16, 33, 100] {
         for offset in 0..=tasks {
-            check_body(
+            must_assemble(
                 ds.tasks_body(None, None, page(limit, offset)),
                 &format!("tasks {limit}@{offset}"),
             );
@@ -347,13 +356,14 @@ async fn every_page_at_every_offset_assembles_to_valid_gzip() {
                 let notes = ds
                     .company_notes_body(id, page(limit, offset))
                     .expect("a company");
-                check_body(notes, &format!("company notes {limit}@{offset}"));
+                must_assemble(notes, &format!("company notes {limit}@{offset}"));
             }
         }
         check_body(
             ds.company_roles_body(id).expect("a company"),
             "company roles",
         );
+        // The latest metrics are too few here to be precompressed.
         check_body(
             ds.company_metrics_body(id).expect("a company"),
             "company metrics",
@@ -370,7 +380,12 @@ async fn every_page_at_every_offset_assembles_to_valid_gzip() {
                     kind,
                 });
                 let plain = body.identity();
-                check_body(body, &format!("feed {kind:?} {limit}"));
+                let context = format!("feed {kind:?} {limit}");
+                if kind.is_none() {
+                    must_assemble(body, &context);
+                } else {
+                    check_body(body, &context);
+                }
                 let page: Value = serde_json::from_slice(&plain).expect("json");
                 match page["pagination"]["nextCursor"].as_str() {
                     Some(next) => cursor = Some(Cursor::parse(next).expect("a cursor")),
@@ -379,17 +394,16 @@ async fn every_page_at_every_offset_assembles_to_valid_gzip() {
             }
         }
     }
-    let roles = ds.roles_body();
-    check_body(roles, "roles");
+    must_assemble(ds.roles_body(), "roles");
 }
 
-/// Without `--precompress on` (the default) nothing is compressed at load,
-/// and gzip answers (compressed per request) still decode to the plain body.
+/// With `--precompress off` nothing is compressed at load, and gzip
+/// answers (compressed per request) still decode to the plain body.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_precompression_gzip_answers_are_compressed_per_request() {
     let dir = tempdir();
     let keys = generate(dir.path()).await;
-    let bin = Binary::start(dir.path(), &[], &[]).await;
+    let bin = Binary::start(dir.path(), &["--precompress", "off"], &[]).await;
     let auth = format!("Bearer {}", keys[0]);
     for path in ["/tasks?limit=100", "/portfolio", "/roles", "/feed?limit=50"] {
         let plain = get_from(bin.api, path, Some(&keys[0])).await.expect("GET");

@@ -80,7 +80,7 @@ mod tests {
         plain.extend_from_slice(tail);
         let mut gz = GzipPage::new(0);
         gz.text(packed, head);
-        gz.list(packed, list, hint, |i| r[i].len());
+        gz.list(packed, list, hint, |i| &r[i][..]);
         gz.text(packed, tail);
         (plain, gz.finish())
     }
@@ -93,12 +93,20 @@ mod tests {
         let (mut by3, rest): (Vec<u32>, Vec<u32>) = chain.iter().partition(|&&i| i % 3 == 0);
         let thirds = by3.clone();
         by3.extend(rest);
-        let packing = Packing {
-            chains: &[&chain, &by3],
-            depths: &[1, 2, 4],
-            trim: 0,
-        };
-        let packed = Packed::build(&r, &packing, 2, &(), &|| true).expect("built");
+        for solo in [true, false] {
+            let packing = Packing {
+                chains: &[&chain, &by3],
+                depths: &[1, 2, 4],
+                trim: 0,
+                solo,
+            };
+            // Four threads for more pieces than that (CHUNK is 8192).
+            let packed = Packed::build(&r, &packing, 4, &(), &|| true).expect("built");
+            check_pages(&r, &packed, &chain, &by3, &thirds);
+        }
+    }
+
+    fn check_pages(r: &Records, packed: &Packed, chain: &[u32], by3: &[u32], thirds: &[u32]) {
         let lists: Vec<Vec<u32>> = vec![
             vec![],
             vec![5],
@@ -121,15 +129,11 @@ mod tests {
             // Looked up record by record; and said to be a stretch of each
             // chain order it is one of (a page whose list is one).
             let stretch = |order: &[u32]| order.windows(list.len().max(1)).any(|w| w == &list[..]);
-            let hints = [
-                None,
-                stretch(&chain).then_some(0),
-                stretch(&by3).then_some(1),
-            ];
+            let hints = [None, stretch(chain).then_some(0), stretch(by3).then_some(1)];
             for hint in hints {
                 let (plain, gz) = page(
-                    &r,
-                    &packed,
+                    r,
+                    packed,
                     list,
                     hint,
                     b"{\"data\":[",
@@ -138,7 +142,7 @@ mod tests {
                 assert_eq!(gunzip(&gz), plain, "list {list:?}, chain {hint:?}");
             }
         }
-        let (plain, gz) = page(&r, &packed, &chain, Some(0), b"", b"");
+        let (plain, gz) = page(r, packed, chain, Some(0), b"", b"");
         assert!(
             gz.len() * 4 < plain.len(),
             "{} of {}",
@@ -156,6 +160,7 @@ mod tests {
             chains,
             depths: &[1],
             trim,
+            solo: true,
         };
         let m = Packed::build(&meetings, &packing(&[], 1), 1, &(), &|| true).expect("built");
         let n =
@@ -163,9 +168,9 @@ mod tests {
         let mut gz = GzipPage::new(0);
         let meeting = &meetings[2];
         gz.text(&m, b"{\"data\":");
-        gz.record(&m, 2, meeting.len() - 1);
+        gz.record(&m, 2, &meeting[..meeting.len() - 1]);
         gz.text(&m, b",\"notes\":[");
-        gz.list(&n, &[3, 4, 5, 9], Some(0), |i| notes[i].len());
+        gz.list(&n, &[3, 4, 5, 9], Some(0), |i| &notes[i][..]);
         gz.text(&n, b"]}}");
         let mut plain = b"{\"data\":".to_vec();
         plain.extend_from_slice(&meeting[..meeting.len() - 1]);

@@ -17,8 +17,9 @@
 //! of its records, so that a page needs one block header per collection
 //! it shows, not one per record.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::bits::{BitWriter, PADDING};
 use crate::crc;
@@ -107,6 +108,12 @@ pub struct Packing<'a> {
     pub depths: &'a [usize],
     /// Bytes cut off each record's end before compressing.
     pub trim: usize,
+    /// Whether to make solo fragments. Without them a record that starts
+    /// a run goes on a page as literals (see [`crate::GzipPage`]): they
+    /// cost more memory than a chain (about 0.6 of the records' bytes
+    /// against 0.4, generated tasks), so they pay only where records are
+    /// few or mostly served alone.
+    pub solo: bool,
 }
 
 impl Packed {
@@ -138,6 +145,7 @@ impl Packed {
             chains,
             depths,
             trim,
+            solo,
         } = *packing;
         debug_assert!(depths.first() == Some(&1) && depths.is_sorted());
         let n = records.count();
@@ -154,44 +162,73 @@ impl Packed {
             keep_going,
         };
 
-        // Pass 0 is the solo fragments; pass 1 + c * rungs + r is rung r of
-        // chain c.
-        let passes = 1 + chains.len() * depths.len();
-        let outputs: Vec<Mutex<Option<Output>>> = (0..passes).map(|_| Mutex::new(None)).collect();
+        // The work: the solo fragments (one piece, if asked for), then
+        // every rung of every chain in pieces of CHUNK positions, so that
+        // a collection with one chain still runs on every thread given.
+        // Pieces of a rung are joined in order as they come.
+        let mut units = Vec::new();
+        if solo {
+            units.push(Unit::Solo);
+        }
+        let joins: Vec<Vec<Mutex<Join>>> = chains
+            .iter()
+            .enumerate()
+            .map(|(c, order)| {
+                let pieces = order.len().div_ceil(CHUNK).max(1);
+                (0..depths.len())
+                    .map(|r| {
+                        units.extend((0..pieces).map(|p| Unit::Rung { c, r, piece: p }));
+                        Mutex::new(Join::new(order.len(), pass.plain, placement))
+                    })
+                    .collect()
+            })
+            .collect();
+        let solo_output: Mutex<Option<(Vec<Piece>, Vec<u8>)>> = Mutex::new(None);
+        let failed = AtomicBool::new(false);
         let next = AtomicUsize::new(0);
         let work = || {
             let mut matcher = Matcher::default();
             loop {
-                let p = next.fetch_add(1, Ordering::Relaxed);
-                if p >= passes {
+                let u = next.fetch_add(1, Ordering::Relaxed);
+                if u >= units.len() || failed.load(Ordering::Relaxed) {
                     return;
                 }
-                let output = if p == 0 {
-                    pass.solo(n, &mut matcher)
-                } else {
-                    let (c, r) = ((p - 1) / depths.len(), (p - 1) % depths.len());
-                    pass.rung(chains[c], depths[r], &mut matcher)
-                };
-                *outputs[p].lock().unwrap_or_else(|p| p.into_inner()) = output;
+                match units[u] {
+                    Unit::Solo => match pass.solo(n, &mut matcher) {
+                        Some(out) => *lock(&solo_output) = Some(out),
+                        None => failed.store(true, Ordering::Relaxed),
+                    },
+                    Unit::Rung { c, r, piece } => {
+                        let order = chains[c];
+                        let from = piece * CHUNK;
+                        let to = (from + CHUNK).min(order.len());
+                        match pass.rung(order, depths[r], from..to, &mut matcher) {
+                            Some(chunk) => lock(&joins[c][r]).add(piece, chunk),
+                            None => failed.store(true, Ordering::Relaxed),
+                        }
+                    }
+                }
             }
         };
         std::thread::scope(|scope| {
-            for _ in 1..threads.min(passes) {
+            for _ in 1..threads.min(units.len()) {
                 scope.spawn(work);
             }
             work();
         });
-
-        let mut outputs = outputs
-            .into_iter()
-            .map(|o| o.into_inner().unwrap_or_else(|p| p.into_inner()));
-        let Some(Output::Solo { pieces, bits: solo }) = outputs.next()? else {
+        if failed.into_inner() {
             return None;
-        };
-        placement.built(&pieces);
+        }
 
+        let (pieces, solo_bits) = solo_output
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_default();
+        if solo {
+            placement.built(&pieces);
+        }
         let mut built = Vec::with_capacity(chains.len());
-        for order in chains {
+        for (order, joins) in chains.iter().zip(joins) {
             let mut pos = reserved(n, placement);
             pos.resize(n, NOT_CHAINED);
             let mut prefix = reserved(order.len(), placement);
@@ -203,19 +240,24 @@ impl Packed {
                     crc = crc::update(crc, b",");
                     len += 1;
                 }
-                let p = pieces[i as usize];
-                crc = crc::combine(crc, p.crc, p.shift);
-                len += record(i as usize).len() as u64;
+                let bytes = record(i as usize);
+                let (record_crc, shift) = match pieces.get(i as usize) {
+                    Some(p) => (p.crc, p.shift),
+                    None => (crc32(bytes), crc::shift_for(bytes.len() as u64)),
+                };
+                crc = crc::combine(crc, record_crc, shift);
+                len += bytes.len() as u64;
                 prefix.push(crc);
                 ends.push(len);
             }
-            let mut rungs = Vec::with_capacity(depths.len());
-            for _ in depths {
-                let Some(Output::Rung(rung)) = outputs.next()? else {
-                    return None;
-                };
-                rungs.push(rung);
-            }
+            let rungs = depths
+                .iter()
+                .zip(joins)
+                .map(|(&depth, join)| {
+                    let join = join.into_inner().unwrap_or_else(|p| p.into_inner());
+                    join.finish(depth, placement)
+                })
+                .collect();
             placement.built(&pos);
             placement.built(&prefix);
             placement.built(&ends);
@@ -229,7 +271,7 @@ impl Packed {
         Some(Packed {
             code,
             pieces,
-            solo,
+            solo: solo_bits,
             chains: built,
             trim,
         })
@@ -250,16 +292,30 @@ impl Packed {
         self.pieces.len() * size_of::<Piece>() + self.solo.len() + chains + self.code.header.len()
     }
 
+    /// Whether records have solo fragments ([`Packing::solo`]).
+    pub fn has_solo(&self) -> bool {
+        !self.pieces.is_empty()
+    }
+
+    /// How many records of `list` directly follow their predecessor in
+    /// some chain order: those a page writes as chained fragments.
+    pub fn chained_in(&self, list: &[u32]) -> usize {
+        list.windows(2)
+            .filter(|w| self.follows(w[0] as usize, w[1] as usize).is_some())
+            .count()
+    }
+
     /// Bytes cut off each record's end before compressing.
     pub fn trim(&self) -> usize {
         self.trim
     }
 
-    /// Record `i`'s solo fragment (bit range of a stream), CRC and shift.
+    /// Record `i`'s solo fragment (bit range of a stream), CRC and shift,
+    /// if the records have them.
     #[inline]
-    pub(crate) fn solo(&self, i: usize) -> (&[u8], u64, u64, u32, u32) {
-        let (p, next) = (self.pieces[i], self.pieces[i + 1].solo);
-        (&self.solo, p.solo, next, p.crc, p.shift)
+    pub(crate) fn solo(&self, i: usize) -> Option<(&[u8], u64, u64, u32, u32)> {
+        let (p, next) = (*self.pieces.get(i)?, self.pieces.get(i + 1)?.solo);
+        Some((&self.solo, p.solo, next, p.crc, p.shift))
     }
 
     /// A chain in which record `after` directly follows record `before`,
@@ -327,10 +383,80 @@ impl Packed {
     }
 }
 
-/// What a pass of [`Packed::build`] makes.
-enum Output {
-    Solo { pieces: Vec<Piece>, bits: Vec<u8> },
-    Rung(Rung),
+/// A piece of [`Packed::build`]'s work.
+#[derive(Clone, Copy)]
+enum Unit {
+    Solo,
+    /// Positions `piece * CHUNK..` of rung `r` of chain `c`.
+    Rung {
+        c: usize,
+        r: usize,
+        piece: usize,
+    },
+}
+
+/// Chain positions compressed in one piece of work (in tests, few and odd,
+/// so that small collections are joined from many pieces).
+const CHUNK: usize = if cfg!(test) { 37 } else { 8192 };
+
+/// Some consecutive chain positions of a rung, compressed.
+struct Chunk {
+    /// Where each position's fragment starts, from the chunk's first bit.
+    at: Vec<u64>,
+    /// The fragments, padded (see [`BitWriter::copy`]).
+    bits: Vec<u8>,
+    bit_len: u64,
+}
+
+/// A rung being put together from its chunks, in order, as they come.
+struct Join {
+    next: usize,
+    waiting: BTreeMap<usize, Chunk>,
+    at: Vec<u64>,
+    bits: BitWriter,
+}
+
+impl Join {
+    fn new(positions: usize, plain: usize, placement: &impl Placement) -> Join {
+        Join {
+            next: 0,
+            waiting: BTreeMap::new(),
+            at: reserved(positions + 1, placement),
+            bits: BitWriter::new(reserved(plain * 7 / 16, placement)),
+        }
+    }
+
+    fn add(&mut self, piece: usize, chunk: Chunk) {
+        self.waiting.insert(piece, chunk);
+        while let Some(chunk) = self.waiting.remove(&self.next) {
+            let base = self.bits.bit_len();
+            self.at.extend(chunk.at.iter().map(|a| a + base));
+            self.bits.copy(&chunk.bits, 0, chunk.bit_len);
+            self.next += 1;
+        }
+    }
+
+    fn finish(mut self, depth: usize, placement: &impl Placement) -> Rung {
+        debug_assert!(self.waiting.is_empty());
+        self.at.push(self.bits.bit_len());
+        placement.built(&self.at);
+        Rung {
+            depth,
+            at: self.at,
+            bits: padded(self.bits, placement),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The CRC-32 of `bytes` (vectorized where the processor can).
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = flate2::Crc::new();
+    crc.update(bytes);
+    crc.sum()
 }
 
 /// What every pass of one [`Packed::build`] shares.
@@ -346,7 +472,7 @@ struct Pass<'a, F, P> {
 
 impl<'r, F: Fn(usize) -> &'r [u8], P: Placement> Pass<'_, F, P> {
     /// Every record's solo fragment, CRC and shift.
-    fn solo(&self, n: usize, matcher: &mut Matcher) -> Option<Output> {
+    fn solo(&self, n: usize, matcher: &mut Matcher) -> Option<(Vec<Piece>, Vec<u8>)> {
         let mut symbols = Vec::new();
         let mut pieces = reserved(n + 1, self.placement);
         let mut bits = BitWriter::new(reserved(self.plain * 5 / 8, self.placement));
@@ -355,11 +481,9 @@ impl<'r, F: Fn(usize) -> &'r [u8], P: Placement> Pass<'_, F, P> {
                 return None;
             }
             let bytes = (self.record)(i);
-            let mut crc = flate2::Crc::new();
-            crc.update(bytes);
             pieces.push(Piece {
                 solo: bits.bit_len(),
-                crc: crc.sum(),
+                crc: crc32(bytes),
                 shift: crc::shift_for(bytes.len() as u64),
             });
             matcher.parse(bytes, 0, &mut symbols);
@@ -369,20 +493,23 @@ impl<'r, F: Fn(usize) -> &'r [u8], P: Placement> Pass<'_, F, P> {
             solo: bits.bit_len(),
             ..Piece::default()
         });
-        Some(Output::Solo {
-            pieces,
-            bits: self.finish(bits),
-        })
+        Some((pieces, padded(bits, self.placement)))
     }
 
-    /// Every record of chain `order` compressed against the `depth`
-    /// records before it there.
-    fn rung(&self, order: &[u32], depth: usize, matcher: &mut Matcher) -> Option<Output> {
+    /// The records at positions `range` of chain `order`, each compressed
+    /// against the `depth` records before it there.
+    fn rung(
+        &self,
+        order: &[u32],
+        depth: usize,
+        range: std::ops::Range<usize>,
+        matcher: &mut Matcher,
+    ) -> Option<Chunk> {
         let (mut symbols, mut scratch) = (Vec::new(), Vec::new());
-        let mut at = reserved(order.len() + 1, self.placement);
-        let mut bits = BitWriter::new(reserved(self.plain * 3 / 8, self.placement));
-        for k in 0..order.len() {
-            if k % CHECK_EVERY == 0 && !(self.keep_going)() {
+        let mut at = Vec::with_capacity(range.len());
+        let mut bits = BitWriter::default();
+        for k in range.clone() {
+            if (k - range.start) % CHECK_EVERY == 0 && !(self.keep_going)() {
                 return None;
             }
             at.push(bits.bit_len());
@@ -397,24 +524,21 @@ impl<'r, F: Fn(usize) -> &'r [u8], P: Placement> Pass<'_, F, P> {
             self.code.put_literal(&mut bits, b',');
             encode(self.code, &symbols, &mut bits);
         }
-        at.push(bits.bit_len());
-        self.placement.built(&at);
-        Some(Output::Rung(Rung {
-            depth,
-            at,
-            bits: self.finish(bits),
-        }))
+        let bit_len = bits.bit_len();
+        let mut bits = bits.finish();
+        bits.extend_from_slice(&[0; PADDING]);
+        Some(Chunk { at, bits, bit_len })
     }
+}
 
-    /// A stream of fragments, written: padded for [`BitWriter::copy`], and
-    /// placed.
-    fn finish(&self, w: BitWriter) -> Vec<u8> {
-        let mut bytes = w.finish();
-        bytes.extend_from_slice(&[0; PADDING]);
-        bytes.shrink_to_fit();
-        self.placement.built(&bytes);
-        bytes
-    }
+/// A stream of fragments, written: padded for [`BitWriter::copy`], and
+/// placed.
+fn padded(w: BitWriter, placement: &impl Placement) -> Vec<u8> {
+    let mut bytes = w.finish();
+    bytes.extend_from_slice(&[0; PADDING]);
+    bytes.shrink_to_fit();
+    placement.built(&bytes);
+    bytes
 }
 
 /// An empty Vec with room for `n` items, shown to `placement`.

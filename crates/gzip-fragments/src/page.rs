@@ -71,48 +71,60 @@ impl<'a> GzipPage<'a> {
         self.len += text.len() as u64;
     }
 
-    /// Record `i` of `packed` (less the packing's trim), `len` bytes plain.
-    pub fn record(&mut self, packed: &'a Packed, i: usize, len: usize) {
+    /// Record `i` of `packed`, whose bytes (less the packing's trim) are
+    /// `bytes`: its solo fragment, or its bytes as literals if the packing
+    /// made none.
+    pub fn record(&mut self, packed: &'a Packed, i: usize, bytes: &[u8]) {
         self.block(&packed.code);
-        let (src, from, to, crc, shift) = packed.solo(i);
-        self.out.copy(src, from, to);
-        self.crc = crc::combine(self.crc, crc, shift);
-        self.len += len as u64;
+        match packed.solo(i) {
+            Some((src, from, to, crc, shift)) => {
+                self.out.copy(src, from, to);
+                self.crc = crc::combine(self.crc, crc, shift);
+            }
+            None => {
+                for &b in bytes {
+                    packed.code.put_literal(&mut self.out, b);
+                }
+                let mut crc = flate2::Crc::new();
+                crc.update(bytes);
+                self.crc = crc::combine(self.crc, crc.sum(), crc::shift_for(bytes.len() as u64));
+            }
+        }
+        self.len += bytes.len() as u64;
     }
 
-    /// Records `list` of `packed`, comma-separated; `len(i)` is record
-    /// `i`'s plain length. A record whose neighbour before it is its
+    /// Records `list` of `packed`, comma-separated; `record(i)` is record
+    /// `i`'s plain text. A record whose neighbour before it is its
     /// predecessor in a chain order goes as its chained fragment, and a run
     /// of them in one chain as one copy.
     ///
     /// With `chain`, the caller vouches that `list` is a stretch of that
     /// chain order (a main list, a company's list): then no record is
     /// looked up but the first.
-    pub fn list(
+    pub fn list<'r>(
         &mut self,
         packed: &'a Packed,
         list: &[u32],
         chain: Option<usize>,
-        len: impl Fn(usize) -> usize,
+        record: impl Fn(usize) -> &'r [u8],
     ) {
         let Some(&first) = list.first() else {
             return;
         };
         if let Some(chain) = chain
             && let Some(k) = packed.stretch(chain, list)
-            && let Some(first_len) = packed.run_len(chain, k, 1)
         {
-            self.record(packed, first as usize, first_len as usize);
+            self.record(packed, first as usize, record(first as usize));
             self.run(packed, chain, k + 1, list.len() - 1);
             return;
         }
-        self.record(packed, first as usize, len(first as usize));
+        self.record(packed, first as usize, record(first as usize));
         let mut j = 1;
         while j < list.len() {
             let (before, here) = (list[j - 1] as usize, list[j] as usize);
             let Some((chain, start)) = packed.follows(before, here) else {
                 self.comma(packed);
-                self.record(packed, here, len(here));
+                self.record(packed, here, record(here));
                 j += 1;
                 continue;
             };

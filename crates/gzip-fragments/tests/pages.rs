@@ -25,6 +25,7 @@ struct Collection {
     chains: Vec<Vec<u32>>,
     depths: &'static [usize],
     trim: usize,
+    solo: bool,
     threads: usize,
 }
 
@@ -41,6 +42,7 @@ impl Collection {
             chains: &chains,
             depths: self.depths,
             trim: self.trim,
+            solo: self.solo,
         };
         Packed::build(&self.records, &packing, self.threads, placement, &|| true)
             .expect("nothing asks it to stop")
@@ -133,23 +135,26 @@ fn collection() -> impl Strategy<Value = Collection> {
         Just(&[1, 2, 4][..]),
         Just(&[1, 2, 4, 8][..]),
     ];
-    (records(), depths, 0usize..=1, 1usize..=3).prop_flat_map(|(records, depths, trim, threads)| {
-        let all: Vec<u32> = (0..records.len() as u32).collect();
-        let n = all.len();
-        // Each chain: any subset of the records in any order, or in
-        // record order (as a collection's main list often is).
-        let chain = prop_oneof![
-            subsequence(all.clone(), 0..=n).prop_shuffle(),
-            subsequence(all, 0..=n),
-        ];
-        vec(chain, 0..=3).prop_map(move |chains| Collection {
-            records: records.clone(),
-            chains,
-            depths,
-            trim,
-            threads,
-        })
-    })
+    (records(), depths, 0usize..=1, any::<bool>(), 1usize..=3).prop_flat_map(
+        |(records, depths, trim, solo, threads)| {
+            let all: Vec<u32> = (0..records.len() as u32).collect();
+            let n = all.len();
+            // Each chain: any subset of the records in any order, or in
+            // record order (as a collection's main list often is).
+            let chain = prop_oneof![
+                subsequence(all.clone(), 0..=n).prop_shuffle(),
+                subsequence(all, 0..=n),
+            ];
+            vec(chain, 0..=3).prop_map(move |chains| Collection {
+                records: records.clone(),
+                chains,
+                depths,
+                trim,
+                solo,
+                threads,
+            })
+        },
+    )
 }
 
 fn part() -> impl Strategy<Value = Part> {
@@ -202,7 +207,7 @@ fn page(collections: &[Collection; 2], packed: &[Packed; 2], parts: &[Part]) -> 
                 }
                 let i = i.index(col.records.len());
                 plain.extend_from_slice(col.plain(i));
-                gz.record(&packed[*c], i, col.plain(i).len());
+                gz.record(&packed[*c], i, col.plain(i));
             }
             Part::Stretch {
                 c,
@@ -249,7 +254,7 @@ fn write_list<'a>(
         }
         plain.extend_from_slice(col.plain(i as usize));
     }
-    gz.list(packed, list, chain, |i| col.plain(i).len());
+    gz.list(packed, list, chain, |i| col.plain(i));
 }
 
 /// Counts what it is shown, and places nothing.
@@ -307,10 +312,12 @@ proptest! {
         let placed = [collection.pack(&counting), collection.pack(&())];
         let two = [one.clone(), one];
         prop_assert_eq!(page(&two, &packed, &parts).1, page(&two, &placed, &parts).1);
-        // The solo stream and its table, and per rung its stream and table.
+        // The solo stream and its table (if made), and per rung its stream
+        // and table, and per chain its three tables.
         let rungs = collection.chains.len() * collection.depths.len();
-        prop_assert_eq!(counting.reserved.load(Ordering::Relaxed), 2 + 2 * rungs + 3 * collection.chains.len());
-        prop_assert_eq!(counting.built.load(Ordering::Relaxed), 2 + 2 * rungs + 3 * collection.chains.len());
+        let buffers = 2 * usize::from(collection.solo) + 2 * rungs + 3 * collection.chains.len();
+        prop_assert_eq!(counting.reserved.load(Ordering::Relaxed), buffers);
+        prop_assert_eq!(counting.built.load(Ordering::Relaxed), buffers);
     }
 }
 
@@ -321,6 +328,7 @@ fn a_packing_told_to_stop_gives_up() {
         chains: &[],
         depths: &[1],
         trim: 0,
+        solo: true,
     };
     assert!(Packed::build(&records, &packing, 1, &(), &|| false).is_none());
     assert!(Packed::build(&records, &packing, 1, &(), &|| true).is_some());

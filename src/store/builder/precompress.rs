@@ -24,28 +24,40 @@ use crate::store::{Collection, Dataset};
 /// Each collection's chain orders, by their index in its `Packed`. A page
 /// of a list that is a stretch of one of them says so (`store::query`),
 /// and is assembled without looking its records up.
+///
+/// One chain per collection, the order its pages are served in most (the
+/// main list; a parent's list where there is no main list): a chain costs
+/// about 0.4 of the collection's bytes, so every further order would
+/// cost as much again (see [`precompression_jobs`]). Companies, few and
+/// small, keep a second; meetings and their notes, served alone or a few
+/// together, have none.
 pub mod chains {
     pub const TASKS_BY_DATE: usize = 0;
-    pub const TASKS_BY_COMPANY: usize = 1;
-    pub const TASKS_BY_STATUS_PRIORITY: usize = 2;
     pub const COMPANIES_BY_NAME: usize = 0;
     pub const COMPANIES_BY_PRIORITY: usize = 1;
     pub const FEED_BY_DATE: usize = 0;
-    pub const FEED_BY_TYPE: usize = 1;
-    /// Notes, roles and metrics by company, meeting notes by meeting.
+    /// Notes, roles and metrics by company.
     pub const BY_PARENT: usize = 0;
 }
+
+/// Collections smaller than this are not precompressed: a Huffman code
+/// alone costs about 1.4 KB (a tenth of such a collection), and a page of
+/// at most this much costs tens of microseconds to compress per request.
+/// It keeps a replica of many small workspaces (2,000 of about 100 KB)
+/// within its memory budget (BENCHMARKS.md, "gzip by default").
+pub const MIN_PRECOMPRESSED_BYTES: usize = 16 * 1024;
 
 /// One piece of work: a collection's records to compress, or a body to
 /// gzip once.
 enum Job {
     /// Records to compress, chained in each of `chains`, less `trim` bytes
-    /// at the end of each.
+    /// at the end of each; solo too if `solo`.
     Records {
         records: Arc<Rendered>,
         chains: Vec<Positions>,
         depths: &'static [usize],
         trim: usize,
+        solo: bool,
     },
     /// A whole body (`/roles`) gzipped once.
     Whole {
@@ -169,33 +181,29 @@ pub fn start(dataset: &mut Dataset, precompress: bool) {
     };
 }
 
-/// Each collection's records to compress, chained in the orders of its
-/// main list and of the lists per company or filter value that pay for
-/// their memory (ARCHITECTURE.md), in the order of [`chains`]; the largest
-/// collections first.
+/// Each collection's records to compress, chained in the order of its
+/// main list (or by parent), in the order of [`chains`]; the largest
+/// collections first; none under [`MIN_PRECOMPRESSED_BYTES`].
+///
+/// What is left out, measured on the `medium` dataset (BENCHMARKS.md,
+/// "gzip by default"): solo fragments (0.6 of the records' bytes, where a
+/// chain is 0.4; a record that starts a page goes as literals instead),
+/// and the chains of tasks by company and by status and priority and of
+/// the feed by type (0.4 each). With them the fragments took 1.6 times
+/// the JSON; without, 0.42. Pages in those orders are compressed per
+/// request.
 fn precompression_jobs(ds: &Dataset) -> Vec<Job> {
-    let records = |r: &Arc<Rendered>, chains: Vec<Positions>, trim: usize| Job::Records {
+    let chained = |r: &Arc<Rendered>, chain: Positions| Job::Records {
         records: Arc::clone(r),
-        chains,
+        chains: vec![chain],
         depths: &[1],
-        trim,
+        trim: 0,
+        solo: false,
     };
-    vec![
-        records(
-            &ds.tasks.records,
-            vec![
-                ds.tasks.order.clone(),
-                concat(&ds.tasks.by_company),
-                concat(
-                    ds.tasks
-                        .by_status_priority
-                        .iter()
-                        .flat_map(|(s, m)| m.iter().map(move |(p, g)| ((s, p), g))),
-                ),
-            ],
-            0,
-        ),
-        // Few and large, with much in common: deeper dictionaries pay.
+    let mut jobs = vec![
+        chained(&ds.tasks.records, ds.tasks.order.clone()),
+        // Few and large, with much in common: deeper dictionaries pay, and
+        // solo fragments for `/portfolio/{id}`.
         Job::Records {
             records: Arc::clone(&ds.companies.records),
             chains: vec![
@@ -204,26 +212,41 @@ fn precompression_jobs(ds: &Dataset) -> Vec<Job> {
             ],
             depths: &[1, 2, 4, 8],
             trim: 0,
+            solo: true,
         },
-        records(
-            &ds.feed.records,
-            vec![ds.feed.order.clone(), concat(&ds.feed.by_type)],
-            0,
-        ),
-        records(&ds.notes.records, vec![concat(&ds.notes.by_company)], 0),
-        records(&ds.roles.records, vec![concat(&ds.roles.by_company)], 0),
-        records(&ds.metrics.records, vec![ds.metrics.all.clone()], 0),
-        records(&ds.meetings.records, Vec::new(), 1),
-        records(
-            &ds.meeting_notes.records,
-            vec![concat(&ds.meeting_notes.by_meeting)],
-            0,
-        ),
-        Job::Whole {
-            body: ds.roles.body.clone(),
-            into: Arc::clone(&ds.roles.gzip),
+        chained(&ds.feed.records, ds.feed.order.clone()),
+        chained(&ds.notes.records, concat(&ds.notes.by_company)),
+        chained(&ds.roles.records, concat(&ds.roles.by_company)),
+        chained(&ds.metrics.records, ds.metrics.all.clone()),
+        // Served alone or ahead of their notes: solo fragments only, less
+        // the closing brace where `notes` goes in.
+        Job::Records {
+            records: Arc::clone(&ds.meetings.records),
+            chains: Vec::new(),
+            depths: &[1],
+            trim: 1,
+            solo: true,
         },
-    ]
+        // Long (17 KB on `medium`) and about one to a meeting: a note
+        // written as literals would cost 100 us and four times gzip -1,
+        // and a chain would rarely be followed. Solo fragments only.
+        Job::Records {
+            records: Arc::clone(&ds.meeting_notes.records),
+            chains: Vec::new(),
+            depths: &[1],
+            trim: 0,
+            solo: true,
+        },
+    ];
+    jobs.retain(|job| match job {
+        Job::Records { records, .. } => records.bytes() >= MIN_PRECOMPRESSED_BYTES,
+        Job::Whole { .. } => true,
+    });
+    jobs.push(Job::Whole {
+        body: ds.roles.body.clone(),
+        into: Arc::clone(&ds.roles.gzip),
+    });
+    jobs
 }
 
 fn run(
@@ -249,12 +272,14 @@ fn run(
                 chains,
                 depths,
                 trim,
+                solo,
             } => {
                 let chains: Vec<&[u32]> = chains.iter().map(Vec::as_slice).collect();
                 let packing = Packing {
                     chains: &chains,
                     depths,
                     trim,
+                    solo,
                 };
                 let built =
                     Packed::build(&*records, &packing, os::cores(), &HugePages, &keep_going);
