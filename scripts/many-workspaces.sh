@@ -18,7 +18,8 @@
 # Environment: SCALE (tiny, or micro for ~10 KB), BIN (default
 # target/release/portfolio-replica, built if missing), DATA (default
 # bench-data/many), DURATION (s per wrk run, default 10), REQUESTS, RELOAD
-# (1 to run those parts, default 1).
+# (1 to run those parts, default 1), SERVER_ARGS (flags for the server, e.g.
+# "--precompress off").
 # Needs curl, python3; wrk and taskset for the requests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +31,7 @@ DATA=${DATA:-bench-data/many}
 DURATION=${DURATION:-10}
 REQUESTS=${REQUESTS:-1}
 RELOAD=${RELOAD:-1}
+SERVER_ARGS=${SERVER_ARGS:-}
 COUNTS=("$@")
 [ ${#COUNTS[@]} -gt 0 ] || COUNTS=(500 2000 8000)
 [ -x "$BIN" ] || cargo build --release --locked
@@ -140,7 +142,8 @@ PY
   declare -A RPS=()
   for set in one many; do
     if [ "$set" = one ]; then dir=$one json=$json_one; else dir=$many json=$json_many; fi
-    start "$dir"
+    # shellcheck disable=SC2086 # SERVER_ARGS is a list of flags
+    start "$dir" $SERVER_ARGS
     rss=$(rss_kib)
     printf '%-8s %-6s %9s %9s %10.1f %10.1f %8.3f\n' "$n" "$set" "$READY_S" "$SCAN_MS" \
       "$(echo "$rss / 1024" | bc -l)" "$(echo "$json / 1048576" | bc -l)" "$(echo "$rss * 1024 / $json" | bc -l)"

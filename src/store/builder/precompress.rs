@@ -1,6 +1,9 @@
-//! Precompressing a dataset's records for gzip answers, on a thread of its
-//! own once the dataset is built (`--precompress on`); then, where the
-//! process has more than one core, moving the records onto huge pages.
+//! Precompressing a dataset's records for gzip answers once the dataset is
+//! built (`--precompress on`); then, where the process has more than one
+//! core and the records fill huge pages, moving them onto huge pages. One
+//! background thread does it for every dataset in turn (a packing spreads
+//! over the cores itself): a first scan of thousands of small workspaces
+//! must not start a thread for each.
 //!
 //! Compressing every record takes several times as long as parsing the
 //! snapshot, so it does not hold up publishing: a new dataset serves at
@@ -10,7 +13,7 @@
 //! requests go first, and stops early when its dataset is dropped
 //! (replaced by a newer version) before it is done.
 
-use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak, mpsc};
 use std::time::Instant as Clock;
 
 use bytes::Bytes;
@@ -148,7 +151,13 @@ fn concat<K: Ord>(groups: impl IntoIterator<Item = (K, impl AsRef<[u32]>)>) -> P
 /// gigabyte after each load; on a single core they are not worth the
 /// requests' wait (see `os`).
 pub fn start(dataset: &mut Dataset, precompress: bool) {
-    let collapse = os::collapse_is_worth_it();
+    // Records smaller than a huge page or two gain nothing from one.
+    let collapse = os::collapse_is_worth_it()
+        && Collection::ALL
+            .iter()
+            .map(|c| dataset.records(*c).bytes())
+            .sum::<usize>()
+            >= MIN_COLLAPSED_BYTES;
     if !precompress && !collapse {
         return;
     }
@@ -167,11 +176,14 @@ pub fn start(dataset: &mut Dataset, precompress: bool) {
     let done = Arc::new(Done::default());
     let alive = Arc::new(());
     let (weak, finished) = (Arc::downgrade(&alive), Arc::clone(&done));
-    let workspace = ds.workspace_id.clone();
-    let spawned = std::thread::Builder::new()
-        .name("precompress".to_owned())
-        .spawn(move || run(jobs, to_collapse, &weak, finished, &workspace));
-    if let Err(err) = spawned {
+    let task = Task {
+        jobs,
+        to_collapse,
+        alive: weak,
+        done: finished,
+        workspace: ds.workspace_id.clone(),
+    };
+    if let Err(err) = queue(task) {
         tracing::warn!(error = %err, "cannot start precompressing; gzip answers are compressed per request");
         done.finish();
     }
@@ -249,15 +261,59 @@ fn precompression_jobs(ds: &Dataset) -> Vec<Job> {
     jobs
 }
 
-fn run(
+/// What the background thread does for one dataset.
+struct Task {
     jobs: Vec<Job>,
     to_collapse: Vec<Arc<Rendered>>,
-    alive: &Weak<()>,
+    /// Gone once the dataset is dropped: the task stops, or is skipped.
+    alive: Weak<()>,
     done: Arc<Done>,
-    workspace: &str,
-) {
+    workspace: String,
+}
+
+/// Datasets' records smaller than this are not moved onto huge pages.
+const MIN_COLLAPSED_BYTES: usize = 4 << 20;
+
+/// Hands `task` to the background thread, starting it the first time
+/// (at nice 10, for as long as the process lives).
+fn queue(task: Task) -> std::io::Result<()> {
+    static QUEUE: OnceLock<Mutex<mpsc::Sender<Task>>> = OnceLock::new();
+    if QUEUE.get().is_none() {
+        let (tx, rx) = mpsc::channel::<Task>();
+        std::thread::Builder::new()
+            .name("precompress".to_owned())
+            .spawn(move || {
+                os::lower_priority();
+                for task in rx {
+                    // A panic in one dataset's packing (its waiters are
+                    // released by `FinishOnDrop`) must not stop the others'.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(task)));
+                }
+            })?;
+        // Two datasets racing to start it: the loser's thread ends at once,
+        // its channel's sender dropped here.
+        let _ = QUEUE.set(Mutex::new(tx));
+    }
+    let sender = QUEUE
+        .get()
+        .expect("set above")
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    sender
+        .send(task)
+        .map_err(|_| std::io::Error::other("the precompression thread has stopped"))
+}
+
+fn run(task: Task) {
+    let Task {
+        jobs,
+        to_collapse,
+        alive,
+        done,
+        workspace,
+    } = task;
+    let workspace = workspace.as_str();
     let finish = FinishOnDrop(done);
-    os::lower_priority();
     let keep_going = || alive.strong_count() > 0;
     let started = Clock::now();
     let mut bytes = 0;
