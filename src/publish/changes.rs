@@ -77,9 +77,8 @@ pub fn diff_versions(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    let target = match Target::open(to, options, Access::Read) {
-        Ok(target) => target,
-        Err(e) => return fail(err, e),
+    let Some(target) = Target::open_or_say(to, options, Access::Read, err) else {
+        return false;
     };
     let mut sides = Vec::new();
     for spec in specs {

@@ -57,6 +57,19 @@ impl Target {
         })
     }
 
+    /// [`Target::open`], or `None` once the `error:` line saying why is
+    /// written: every command's first step.
+    fn open_or_say(
+        to: &str,
+        options: &StorageOptions,
+        access: Access,
+        err: &mut impl Write,
+    ) -> Option<Target> {
+        Target::open(to, options, access)
+            .map_err(|e| fail(err, e))
+            .ok()
+    }
+
     fn fleet(&self) -> Fleet<'_> {
         Fleet {
             objects: Conditional {
@@ -96,9 +109,8 @@ pub fn publish(
 ) -> bool {
     // A wrong URL is said before any file is read.
     let access = if dry_run { Access::Read } else { Access::Write };
-    let target = match Target::open(to, options, access) {
-        Ok(target) => target,
-        Err(e) => return fail(err, e),
+    let Some(target) = Target::open_or_say(to, options, access, err) else {
+        return false;
     };
     let Some(checked) = check::check(files, out, err) else {
         return fail(err, "nothing published: every file must pass the checks");
@@ -301,9 +313,8 @@ pub fn rollback(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    let target = match Target::open(to, options, Access::Read) {
-        Ok(target) => target,
-        Err(e) => return fail(err, e),
+    let Some(target) = Target::open_or_say(to, options, Access::Read, err) else {
+        return false;
     };
     let fleet = target.fleet();
     if let Err(e) = target.block_on(fleet.writable()) {
@@ -387,9 +398,8 @@ pub fn versions(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    let target = match Target::open(to, options, Access::Read) {
-        Ok(target) => target,
-        Err(e) => return fail(err, e),
+    let Some(target) = Target::open_or_say(to, options, Access::Read, err) else {
+        return false;
     };
     let fleet = target.fleet();
     let (head, workspaces) = match target.block_on(read_all(&fleet, only)) {
@@ -439,9 +449,8 @@ pub fn migrate(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    let target = match Target::open(to, options, Access::Read) {
-        Ok(target) => target,
-        Err(e) => return fail(err, e),
+    let Some(target) = Target::open_or_say(to, options, Access::Read, err) else {
+        return false;
     };
     match target.block_on(target.fleet().migrate()) {
         Ok(n) => {
