@@ -13,6 +13,7 @@
 //! requests go first, and stops early when its dataset is dropped
 //! (replaced by a newer version) before it is done.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak, mpsc};
 use std::time::Instant as Clock;
 
@@ -271,6 +272,9 @@ struct Task {
     workspace: String,
 }
 
+/// Tasks queued and not yet done.
+static PENDING: AtomicUsize = AtomicUsize::new(0);
+
 /// Datasets' records smaller than this are not moved onto huge pages.
 const MIN_COLLAPSED_BYTES: usize = 4 << 20;
 
@@ -284,10 +288,15 @@ fn queue(task: Task) -> std::io::Result<()> {
             .name("precompress".to_owned())
             .spawn(move || {
                 os::lower_priority();
-                for task in rx {
+                while let Ok(task) = rx.recv() {
                     // A panic in one dataset's packing (its waiters are
                     // released by `FinishOnDrop`) must not stop the others'.
                     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(task)));
+                    // The packings' scratch memory goes back to the OS once
+                    // the queue is empty (the scan's own trim came before).
+                    if PENDING.fetch_sub(1, Ordering::AcqRel) == 1 {
+                        os::release_free_memory();
+                    }
                 }
             })?;
         // Two datasets racing to start it: the loser's thread ends at once,
@@ -299,9 +308,11 @@ fn queue(task: Task) -> std::io::Result<()> {
         .expect("set above")
         .lock()
         .unwrap_or_else(|p| p.into_inner());
-    sender
-        .send(task)
-        .map_err(|_| std::io::Error::other("the precompression thread has stopped"))
+    PENDING.fetch_add(1, Ordering::AcqRel);
+    sender.send(task).map_err(|_| {
+        PENDING.fetch_sub(1, Ordering::AcqRel);
+        std::io::Error::other("the precompression thread has stopped")
+    })
 }
 
 fn run(task: Task) {
