@@ -115,7 +115,7 @@ open(out, "w").write("\n".join(lines) + "\n")
 PY
 }
 
-printf '%-8s %-6s %9s %9s %10s %10s %8s %12s\n' N set ready_s scan_ms rss_MiB json_MiB rss/json
+printf '%-8s %-6s %9s %9s %10s %10s %8s\n' N set ready_s scan_ms rss_MiB json_MiB rss/json
 for n in "${COUNTS[@]}"; do
   prepare "$n"
   many=$DATA/$SCALE-$n one=$DATA/$SCALE-$n-one

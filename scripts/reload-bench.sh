@@ -37,7 +37,7 @@ echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD) $0 $FILE ($SIZE bytes)"
 cp "$FILE" "$DIR/.copy-0"
 cp "$FILE" "$DIR/.copy-1"
 start=$(date +%s.%N)
-taskset -c 0 $BIN --snapshots "$DIR" --listen 127.0.0.1:$PORT --admin-listen 127.0.0.1:$ADMIN \
+taskset -c 0 "$BIN" --snapshots "$DIR" --listen "127.0.0.1:$PORT" --admin-listen "127.0.0.1:$ADMIN" \
   2>"$DIR/.server.log" &
 PID=$!
 track "$PID"
