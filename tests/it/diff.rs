@@ -11,18 +11,6 @@ use serde_json::{Value, json};
 
 use crate::util::*;
 
-/// The collections, in the order `diff` lists them.
-const COLLECTIONS: [&str; 8] = [
-    "companies",
-    "tasks",
-    "roles",
-    "feed",
-    "notes",
-    "metrics",
-    "meetings",
-    "meeting_notes",
-];
-
 /// Runs `portfolio-replica diff args...`.
 async fn diff(args: &[&OsString]) -> CliOutput {
     let mut all = vec![OsString::from("diff")];

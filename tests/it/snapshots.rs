@@ -366,16 +366,7 @@ fn accepted_cases() -> Vec<Case> {
             vec![]
         }),
         mutated("bare", |v| {
-            for collection in [
-                "companies",
-                "tasks",
-                "roles",
-                "feed",
-                "notes",
-                "metrics",
-                "meetings",
-                "meeting_notes",
-            ] {
+            for collection in COLLECTIONS {
                 v.as_object_mut().expect("object").remove(collection);
             }
             vec![]

@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use super::judge::*;
+use crate::util::COLLECTIONS;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Seg {
@@ -89,17 +90,6 @@ pub(super) fn kind_of(value: &Value) -> Kind {
         Value::Object(_) => Kind::Object,
     }
 }
-
-pub(super) const COLLECTIONS: &[&str] = &[
-    "companies",
-    "tasks",
-    "roles",
-    "feed",
-    "notes",
-    "metrics",
-    "meetings",
-    "meeting_notes",
-];
 
 /// The type the format wants at `path` and whether `null` is accepted
 /// there; `None` where the format ignores what it finds.

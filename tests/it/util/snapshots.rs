@@ -25,6 +25,20 @@ pub fn uuid(n: u64) -> String {
     format!("00000000-0000-4000-8000-{n:012x}")
 }
 
+/// Every collection a snapshot holds, by its key in the file, in the order
+/// the format lists them: the server's own list (`store::Collection`), so
+/// that a collection added there is covered here without a second list.
+pub const COLLECTIONS: [&str; portfolio_replica::store::Collection::COUNT] = {
+    use portfolio_replica::store::Collection;
+    let mut names = [""; Collection::COUNT];
+    let mut i = 0;
+    while i < Collection::COUNT {
+        names[i] = Collection::ALL[i].name();
+        i += 1;
+    }
+    names
+};
+
 /// Returns the lowercase hex SHA-256 of the whole key text, prefix included.
 pub fn key_hash(key: &str) -> String {
     Sha256::digest(key.as_bytes())
