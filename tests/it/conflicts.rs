@@ -17,13 +17,6 @@ fn versioned(workspace: &str, keys: &[&str], version: &str) -> Value {
     snap
 }
 
-async fn publish(files: &[&PathBuf], url: &str, env: &[(&str, String)]) -> CliOutput {
-    let mut args = vec!["publish".to_owned()];
-    args.extend(files.iter().map(|f| f.display().to_string()));
-    args.extend(["--to".to_owned(), url.to_owned()]);
-    cli_env(&args, env).await
-}
-
 async fn manifest(s3: &S3, prefix: &str) -> Option<Value> {
     s3.versions(prefix).await
 }
@@ -42,7 +35,7 @@ async fn publish_refuses_two_workspaces_sharing_a_key_in_one_call() {
     let files = tempdir();
     let (a, b) = two_files(files.path());
     let url = s3.url("one");
-    let out = publish(&[&a, &b], &url, &env).await;
+    let out = publish_to(&url, &[&a, &b], &env).await;
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(
         out.stderr.contains("one key must not open two workspaces")
@@ -59,7 +52,7 @@ async fn publish_refuses_a_key_that_a_published_workspace_holds() {
     let files = tempdir();
     let (a, b) = two_files(files.path());
     let url = s3.url("two");
-    let out = publish(&[&a], &url, &env).await;
+    let out = publish_to(&url, &[&a], &env).await;
     assert_eq!(out.code, Some(0), "{out:?}");
     let written = manifest(&s3, "two").await.expect("a manifest");
     assert_eq!(
@@ -67,7 +60,7 @@ async fn publish_refuses_a_key_that_a_published_workspace_holds() {
         json!([key_hash(KEY)]),
         "each version records its key hashes: {written}"
     );
-    let out = publish(&[&b], &url, &env).await;
+    let out = publish_to(&url, &[&b], &env).await;
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(
         out.stderr.contains("ws-a") && out.stderr.contains("b.json"),
@@ -91,10 +84,10 @@ async fn rollback_refuses_a_version_whose_key_another_workspace_holds_now() {
     let dir = files.path();
     let (a, b) = two_files(dir);
     let url = s3.url("three");
-    assert_eq!(publish(&[&a], &url, &env).await.code, Some(0));
+    assert_eq!(publish_to(&url, &[&a], &env).await.code, Some(0));
     let a2 = write_json(dir, "a2.json", &versioned("ws-a", &["cura_a_second"], "a2"));
-    assert_eq!(publish(&[&a2], &url, &env).await.code, Some(0));
-    let out = publish(&[&b], &url, &env).await;
+    assert_eq!(publish_to(&url, &[&a2], &env).await.code, Some(0));
+    let out = publish_to(&url, &[&b], &env).await;
     assert_eq!(out.code, Some(0), "KEY is free once ws-a moved on: {out:?}");
     let before = manifest(&s3, "three").await.expect("a manifest");
     let out = cli_env(&["rollback", "ws-a", "--to", &url], &env).await;

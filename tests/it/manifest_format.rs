@@ -25,10 +25,7 @@ fn versioned(workspace: &str, key: &str, version: &str) -> Value {
 }
 
 async fn publish(s3: &S3, prefix: &str, files: &[PathBuf]) -> CliOutput {
-    let mut args: Vec<String> = vec!["publish".into()];
-    args.extend(files.iter().map(|f| f.display().to_string()));
-    args.extend(["--to".into(), s3.url(prefix)]);
-    cli_env(&args, &s3.env()).await
+    publish_to(&s3.url(prefix), files, &s3.env()).await
 }
 
 /// Publishes `version` of `workspace` (opened by `key`) and expects it to pass.

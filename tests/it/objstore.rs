@@ -106,16 +106,7 @@ async fn publish_versions_and_rollback_drive_the_fleet() {
     let files = tempdir();
     let v1 = write_json(files.path(), "acme.json", &versioned("ws-acme", KEY, "v1"));
 
-    let out = cli_env(
-        &[
-            "publish".as_ref(),
-            v1.as_os_str(),
-            "--to".as_ref(),
-            url.as_ref(),
-        ],
-        &env,
-    )
-    .await;
+    let out = publish_to(&url, &[&v1], &env).await;
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(
         out.stdout.contains("ok: "),
@@ -130,16 +121,7 @@ async fn publish_versions_and_rollback_drive_the_fleet() {
     server.wait_version("/portfolio", KEY, "v1").await;
 
     let v2 = write_json(files.path(), "acme.json", &versioned("ws-acme", KEY, "v2"));
-    let out = cli_env(
-        &[
-            "publish".as_ref(),
-            v2.as_os_str(),
-            "--to".as_ref(),
-            url.as_ref(),
-        ],
-        &env,
-    )
-    .await;
+    let out = publish_to(&url, &[&v2], &env).await;
     assert_eq!(out.code, Some(0), "{out:?}");
     server.wait_version("/portfolio", KEY, "v2").await;
 
@@ -212,17 +194,7 @@ async fn publish_versions_and_rollback_drive_the_fleet() {
     // A file `check` rejects is refused with the same message; nothing moves.
     let bad = write_bytes(files.path(), "bad.json", b"{\"format_version\": 1,");
     let checked = cli(&["check".as_ref(), bad.as_os_str()]).await;
-    let out = cli_env(
-        &[
-            "publish".as_ref(),
-            v1.as_os_str(),
-            bad.as_os_str(),
-            "--to".as_ref(),
-            url.as_ref(),
-        ],
-        &env,
-    )
-    .await;
+    let out = publish_to(&url, &[&v1, &bad], &env).await;
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(
         out.stderr.contains(checked.stderr.trim()),
@@ -344,16 +316,7 @@ async fn two_replicas_converge_on_every_publish_and_rollback() {
             "acme.json",
             &versioned("ws-acme", KEY, version),
         );
-        let out = cli_env(
-            &[
-                "publish".as_ref(),
-                path.as_os_str(),
-                "--to".as_ref(),
-                url.as_ref(),
-            ],
-            &env,
-        )
-        .await;
+        let out = publish_to(&url, &[&path], &env).await;
         assert_eq!(out.code, Some(0), "{out:?}");
     };
     publish("v1").await;
@@ -404,13 +367,7 @@ async fn a_file_url_is_read_through_the_same_code_path() {
     let url = format!("file://{}/fleet/", root.path().display());
     let files = tempdir();
     let v1 = write_json(files.path(), "acme.json", &versioned("ws-acme", KEY, "v1"));
-    let out = cli(&[
-        "publish".as_ref(),
-        v1.as_os_str(),
-        "--to".as_ref(),
-        url.as_ref(),
-    ])
-    .await;
+    let out = publish_to(&url, &[&v1], &[]).await;
     assert_eq!(out.code, Some(0), "{out:?}");
     let server = TestServer::start_in(tempdir(), |c| {
         c.snapshots = url.clone().into();
@@ -419,13 +376,7 @@ async fn a_file_url_is_read_through_the_same_code_path() {
     .await;
     server.wait_version("/portfolio", KEY, "v1").await;
     let v2 = write_json(files.path(), "acme.json", &versioned("ws-acme", KEY, "v2"));
-    let out = cli(&[
-        "publish".as_ref(),
-        v2.as_os_str(),
-        "--to".as_ref(),
-        url.as_ref(),
-    ])
-    .await;
+    let out = publish_to(&url, &[&v2], &[]).await;
     assert_eq!(out.code, Some(0), "{out:?}");
     server.wait_version("/portfolio", KEY, "v2").await;
     let out = cli(&["rollback", "ws-acme", "--to", &url]).await;
@@ -447,16 +398,7 @@ async fn a_replica_starts_ready_on_an_empty_prefix_and_serves_the_first_publish(
 
     let files = tempdir();
     let v1 = write_json(files.path(), "acme.json", &versioned("ws-acme", KEY, "v1"));
-    let out = cli_env(
-        &[
-            "publish".as_ref(),
-            v1.as_os_str(),
-            "--to".as_ref(),
-            s3.url("empty").as_ref(),
-        ],
-        &s3.env(),
-    )
-    .await;
+    let out = publish_to(&s3.url("empty"), &[&v1], &s3.env()).await;
     assert_eq!(out.code, Some(0), "{out:?}");
     server.wait_version("/portfolio", KEY, "v1").await;
 }

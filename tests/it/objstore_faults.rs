@@ -30,16 +30,7 @@ async fn publish(s3: &S3, prefix: &str, version: &str) {
         &versioned("ws-acme", KEY, version),
     );
     let url = s3.url(prefix);
-    let out = cli_env(
-        &[
-            "publish".as_ref(),
-            path.as_os_str(),
-            "--to".as_ref(),
-            url.as_ref(),
-        ],
-        &s3.direct_env(),
-    )
-    .await;
+    let out = publish_to(&url, &[&path], &s3.direct_env()).await;
     assert_eq!(out.code, Some(0), "{out:?}");
 }
 

@@ -29,6 +29,18 @@ pub async fn cli<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> CliOutput {
     cli_env(args, &[]).await
 }
 
+/// Runs `portfolio-replica publish FILE... --to URL` with `env` added.
+pub async fn publish_to<P: AsRef<std::path::Path>>(
+    url: &str,
+    files: &[P],
+    env: &[(&str, String)],
+) -> CliOutput {
+    let mut args: Vec<std::ffi::OsString> = vec!["publish".into()];
+    args.extend(files.iter().map(|f| f.as_ref().as_os_str().to_owned()));
+    args.extend(["--to".into(), url.into()]);
+    cli_env(&args, env).await
+}
+
 /// Runs `portfolio-replica args...` with `env` added to the environment.
 pub async fn cli_env<S: AsRef<std::ffi::OsStr>>(args: &[S], env: &[(&str, String)]) -> CliOutput {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
