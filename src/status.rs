@@ -135,6 +135,9 @@ pub struct FileStatus {
     /// When the version now serving was loaded (RFC 3339, UTC).
     pub loaded_at: Option<String>,
     pub records: Option<RecordCounts>,
+    /// Records of the serving version taken over from the version before
+    /// it, unchanged, without parsing them again; 0 for a first load.
+    pub records_reused: Option<usize>,
     pub warnings: Vec<String>,
     /// Why the file's current content was rejected; `null` when it serves.
     pub error: Option<String>,

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant as Clock, SystemTime};
 use crate::metrics::{Fleet, Metrics};
 use crate::snapshot;
 use crate::storage::{Fingerprint, ListError, Listing, Origin, SnapshotFile};
-use crate::store::{Catalog, Store};
+use crate::store::{Catalog, Dataset, Previous, Store};
 pub use files::FileStatus;
 use files::{Files, ReadResult};
 pub use limit::{MemoryLimit, parse_bytes, resident_bytes};
@@ -397,12 +397,14 @@ const PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
 fn load_logging_progress(
     name: &str,
     file: &SnapshotFile,
+    previous: Option<Arc<Dataset>>,
     started: Clock,
     metrics: &Metrics,
 ) -> Result<snapshot::Loaded, snapshot::SnapshotError> {
     let mut last = started;
     let mut pacer = Pacer::on_a_single_core(metrics);
-    snapshot::load_from(name, file, &mut |collection, records| {
+    let previous = previous.and_then(Previous::of);
+    snapshot::load_following(name, file, previous, &mut |collection, records| {
         if let Some(pacer) = &mut pacer {
             pacer.pace();
         }

@@ -6,13 +6,14 @@
 //! over the cores, `snapshot::batches`). Large files load one at a time,
 //! alone, so that a scan's peak memory stays that of one large file.
 
-use std::sync::{Mutex, MutexGuard, mpsc};
+use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::time::Instant as Clock;
 
 use super::files::ReadResult;
 use super::{Snapshots, load_logging_progress};
 use crate::snapshot::{Loaded, SnapshotError};
 use crate::storage::{Fetch, Fingerprint, Local, SnapshotFile, StorageError};
+use crate::store::Dataset;
 
 /// Files at least this large load alone, on the reloader thread.
 const LOAD_ALONE: u64 = 16 << 20;
@@ -40,6 +41,9 @@ struct Fetched {
     fingerprint: Fingerprint,
     local: Local,
     started: Clock,
+    /// The dataset the entry serves now: the load takes over its
+    /// unchanged records.
+    previous: Option<Arc<Dataset>>,
 }
 
 type Loading = (Fetched, Result<Loaded, SnapshotError>);
@@ -141,6 +145,7 @@ impl Snapshots {
         let started = Clock::now();
         match self.origin.fetch(&name, &fingerprint) {
             Fetch::Ready(local) => Ok(Fetched {
+                previous: self.files().get(&name).and_then(|e| e.dataset.clone()),
                 name,
                 fingerprint,
                 local,
@@ -165,7 +170,14 @@ impl Snapshots {
         if local.len >= LARGE_FILE {
             tracing::info!(file = %fetched.name, bytes = local.len, "loading a large snapshot");
         }
-        load_logging_progress(&local.label, &file, fetched.started, &self.metrics)
+        let previous = fetched.previous.clone();
+        load_logging_progress(
+            &local.label,
+            &file,
+            previous,
+            fetched.started,
+            &self.metrics,
+        )
     }
 
     /// Judges a load on the reloader thread: a file rewritten while it was
@@ -176,6 +188,7 @@ impl Snapshots {
             fingerprint,
             local,
             started,
+            previous: _,
         } = fetched;
         if !self.origin.unchanged(&name, &fingerprint) {
             return Read::Settling(name);

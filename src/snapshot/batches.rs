@@ -92,13 +92,14 @@ impl<'s, 'b> Workers<'s, 'b> {
         for _ in 0..count {
             let batches = Arc::clone(&batches_rx);
             let done: Sender<_> = done_tx.clone();
+            let previous = builder.previous();
             scope.spawn(move || {
                 loop {
                     let next = batches.lock().map(|rx| rx.recv());
                     let Ok(Ok(batch)) = next else {
                         return;
                     };
-                    let built = build_batch(file, &batch);
+                    let built = build_batch(file, &batch, Builder::following(previous.clone()));
                     if done.send((batch.seq, built)).is_err() {
                         return;
                     }
@@ -176,8 +177,7 @@ impl<'s, 'b> Workers<'s, 'b> {
     }
 }
 
-fn build_batch(file: &str, batch: &Batch) -> Result<Builder, GaveUp> {
-    let mut builder = Builder::default();
+fn build_batch(file: &str, batch: &Batch, mut builder: Builder) -> Result<Builder, GaveUp> {
     let mut start = 0;
     for (k, &end) in batch.ends.iter().enumerate() {
         let bytes = &batch.bytes[start..end];

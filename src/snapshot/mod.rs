@@ -19,10 +19,11 @@ pub mod render;
 mod stream;
 
 use std::io::Read;
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use crate::store::{Builder, Collection, Dataset, Meta, RepeatedId};
+use crate::store::{Builder, Collection, Dataset, Meta, Previous, RepeatedId};
 pub use digests::{Digests, RecordDigest, digests};
 pub use error::{Place, SnapshotError};
 pub use header::FORMAT_VERSION;
@@ -79,7 +80,20 @@ pub fn load_from(
     source: &(impl Source + ?Sized),
     progress: &mut dyn FnMut(Collection, usize),
 ) -> Result<Loaded, SnapshotError> {
-    let mut builder = Builder::default();
+    load_following(file, source, None, progress)
+}
+
+/// [`load_from`] for the next version of a workspace that `previous`
+/// serves: every record whose bytes it already holds is taken over instead
+/// of being parsed, checked and rendered again (`store::Previous`). The
+/// dataset is the same as a fresh load's.
+pub fn load_following(
+    file: &str,
+    source: &(impl Source + ?Sized),
+    previous: Option<Arc<Previous>>,
+    progress: &mut dyn FnMut(Collection, usize),
+) -> Result<Loaded, SnapshotError> {
+    let mut builder = Builder::following(previous);
     let streamed = stream::parse_stream(
         file,
         source.open()?,

@@ -284,9 +284,10 @@ impl<R: Read> Stream<'_, '_, '_, R> {
     }
 }
 
-/// Parses, checks and builds one record of `collection` from `bytes`. The
-/// match is exhaustive: a new collection does not compile until it is read
-/// here too.
+/// Parses, checks and builds one record of `collection` from `bytes`,
+/// unless the version this load replaces has a record of the same bytes,
+/// which the builder then takes over (`store::Previous`). The match is
+/// exhaustive: a new collection does not compile until it is read here too.
 pub fn build_record(
     file: &str,
     collection: Collection,
@@ -295,6 +296,11 @@ pub fn build_record(
     builder: &mut Builder,
 ) -> Result<(), GaveUp> {
     use records::*;
+    let digest = xxhash_rust::xxh3::xxh3_128(bytes);
+    if builder.reuse(collection, index, digest) {
+        return Ok(());
+    }
+    builder.digest_next(digest);
     let c = collection;
     match collection {
         Collection::Companies => {

@@ -33,7 +33,7 @@ use id::IdMap;
 use key::KeyHash;
 use time::Instant;
 
-pub use builder::{Builder, Built, Key, Meta, RepeatedId};
+pub use builder::{Builder, Built, BytesDigest, Key, Meta, Previous, RepeatedId};
 pub use collection::{Collection, RecordCounts};
 pub use cursor::{Cursor, CursorError};
 pub use query::{Body, FeedQuery, OffsetPage};
@@ -64,6 +64,9 @@ pub struct Dataset {
     pub fingerprint: u64,
     pub key_hashes: Vec<KeyHash>,
     pub counts: RecordCounts,
+    /// Records taken over from the version this one replaced, not parsed
+    /// again (`builder::reuse`); 0 for a first load.
+    pub reused_records: usize,
     companies: Companies,
     tasks: Tasks,
     roles: Roles,
@@ -72,6 +75,8 @@ pub struct Dataset {
     metrics: LatestMetrics,
     meetings: Meetings,
     meeting_notes: MeetingNotes,
+    /// What the next version may take over of its records (`builder::reuse`).
+    reusable: Option<builder::Reusable>,
     /// The background precompression of the records (see `builder::precompress`).
     precompression: builder::Precompression,
 }

@@ -9,10 +9,10 @@ use super::index::{
     Interner, breathe, group_by, group_by_pair, group_by_parent, index_ids, newest_first, sort_by,
 };
 use super::precompress::Precompression;
-use super::{Builder, Built, Key, Meta, Part, RepeatedId};
+use super::{Builder, Built, BytesDigest, Key, Meta, Part, RepeatedId, Reusable};
 use crate::store::collection::{Collection, RecordCounts};
 use crate::store::id::{IdMap, format_id};
-use crate::store::rendered::Rendered;
+use crate::store::rendered::{Rendered, Renderer};
 use crate::store::{
     Companies, Dataset, Feed, LatestMetrics, MeetingNotes, Meetings, Notes, Positions, Roles,
     Tasks, TextIndex,
@@ -23,13 +23,17 @@ impl Builder {
     /// repeats within a collection.
     pub fn finish(self, meta: Meta) -> Result<Built, RepeatedId> {
         let Builder {
-            mut parts,
+            parts,
             interner,
             company_names,
             company_priorities,
             task_fields,
             feed_types,
             metric_names,
+            previous: _,
+            remap: _,
+            next_digest: _,
+            reused,
         } = self;
         // The task list is most of a large dataset: its orders are built on
         // a second thread while this one indexes ids.
@@ -54,7 +58,7 @@ impl Builder {
         // Free what is no longer needed before building the rest: the peak
         // of a load is here, next to the old dataset still serving. Only
         // four collections are served by id; the others' maps only checked
-        // for repeats. The task keys went into the task orders.
+        // for repeats.
         for c in [
             Collection::Roles,
             Collection::Feed,
@@ -63,20 +67,81 @@ impl Builder {
         ] {
             ids[c.index()] = IdMap::default();
         }
+        // What stays for the next version to take over (`reuse`): each
+        // record's key and digest, if every record came with one.
+        let reusable = parts.iter().all(|p| p.digests.len() == p.keys.len());
+        let mut keys: [Vec<Key>; Collection::COUNT] = Default::default();
+        let mut digests: [Vec<BytesDigest>; Collection::COUNT] = Default::default();
+        let mut rendered: [Renderer; Collection::COUNT] = Default::default();
+        for (c, part) in parts.into_iter().enumerate() {
+            (rendered[c], keys[c], digests[c]) = (part.rendered, part.keys, part.digests);
+        }
         let mut take = |c: Collection| {
             (
-                std::mem::take(&mut parts[c.index()]),
+                std::mem::take(&mut rendered[c.index()]),
                 std::mem::take(&mut ids[c.index()]),
             )
         };
         let (tasks, task_at) = take(Collection::Tasks);
-        let tasks_records = Arc::new(tasks.rendered.finish());
-        drop(tasks.keys);
         let (companies, company_at) = take(Collection::Companies);
         let metrics = take(Collection::Metrics).0;
-        let metrics = latest_metrics(metrics, &metric_names, &interner, &company_at);
+        let (metrics, latest) = latest_metrics(
+            metrics,
+            &keys[Collection::Metrics.index()],
+            &metric_names,
+            &interner,
+            &company_at,
+        );
         let (notes, note_at) = take(Collection::Notes);
         let (meetings, meeting_at) = take(Collection::Meetings);
+        let k = |c: Collection| &keys[c.index()];
+        let dataset_parts = (
+            companies_by_name(
+                companies,
+                k(Collection::Companies),
+                company_at,
+                &company_names,
+                &company_priorities,
+                &interner,
+            ),
+            Tasks {
+                records: Arc::new(tasks.finish()),
+                order: task_indexes.order,
+                at: task_at,
+                by_status: task_indexes.by_status,
+                by_priority: task_indexes.by_priority,
+                by_status_priority: task_indexes.by_status_priority,
+                by_company: task_indexes.by_company,
+            },
+            roles(take(Collection::Roles).0, k(Collection::Roles)),
+            feed(
+                take(Collection::Feed).0,
+                k(Collection::Feed),
+                &feed_types,
+                &interner,
+            ),
+            notes_by_company(notes, k(Collection::Notes), note_at),
+            meeting_notes(
+                take(Collection::MeetingNotes).0,
+                k(Collection::MeetingNotes),
+            ),
+        );
+        let reusable = reusable.then(|| {
+            let m = Collection::Metrics.index();
+            keys[m] = latest.iter().map(|&i| keys[m][i as usize]).collect();
+            digests[m] = latest.iter().map(|&i| digests[m][i as usize]).collect();
+            Reusable {
+                keys,
+                digests,
+                texts: interner.into_texts(),
+                company_names,
+                company_priorities,
+                task_fields,
+                feed_types,
+                metric_names: latest.iter().map(|&i| metric_names[i as usize]).collect(),
+            }
+        });
+        let (companies, tasks, roles, feed, notes, meeting_notes) = dataset_parts;
         let dataset = Dataset {
             fingerprint: fingerprint(&meta.workspace_id, &meta.version, meta.content_hash),
             workspace_id: meta.workspace_id,
@@ -85,31 +150,19 @@ impl Builder {
             version: meta.version,
             key_hashes: meta.key_hashes,
             counts,
-            companies: companies_by_name(
-                companies,
-                company_at,
-                &company_names,
-                &company_priorities,
-                &interner,
-            ),
-            tasks: Tasks {
-                records: tasks_records,
-                order: task_indexes.order,
-                at: task_at,
-                by_status: task_indexes.by_status,
-                by_priority: task_indexes.by_priority,
-                by_status_priority: task_indexes.by_status_priority,
-                by_company: task_indexes.by_company,
-            },
-            roles: roles(take(Collection::Roles).0),
-            feed: feed(take(Collection::Feed).0, &feed_types, &interner),
-            notes: notes_by_company(notes, note_at),
+            reused_records: reused,
+            companies,
+            tasks,
+            roles,
+            feed,
+            notes,
             metrics,
             meetings: Meetings {
-                records: Arc::new(meetings.rendered.finish()),
+                records: Arc::new(meetings.finish()),
                 at: meeting_at,
             },
-            meeting_notes: meeting_notes(take(Collection::MeetingNotes).0),
+            meeting_notes,
+            reusable,
             precompression: Precompression::off(),
         };
         Ok(Built { dataset, warnings })
@@ -209,13 +262,13 @@ fn fingerprint(workspace: &str, version: &str, content_hash: u64) -> u64 {
 /// Companies: name ascending in code-point order (byte order of UTF-8),
 /// then id; indexed by priority.
 fn companies_by_name(
-    part: Part,
+    rendered: Renderer,
+    keys: &[Key],
     at: IdMap<u32>,
     names: &[Option<Box<str>>],
     priorities: &[Option<u32>],
     interner: &Interner,
 ) -> Companies {
-    let keys = &part.keys;
     let mut order: Positions = (0..keys.len() as u32).collect();
     sort_by(&mut order, |&a, &b| {
         let (a, b) = (a as usize, b as usize);
@@ -223,7 +276,7 @@ fn companies_by_name(
     });
     let by_priority = group_by(&order, interner, |i| priorities[i]);
     Companies {
-        records: Arc::new(part.rendered.finish()),
+        records: Arc::new(rendered.finish()),
         order,
         at,
         by_priority,
@@ -257,10 +310,10 @@ struct TaskIndexes {
 }
 
 /// Roles: newest `opened_at` first; `/roles` is built once as a whole body.
-fn roles(part: Part) -> Roles {
-    let order = newest_first(&part.keys);
-    let by_company = group_by_parent(&order, &part.keys);
-    let records = Arc::new(part.rendered.finish());
+fn roles(rendered: Renderer, keys: &[Key]) -> Roles {
+    let order = newest_first(keys);
+    let by_company = group_by_parent(&order, keys);
+    let records = Arc::new(rendered.finish());
     let body = list_body(&records, &order);
     Roles {
         records,
@@ -281,11 +334,11 @@ fn list_body(rendered: &Rendered, order: &[u32]) -> Bytes {
 
 /// The feed: newest `published_at` first, with each entry's (instant, id)
 /// for the cursor's binary search; indexed by type.
-fn feed(part: Part, types: &[Option<u32>], interner: &Interner) -> Feed {
-    let order = newest_first(&part.keys);
-    let records = Arc::new(part.rendered.finish());
+fn feed(rendered: Renderer, keys: &[Key], types: &[Option<u32>], interner: &Interner) -> Feed {
+    let order = newest_first(keys);
+    let records = Arc::new(rendered.finish());
     Feed {
-        keys: part.keys.iter().map(|k| (k.at, k.id)).collect(),
+        keys: keys.iter().map(|k| (k.at, k.id)).collect(),
         by_type: group_by(&order, interner, |i| types[i]),
         records,
         order,
@@ -293,18 +346,17 @@ fn feed(part: Part, types: &[Option<u32>], interner: &Interner) -> Feed {
 }
 
 /// Notes: by id, and newest first per company.
-fn notes_by_company(part: Part, at: IdMap<u32>) -> Notes {
-    let order = newest_first(&part.keys);
+fn notes_by_company(rendered: Renderer, keys: &[Key], at: IdMap<u32>) -> Notes {
+    let order = newest_first(keys);
     Notes {
-        by_company: group_by_parent(&order, &part.keys),
-        records: Arc::new(part.rendered.finish()),
+        by_company: group_by_parent(&order, keys),
+        records: Arc::new(rendered.finish()),
         at,
     }
 }
 
 /// Meeting notes: `created_at` then id ascending within each meeting.
-fn meeting_notes(part: Part) -> MeetingNotes {
-    let keys = &part.keys;
+fn meeting_notes(rendered: Renderer, keys: &[Key]) -> MeetingNotes {
     let mut order: Positions = (0..keys.len() as u32)
         .filter(|&i| keys[i as usize].parent.is_some())
         .collect();
@@ -314,7 +366,7 @@ fn meeting_notes(part: Part) -> MeetingNotes {
     });
     MeetingNotes {
         by_meeting: group_by_parent(&order, keys),
-        records: Arc::new(part.rendered.finish()),
+        records: Arc::new(rendered.finish()),
     }
 }
 
@@ -322,13 +374,14 @@ fn meeting_notes(part: Part) -> MeetingNotes {
 /// `reported_at` (ties: greatest id), kept grouped by company and ordered by
 /// name within it; the rest of the history is dropped. Values of companies
 /// the dataset does not hold cannot be served (their company is a 404).
+/// Also gives the record index of each value kept.
 fn latest_metrics(
-    part: Part,
+    rendered: Renderer,
+    keys: &[Key],
     names: &[Option<u32>],
     interner: &Interner,
     companies: &IdMap<u32>,
-) -> LatestMetrics {
-    let keys: &[Key] = &part.keys;
+) -> (LatestMetrics, Positions) {
     let name = |i: u32| names[i as usize].map(|n| interner.text(n));
     let mut order: Positions = (0..keys.len() as u32)
         .filter(|&i| {
@@ -356,9 +409,10 @@ fn latest_metrics(
             range.1 = pos as u32 + 1;
         }
     }
-    LatestMetrics {
-        records: Arc::new(part.rendered.finish().select(&order)),
+    let metrics = LatestMetrics {
+        records: Arc::new(rendered.finish().select(&order)),
         all: (0..order.len() as u32).collect(),
         by_company,
-    }
+    };
+    (metrics, order)
 }

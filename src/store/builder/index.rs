@@ -35,6 +35,11 @@ impl Interner {
     pub fn text(&self, id: u32) -> &str {
         &self.texts[id as usize]
     }
+
+    /// The texts, by their numbers.
+    pub fn into_texts(self) -> Vec<Box<str>> {
+        self.texts
+    }
 }
 
 /// Elements a loop handles between two chances for other threads to run.

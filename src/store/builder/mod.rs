@@ -12,6 +12,7 @@
 mod finish;
 mod index;
 mod precompress;
+mod reuse;
 
 use super::Dataset;
 use super::collection::Collection;
@@ -20,6 +21,8 @@ use super::rendered::Renderer;
 use super::time::Instant;
 use index::Interner;
 pub(super) use precompress::{Precompression, chains, start as start_background};
+pub(crate) use reuse::Reusable;
+pub use reuse::{BytesDigest, Previous};
 
 /// What the store knows about a record besides its JSON: its id, the
 /// instant that orders its list (the default for companies, which are
@@ -69,6 +72,8 @@ pub struct Built {
 struct Part {
     rendered: Renderer,
     keys: Vec<Key>,
+    /// Each record's [`BytesDigest`], if every record came with one.
+    digests: Vec<BytesDigest>,
 }
 
 /// Receives the records of one dataset and turns them into a [`Dataset`].
@@ -83,6 +88,14 @@ pub struct Builder {
     task_fields: Vec<(Option<u32>, Option<u32>)>,
     feed_types: Vec<Option<u32>>,
     metric_names: Vec<Option<u32>>,
+    /// The version this load replaces, whose records it may take over.
+    previous: Option<std::sync::Arc<Previous>>,
+    /// The previous version's interned texts numbered in `interner`.
+    remap: Vec<u32>,
+    /// The digest of the record about to be given ([`Builder::digest_next`]).
+    next_digest: Option<BytesDigest>,
+    /// Records taken over from `previous`.
+    reused: usize,
 }
 
 impl Builder {
@@ -91,6 +104,9 @@ impl Builder {
         let part = &mut self.parts[collection.index()];
         part.rendered.push_with(json);
         part.keys.push(key);
+        if let Some(digest) = self.next_digest.take() {
+            part.digests.push(digest);
+        }
     }
 
     /// A company, with the name that orders `/portfolio` and the priority
@@ -164,10 +180,16 @@ impl Builder {
             task_fields,
             feed_types,
             metric_names,
+            previous: _,
+            remap: _,
+            next_digest: _,
+            reused,
         } = other;
+        self.reused += reused;
         for (mine, theirs) in self.parts.iter_mut().zip(parts) {
             mine.rendered.append(theirs.rendered);
             mine.keys.extend(theirs.keys);
+            mine.digests.extend(theirs.digests);
         }
         let mut remap = |id: Option<u32>| self.interner.intern(id.map(|i| interner.text(i)));
         let priorities: Vec<_> = company_priorities.into_iter().map(&mut remap).collect();

@@ -12,11 +12,13 @@
 //! This file holds the tagged snapshots and the waits every test shares;
 //! `churn` is (a), consistency under churn; `rejected` is (b), a rejected
 //! replacement; `changes` is (c) to (h) and (i), deletion, polling, gzip,
-//! ConfigMap volumes, SIGHUP, conflicts and readiness.
+//! ConfigMap volumes, SIGHUP, conflicts and readiness; `reuse` is (j), a
+//! replaced file's unchanged records taken over.
 
 mod changes;
 mod churn;
 mod rejected;
+mod reuse;
 
 use std::net::SocketAddr;
 use std::path::Path;
