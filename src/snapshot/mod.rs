@@ -23,7 +23,7 @@ use std::io::Read;
 use sha2::{Digest, Sha256};
 
 use crate::store::{Builder, Collection, Dataset, Meta, RepeatedId};
-pub use digests::{Digests, RecordDigest, digests};
+pub use digests::{Digests, RecordDigest, RecordSpan, digests};
 pub use error::{Place, SnapshotError};
 pub use header::FORMAT_VERSION;
 pub use parse::{Header, parse};
