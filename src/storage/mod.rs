@@ -13,6 +13,7 @@
 
 mod cache;
 mod client;
+pub mod delta;
 mod dir;
 mod download;
 mod error;
