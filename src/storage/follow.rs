@@ -317,6 +317,7 @@ mod tests {
             file: "ws.json".to_owned(),
             records: 1,
             key_hashes: None,
+            delta: None,
         }
     }
 
