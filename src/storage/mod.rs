@@ -24,6 +24,7 @@ pub mod location;
 pub mod manifest;
 mod objects;
 mod origin;
+mod rebuild;
 mod status;
 
 pub use download::{DownloadError, Downloaded, Expect, download};
