@@ -175,6 +175,7 @@ impl Fixture {
                 file: "x.json".to_owned(),
                 records: 0,
                 key_hashes: None,
+                delta: None,
             },
             10,
         );
@@ -319,6 +320,7 @@ fn format_2_follows_the_journal_and_reads_the_records_when_it_fell_behind() {
             file: "b.json".to_owned(),
             records: 0,
             key_hashes: None,
+            delta: None,
         });
     }
     let late = (String::from("ws-b"), b_revision + 1, versions[0].clone());

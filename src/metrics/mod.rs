@@ -82,10 +82,16 @@ pub struct Metrics {
     source: Option<SourceMetrics>,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
 struct SourceMetrics {
     last_success: Gauge<f64, AtomicU64>,
     errors: Family<KindLabels, Counter>,
     bytes: Counter,
+    deltas: Family<OutcomeLabels, Counter>,
     requests: Family<RequestKindLabels, Counter>,
 }
 
@@ -168,6 +174,7 @@ impl Metrics {
             last_success: Gauge::default(),
             errors: Family::default(),
             bytes: Counter::default(),
+            deltas: Family::default(),
             requests: Family::default(),
         };
         self.registry.register(
@@ -184,6 +191,11 @@ impl Metrics {
             "source_bytes_fetched",
             "Bytes downloaded from the object store",
             source.bytes.clone(),
+        );
+        self.registry.register(
+            "source_deltas",
+            "New versions rebuilt from a delta (applied), or downloaded whole though the manifest names a delta (no_base: the replica did not serve its base; failed: the delta could not be applied)",
+            source.deltas.clone(),
         );
         self.registry.register(
             "source_requests",
@@ -216,6 +228,17 @@ impl Metrics {
     pub fn source_bytes(&self, bytes: u64) {
         if let Some(source) = &self.source {
             source.bytes.inc_by(bytes);
+        }
+    }
+
+    /// A version that has a delta was rebuilt from it or downloaded whole:
+    /// `applied`, `no_base`, `failed`.
+    pub fn source_delta(&self, outcome: &'static str) {
+        if let Some(source) = &self.source {
+            source
+                .deltas
+                .get_or_create(&OutcomeLabels { outcome })
+                .inc();
         }
     }
 

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use object_store::path::Path as ObjectPath;
 
+use super::deltas::{self, Made};
 use super::{Target, each, fail};
 use crate::check::Checked;
 use crate::diff::{self, Side};
@@ -22,17 +23,22 @@ use crate::storage::{DownloadError, Expect, SnapshotFile, download};
 /// Prints, for each checked file in order, what publishing it changes
 /// against its workspace's current version. A summary that cannot be made
 /// (the current object unreadable) is a warning: it does not stop a publish.
+/// With `deltas`, also makes each file's delta from that version while its
+/// object is at hand (`None` where the workspace has no version yet).
 pub(super) fn print_summaries(
     target: &Target,
     checked: &[Checked],
+    deltas: bool,
     out: &mut impl Write,
     err: &mut impl Write,
-) {
-    let summaries = target.block_on(each(checked, |item| summary(target, item)));
+) -> Vec<Option<Result<Made, String>>> {
+    let summaries = target.block_on(each(checked, |item| summary(target, item, deltas)));
+    let mut made = Vec::with_capacity(checked.len());
     for (item, summary) in checked.iter().zip(summaries) {
         match summary {
-            Ok(text) => {
+            Ok((text, delta)) => {
                 let _ = write!(out, "{text}");
+                made.push(delta);
             }
             Err(e) => {
                 let _ = writeln!(
@@ -40,32 +46,52 @@ pub(super) fn print_summaries(
                     "warning: {}: no summary of the changes: {e}",
                     item.name
                 );
+                made.push(Some(Err(e)));
             }
         }
     }
+    made
 }
 
 /// One file's summary against its workspace's current version, or against
-/// nothing if the workspace has none yet.
-async fn summary(target: &Target, item: &Checked) -> Result<String, String> {
+/// nothing if the workspace has none yet; and with `delta`, the delta from
+/// that version.
+async fn summary(
+    target: &Target,
+    item: &Checked,
+    delta: bool,
+) -> Result<(String, Option<Result<Made, String>>), String> {
     let new = Side {
         digests: snapshot::digests(&item.name, &SnapshotFile::new(&item.path))
             .map_err(|e| e.to_string())?,
         name: item.name.clone(),
     };
     let record = target.fleet().record(&item.workspace).await?;
-    let old = match record.as_ref().and_then(|r| r.history.current_version()) {
+    let (old, made) = match record.as_ref().and_then(|r| r.history.current_version()) {
         Some(current) => {
             let name = format!("current, {}", short(&current.sha256));
-            published(target, current, name).await?
+            let (old, file) = published(target, current, name).await?;
+            let made = delta.then(|| {
+                deltas::make(
+                    current,
+                    &file.0,
+                    &old.digests.spans,
+                    &item.path,
+                    &new.digests.spans,
+                )
+            });
+            (old, made)
         }
-        None => Side {
-            name: format!("nothing ({} has no published version)", item.workspace),
-            digests: Digests::default(),
-        },
+        None => (
+            Side {
+                name: format!("nothing ({} has no published version)", item.workspace),
+                digests: Digests::default(),
+            },
+            None,
+        ),
     };
     let changes = diff::compare(&old.digests, &new.digests);
-    Ok(diff::render(&old, &new, &changes))
+    Ok((diff::render(&old, &new, &changes), made))
 }
 
 /// `portfolio-replica diff --to URL OLD NEW`, each WORKSPACE@VERSION.
@@ -111,12 +137,8 @@ async fn named(target: &Target, spec: &std::path::Path) -> Result<Side, String> 
     } else {
         history.find(wanted)?
     };
-    published(
-        target,
-        version,
-        format!("published, {}", short(&version.sha256)),
-    )
-    .await
+    let name = format!("published, {}", short(&version.sha256));
+    Ok(published(target, version, name).await?.0)
 }
 
 /// `workspace`'s versions, from a manifest of either format.
@@ -150,8 +172,13 @@ impl Drop for Temporary {
 }
 
 /// Downloads a published version (verified against its manifest entry) and
-/// reads its records' digests; `name` is how the summary calls it.
-async fn published(target: &Target, version: &Version, name: String) -> Result<Side, String> {
+/// reads its records' digests; `name` is how the summary calls it. The
+/// download is deleted when the file returned is dropped.
+async fn published(
+    target: &Target,
+    version: &Version,
+    name: String,
+) -> Result<(Side, Temporary), String> {
     let key = if target.prefix.as_ref().is_empty() {
         version.key.clone()
     } else {
@@ -174,7 +201,7 @@ async fn published(target: &Target, version: &Version, name: String) -> Result<S
     let shown = key.to_string();
     let digests = snapshot::digests(&shown, &SnapshotFile::named(&file.0, &shown))
         .map_err(|e| e.to_string())?;
-    Ok(Side { name, digests })
+    Ok((Side { name, digests }, file))
 }
 
 fn describe(e: DownloadError) -> String {

@@ -152,6 +152,7 @@ mod tests {
                 file: "acme.json".to_owned(),
                 records: 1,
                 key_hashes: None,
+                delta: None,
             };
             match &mut history {
                 Some(h) => assert!(h.publish(version, 10)),

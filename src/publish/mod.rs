@@ -6,6 +6,7 @@
 //! lose each other's update.
 
 mod changes;
+mod deltas;
 mod fleet;
 mod state;
 mod update;
@@ -126,7 +127,7 @@ pub fn publish(
     if let Err(e) = target.block_on(fleet.writable()) {
         return fail(err, e);
     }
-    changes::print_summaries(&target, &checked, out, err);
+    let made = changes::print_summaries(&target, &checked, !dry_run, out, err);
     if dry_run {
         let _ = writeln!(out, "dry run: nothing was uploaded or written");
         return true;
@@ -134,12 +135,17 @@ pub fn publish(
     // Each step runs for all files at once (a publish of thousands of
     // workspaces is a migration's worth of requests), and is reported in
     // the files' order.
-    let uploads = target.block_on(each(&checked, |item| upload_one(&target, item)));
+    let items: Vec<_> = checked.iter().zip(made).collect();
+    let uploads = target.block_on(each(&items, |(item, made)| {
+        upload_one(&target, item, made.as_ref())
+    }));
     let mut versions = Vec::new();
     for (item, upload) in checked.iter().zip(uploads) {
         match upload {
-            Ok((version, line)) => {
-                let _ = writeln!(out, "{line}");
+            Ok((version, lines)) => {
+                for line in lines {
+                    let _ = writeln!(out, "{line}");
+                }
                 versions.push((item, version));
             }
             Err(e) => return fail(err, format!("{e}; nothing was made current")),
@@ -158,9 +164,11 @@ pub fn publish(
     }));
     let mut changes: Vec<Announced> = Vec::new();
     let mut failed = None;
+    let mut dropped = Vec::new();
     for ((item, version), record) in versions.iter().zip(records) {
         match record {
-            Ok(updated) if updated.written => {
+            Ok((updated, deltas)) if updated.written => {
+                dropped.extend(deltas);
                 let record = updated.value;
                 let _ = writeln!(
                     out,
@@ -205,7 +213,20 @@ pub fn publish(
             ),
         );
     }
-    announce(&target, &changes, out, err)
+    let announced = announce(&target, &changes, out, err);
+    // `--keep` drops versions with their deltas: the full objects stay
+    // (a lifecycle rule's to delete), the deltas go now.
+    if announced && !dropped.is_empty() {
+        for problem in target.block_on(deltas::delete(&target, &dropped)) {
+            let _ = writeln!(err, "warning: {problem}");
+        }
+        let _ = writeln!(
+            out,
+            "deleted {} delta(s) of versions no longer kept",
+            dropped.len()
+        );
+    }
+    announced
 }
 
 /// Announces `changes` in the root, saying so.
@@ -270,9 +291,13 @@ where
         .await
 }
 
-/// Gzips (if needed), hashes and uploads one checked file: its version,
-/// and the line that says what was sent.
-async fn upload_one(target: &Target, item: &Checked) -> Result<(Version, String), String> {
+/// Gzips (if needed), hashes and uploads one checked file, and its delta
+/// (`made`) if it pays: its version, and the lines that say what was sent.
+async fn upload_one(
+    target: &Target,
+    item: &Checked,
+    made: Option<&Result<deltas::Made, String>>,
+) -> Result<(Version, Vec<String>), String> {
     let is_gzip = SnapshotFile::new(&item.path).is_gzip();
     let prepared = upload::prepare(&item.path, is_gzip)
         .map_err(|e| format!("{}: cannot prepare the upload: {e}", item.path.display()))?;
@@ -300,8 +325,22 @@ async fn upload_one(target: &Target, item: &Checked) -> Result<(Version, String)
             .map_or_else(|| item.name.clone(), |n| n.to_string_lossy().into_owned()),
         records: item.records,
         key_hashes: Some(item.key_hashes.iter().map(key::to_hex).collect()),
+        delta: None,
     };
-    Ok((version, line))
+    let mut lines = vec![line];
+    let mut version = version;
+    match made {
+        // The content that serves already: nothing to send.
+        Some(Ok(made)) if made.base == version.sha256 => {}
+        Some(Ok(made)) => {
+            let (delta, line) = deltas::send(target, &item.workspace, made, prepared.size).await?;
+            version.delta = delta;
+            lines.push(line);
+        }
+        Some(Err(e)) => lines.push(format!("no delta: {}: {e}", item.workspace)),
+        None => {}
+    }
+    Ok((version, lines))
 }
 
 /// `portfolio-replica rollback WORKSPACE --to URL [--version V]`.

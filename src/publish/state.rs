@@ -28,6 +28,16 @@ const CLAIM_ATTEMPTS: u32 = 30;
 /// Records read at once by `versions` and `migrate`.
 const CONCURRENT: usize = 32;
 
+/// The keys of the deltas `record`'s versions name.
+fn delta_keys(record: &Record) -> Vec<String> {
+    record
+        .history
+        .versions
+        .iter()
+        .filter_map(|v| Some(v.delta.as_ref()?.key.clone()))
+        .collect()
+}
+
 /// What a publisher refuses to write over.
 pub const FORMAT_1: &str = "manifest.json is in format 1, which this build reads but no longer writes; run `portfolio-replica migrate --to URL` once (after upgrading the replicas; docs/object-storage.md#upgrading)";
 
@@ -120,28 +130,40 @@ impl Fleet<'_> {
         workspace: &str,
         version: &Version,
         keep: usize,
-    ) -> Result<Updated<Record>, String> {
+    ) -> Result<(Updated<Record>, Vec<String>), String> {
         let path = record_path(self.objects.prefix, workspace);
-        self.objects
+        // The deltas of the versions this write drops or replaces, as of
+        // the attempt that wrote.
+        let mut dropped = Vec::new();
+        let updated = self
+            .objects
             .update(&path, &mut |now| {
+                dropped.clear();
                 let Some(bytes) = now else {
                     let record = Record {
                         workspace: workspace.to_owned(),
                         revision: 1,
                         updated_at: utc_now(),
-                        history: manifest::History::first(version.clone()),
+                        history: manifest::History::first(Version {
+                            delta: None,
+                            ..version.clone()
+                        }),
                     };
                     return Ok((Some(record.to_json()), record));
                 };
                 let mut record = Record::parse(bytes, path.as_ref())?;
+                let before = delta_keys(&record);
                 if !record.history.publish(version.clone(), keep) {
                     return Ok((None, record));
                 }
+                let after = delta_keys(&record);
+                dropped.extend(before.into_iter().filter(|key| !after.contains(key)));
                 record.revision += 1;
                 record.updated_at = utc_now();
                 Ok((Some(record.to_json()), record))
             })
-            .await
+            .await?;
+        Ok((updated, dropped))
     }
 
     /// Writes `record` (read by the caller, changed) if it is still at the

@@ -75,6 +75,35 @@ pub fn prepare(file: &Path, is_gzip: bool) -> std::io::Result<Prepared> {
     Ok(prepared)
 }
 
+/// Writes what `write` writes, gzipped, into a temporary file named after
+/// `name`, hashed on the way: a delta, ready to upload like an object.
+pub fn gzip_to_temporary<T>(
+    name: &str,
+    write: impl FnOnce(&mut GzEncoder<Hashing<std::io::BufWriter<std::fs::File>>>) -> std::io::Result<T>,
+) -> std::io::Result<(Prepared, T)> {
+    let path = std::env::temp_dir().join(format!(
+        "portfolio-replica-publish-{}-{name}",
+        std::process::id()
+    ));
+    let out = std::fs::File::create(&path)?;
+    let mut prepared = Prepared {
+        path,
+        temporary: true,
+        sha256: String::new(),
+        size: 0,
+    };
+    let mut encoder = GzEncoder::new(
+        Hashing::new(std::io::BufWriter::with_capacity(1 << 20, out)),
+        Compression::default(),
+    );
+    let made = write(&mut encoder)?;
+    let mut hashing = encoder.finish()?;
+    hashing.inner.flush()?;
+    prepared.sha256 = hex(&hashing.hasher.finalize());
+    prepared.size = hashing.written;
+    Ok((prepared, made))
+}
+
 /// Uploads `prepared` to `key`. Returns false if the object was there
 /// already (the same key is the same content).
 pub async fn upload(
@@ -146,7 +175,7 @@ fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize>
 }
 
 /// A writer that hashes and counts what goes through it.
-struct Hashing<W> {
+pub struct Hashing<W> {
     inner: W,
     hasher: Sha256,
     written: u64,

@@ -42,14 +42,14 @@ pub enum Sink<'s, 'b> {
     Inline(&'b mut Builder),
     /// Batched to worker threads.
     Workers(Workers<'s, 'b>),
-    /// Not built: told each record's collection, index and bytes
-    /// ([`super::digests`] hashes them).
+    /// Not built: told each record's collection, index, offset in the
+    /// input and bytes ([`super::digests`] hashes them).
     Digests(&'b mut OnRecord<'b>),
 }
 
 /// What a [`Sink::Digests`] calls with each record's collection, index in
-/// it, and bytes.
-pub type OnRecord<'b> = dyn FnMut(Collection, usize, &[u8]) -> Result<(), GaveUp> + 'b;
+/// it, offset in the (uncompressed) input, and bytes.
+pub type OnRecord<'b> = dyn FnMut(Collection, usize, u64, &[u8]) -> Result<(), GaveUp> + 'b;
 
 /// The reading thread's side of the workers.
 pub struct Workers<'s, 'b> {
@@ -194,12 +194,13 @@ impl Sink<'_, '_> {
         file: &str,
         collection: Collection,
         index: usize,
+        offset: u64,
         bytes: &[u8],
     ) -> Result<(), GaveUp> {
         match self {
             Sink::Inline(builder) => build_record(file, collection, index, bytes, builder),
             Sink::Workers(workers) => workers.record(collection, index, bytes),
-            Sink::Digests(record) => record(collection, index, bytes),
+            Sink::Digests(record) => record(collection, index, offset, bytes),
         }
     }
 

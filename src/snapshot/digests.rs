@@ -41,6 +41,17 @@ pub struct RecordDigest {
     pub digest: RecordHash,
 }
 
+/// Where one record's bytes are in the (uncompressed) file, and their
+/// digest: what a publish's delta copies from the version it replaces
+/// (`crate::storage::delta`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordSpan {
+    pub digest: RecordHash,
+    /// The offset of the record's `{` in the file.
+    pub offset: u64,
+    pub len: u64,
+}
+
 /// Every record of a snapshot by its digest, in file order per collection.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Digests {
@@ -49,6 +60,8 @@ pub struct Digests {
     /// (as a load gives it).
     pub version: String,
     collections: [Vec<RecordDigest>; Collection::COUNT],
+    /// Every record's span, in file order (all collections together).
+    pub spans: Vec<RecordSpan>,
 }
 
 impl Digests {
@@ -68,6 +81,7 @@ impl Digests {
         file: &str,
         collection: Collection,
         index: usize,
+        offset: u64,
         bytes: &[u8],
     ) -> Result<(), GaveUp> {
         let parsed;
@@ -89,6 +103,11 @@ impl Digests {
         let mut digest = [0u8; DIGEST_LEN];
         digest.copy_from_slice(&sha[..DIGEST_LEN]);
         self.collections[collection.index()].push(RecordDigest { id, digest });
+        self.spans.push(RecordSpan {
+            digest,
+            offset,
+            len: bytes.len() as u64,
+        });
         Ok(())
     }
 }
@@ -142,8 +161,8 @@ fn scan_digests(file: &str, reader: impl std::io::Read) -> Option<(Digests, Opti
     let streamed = scan(
         file,
         reader,
-        Sink::Digests(&mut |collection, index, bytes| {
-            digests.record(file, collection, index, bytes)
+        Sink::Digests(&mut |collection, index, offset, bytes| {
+            digests.record(file, collection, index, offset, bytes)
         }),
         &mut |_, _| {},
     )
@@ -264,6 +283,29 @@ mod tests {
             let got = companies(&of(&snapshot(std::slice::from_ref(&record))));
             assert_eq!(got[0].id, id, "{record}");
         }
+    }
+
+    #[test]
+    fn each_span_is_where_the_record_is_in_the_file() {
+        let text = snapshot(&[company(A, r#""Acme""#), company(B, r#""Beta""#)]);
+        let digests = of(&text);
+        assert_eq!(digests.spans.len(), 2);
+        for (span, record) in digests.spans.iter().zip(companies(&digests)) {
+            let (start, end) = (span.offset as usize, (span.offset + span.len) as usize);
+            assert_eq!(
+                &Sha256::digest(&text.as_bytes()[start..end])[..DIGEST_LEN],
+                span.digest
+            );
+            assert_eq!(span.digest, record.digest);
+        }
+        // Past the scan's window too.
+        let many: Vec<String> = (0..40_000)
+            .map(|n| company(&format!("0190a3a4-1111-7abc-8def-{n:012}"), r#""Acme""#))
+            .collect();
+        let text = snapshot(&many);
+        let last = *of(&text).spans.last().unwrap();
+        let at = last.offset as usize;
+        assert_eq!(&text[at..at + last.len as usize], many.last().unwrap());
     }
 
     #[test]

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use crate::store::{Builder, Collection, Dataset, Meta, Previous, RepeatedId};
-pub use digests::{Digests, RecordDigest, digests};
+pub use digests::{Digests, RecordDigest, RecordSpan, digests};
 pub use error::{Place, SnapshotError};
 pub use header::FORMAT_VERSION;
 pub use parse::{Header, parse};

@@ -277,10 +277,12 @@ impl<R: Read> Stream<'_, '_, '_, R> {
 
     /// Hands the record in the next `len` bytes to the sink.
     fn record(&mut self, collection: Collection, index: usize, len: usize) -> Result<(), GaveUp> {
+        let offset = self.window.start + self.window.pos as u64;
         let bytes = self.window.peek(len);
         self.hash.write(bytes);
         self.hash.write_u8(0);
-        self.sink.record(self.file, collection, index, bytes)
+        self.sink
+            .record(self.file, collection, index, offset, bytes)
     }
 }
 
@@ -351,6 +353,9 @@ struct Window<R> {
     buf: Vec<u8>,
     /// The first byte not yet consumed.
     pos: usize,
+    /// Where `buf[0]` is in the input, so that a record's offset is known
+    /// (`super::digests` gives each record's span).
+    start: u64,
     eof: bool,
 }
 
@@ -360,6 +365,7 @@ impl<R: Read> Window<R> {
             reader,
             buf: Vec::with_capacity(2 * CHUNK),
             pos: 0,
+            start: 0,
             eof: false,
         }
     }
@@ -372,6 +378,7 @@ impl<R: Read> Window<R> {
         if shift > 0 {
             self.buf.drain(..shift);
             self.pos = 0;
+            self.start += shift as u64;
         }
         if self.eof {
             return Ok((shift, false));

@@ -7,8 +7,12 @@
 //! small JSON record of where it came from. A download is written under a
 //! `.download-*` name first and renamed into place only once it has loaded,
 //! so the cache never holds an object that was rejected or half written.
-//! Without `--cache-dir`, downloads go to a private temporary directory and
-//! are deleted once loaded.
+//! Without `--cache-dir`, downloads go to a private temporary directory
+//! that goes with the process; the last good object of each entry stays
+//! there too (never restored from), as the base a delta applies to.
+//!
+//! An entry rebuilt from a delta keeps its uncompressed bytes (`plain`),
+//! the next delta's base.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,6 +43,17 @@ pub struct Record {
     pub written_ms: Option<u64>,
     /// The data file, in the cache directory.
     pub data: String,
+    /// The data file holds the object's content uncompressed (rebuilt from
+    /// a delta): its length and SHA-256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plain: Option<Plain>,
+}
+
+/// An uncompressed data file's length and SHA-256.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Plain {
+    pub len: u64,
+    pub sha256: String,
 }
 
 impl Record {
@@ -63,6 +78,7 @@ impl Record {
             workspace_revision: self.workspace_revision,
             fetched_at: self.fetched_at.clone(),
             from_cache: true,
+            from_delta: None,
         }
     }
 }
@@ -126,21 +142,33 @@ impl Cache {
         let record = self.record(name)?;
         let path = self.dir.join(&record.data);
         let len = std::fs::metadata(&path).ok()?.len();
-        (record.version() == *version && len == version.size).then_some((path, record))
+        let expected = record.plain.as_ref().map_or(version.size, |p| p.len);
+        (record.version() == *version && len == expected).then_some((path, record))
     }
 
-    /// Keeps `download` as the last good object of `name`; without
-    /// `--cache-dir`, deletes it.
+    /// The data file of `name`'s last good object if it is the object
+    /// whose tag is `tag` (with or without `--cache-dir`): a delta's base.
+    pub fn base(&self, name: &str, tag: &str) -> Option<(PathBuf, Record)> {
+        let record = self.record(name).filter(|r| r.tag == tag)?;
+        let path = self.dir.join(&record.data);
+        path.is_file().then_some((path, record))
+    }
+
+    /// Keeps `download` as the last good object of `name` (without
+    /// `--cache-dir`, in the private directory, for deltas only).
     pub fn commit(&self, name: &str, download: &Path, mut record: Record) -> std::io::Result<()> {
-        if !self.keep {
-            return remove(download);
-        }
         let old = self.record(name);
+        // A rebuilt file is plain JSON whatever the object's key says.
+        let ending = if record.plain.is_some() {
+            ".json"
+        } else {
+            ending(&record.key)
+        };
         record.data = format!(
             "{}.{}{}",
             file_stem(name),
             &hex(&Sha256::digest(record.tag.as_bytes()))[..16],
-            ending(&record.key)
+            ending
         );
         std::fs::rename(download, self.dir.join(&record.data))?;
         let meta = self.dir.join(format!("{}.meta.json", file_stem(name)));
@@ -165,20 +193,22 @@ impl Cache {
 
     /// Forgets `name`, which has left the listing.
     pub fn forget(&self, name: &str) {
-        if !self.keep {
-            return;
-        }
         if let Some(record) = self.record(name) {
             let _ = remove(&self.dir.join(record.data));
         }
         let _ = remove(&self.dir.join(format!("{}.meta.json", file_stem(name))));
     }
 
-    /// Every entry the cache holds a good object of, by name.
+    /// Every entry the cache holds a good object of, by name (none
+    /// without `--cache-dir`: a private directory is never restored from).
     pub fn records(&self) -> Vec<Record> {
         if !self.keep {
             return Vec::new();
         }
+        self.all_records()
+    }
+
+    fn all_records(&self) -> Vec<Record> {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return Vec::new();
         };
@@ -285,6 +315,7 @@ mod tests {
             fetched_at: "2026-11-23T10:00:00.000Z".to_owned(),
             written_ms: None,
             data: String::new(),
+            plain: None,
         }
     }
 

@@ -66,6 +66,7 @@ pub fn fetch(dir: &Path, name: &str, fingerprint: &FileFingerprint) -> Fetch {
         source: None,
         download: false,
         written: fingerprint.modified,
+        plain: None,
     })
 }
 

@@ -19,7 +19,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 
 use super::error::{ErrorKind, StorageError};
 use super::listing::{Fingerprint, Listing, ObjectVersion};
-use super::manifest::{self, MAX_RECORD_BYTES, RECORDS_DIR, Record, Root, Version, v1};
+use super::manifest::{self, DeltaRef, MAX_RECORD_BYTES, RECORDS_DIR, Record, Root, Version, v1};
 use crate::store::time::Instant as At;
 
 /// How often a replica reads the records even when the journal says it is
@@ -49,6 +49,9 @@ pub struct Entry {
     /// The record's object name and ETag as last read, so that reading the
     /// records again downloads only those that changed.
     record: Option<(String, String)>,
+    /// The version's delta from the one before it, its key from the root
+    /// of the bucket.
+    pub delta: Option<DeltaRef>,
 }
 
 /// The records read: each workspace's entry.
@@ -179,6 +182,12 @@ impl Followed {
         let entry = self.entries.get(name).filter(|e| e.version == *version)?;
         Some((self.revision, entry.workspace_revision))
     }
+
+    /// The delta that makes `version` of `name`, if the manifest names one.
+    pub fn delta(&self, name: &str, version: &ObjectVersion) -> Option<DeltaRef> {
+        let entry = self.entries.get(name).filter(|e| e.version == *version)?;
+        entry.delta.clone()
+    }
 }
 
 impl Entry {
@@ -189,11 +198,18 @@ impl Entry {
         record: Option<(String, String)>,
     ) -> Entry {
         // Keys in the manifest are relative to the prefix.
-        let key = if prefix.is_root() {
-            current.key.clone()
-        } else {
-            format!("{prefix}/{}", current.key)
+        let under = |key: &str| {
+            if prefix.is_root() {
+                key.to_owned()
+            } else {
+                format!("{prefix}/{key}")
+            }
         };
+        let key = under(&current.key);
+        let delta = current.delta.as_ref().map(|d| DeltaRef {
+            key: under(&d.key),
+            ..d.clone()
+        });
         Entry {
             version: ObjectVersion {
                 key,
@@ -203,6 +219,7 @@ impl Entry {
             },
             workspace_revision,
             record,
+            delta,
         }
     }
 }
@@ -317,6 +334,7 @@ mod tests {
             file: "ws.json".to_owned(),
             records: 1,
             key_hashes: None,
+            delta: None,
         }
     }
 

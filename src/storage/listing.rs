@@ -97,10 +97,16 @@ pub struct Local {
     pub download: bool,
     /// When the content was written ([`Fingerprint::written`]).
     pub written: Option<SystemTime>,
+    /// Rebuilt from a delta: the object's content uncompressed, its
+    /// length and SHA-256 (kept as the next delta's base).
+    pub plain: Option<(u64, String)>,
 }
 
 /// What fetching a changed entry gave.
 #[derive(Debug)]
+// One `Fetch` exists per entry fetched, moved once into the loader: its
+// size does not matter, and boxing `Local` would reach into the loader.
+#[allow(clippy::large_enum_variant)]
 pub enum Fetch {
     Ready(Local),
     /// Still being written (a file modified a moment ago), or replaced while

@@ -13,6 +13,7 @@
 
 mod cache;
 mod client;
+pub mod delta;
 mod dir;
 mod download;
 mod error;
@@ -23,6 +24,7 @@ pub mod location;
 pub mod manifest;
 mod objects;
 mod origin;
+mod rebuild;
 mod status;
 
 pub use download::{DownloadError, Downloaded, Expect, download};

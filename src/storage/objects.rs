@@ -25,7 +25,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, ObjectMeta, ObjectStore};
 use url::Url;
 
-use super::cache::{Cache, Record};
+use super::cache::{Cache, Plain, Record};
 use super::client::{ClientLog, classify};
 use super::download::{DownloadError, Expect, download};
 use super::error::{ErrorKind, ListError, StorageError};
@@ -50,15 +50,15 @@ const NO_ETAG: &str = "modified:";
 const LIST_PAGE: usize = 1000;
 
 pub struct ObjectOrigin {
-    store: Arc<dyn ObjectStore>,
+    pub(super) store: Arc<dyn ObjectStore>,
     prefix: ObjectPath,
     url: String,
     log: Arc<ClientLog>,
     /// `Option` so that `Drop` can shut it down without blocking: the last
     /// reference may go on an async thread.
     runtime: Option<tokio::runtime::Runtime>,
-    cache: Cache,
-    metrics: Arc<Metrics>,
+    pub(super) cache: Cache,
+    pub(super) metrics: Arc<Metrics>,
     timeout: Duration,
     /// Never held across IO, so `/snapshots` answers during a slow poll.
     state: Mutex<State>,
@@ -169,7 +169,7 @@ impl ObjectOrigin {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn block_on<T>(&self, future: impl Future<Output = T>) -> T {
+    pub(super) fn block_on<T>(&self, future: impl Future<Output = T>) -> T {
         self.runtime
             .as_ref()
             .expect("the runtime lives as long as the origin")
@@ -500,16 +500,22 @@ impl ObjectOrigin {
                 source: Some(record.source()),
                 download: false,
                 written: version.written,
+                plain: record.plain.map(|p| (p.len, p.sha256)),
             });
         }
-        let revisions = {
+        let (revisions, delta) = {
             let state = self.state();
-            state
-                .manifest
-                .as_ref()
-                .and_then(|m| m.good.as_ref())
-                .and_then(|followed| followed.revisions(name, version))
+            let followed = state.manifest.as_ref().and_then(|m| m.good.as_ref());
+            (
+                followed.and_then(|f| f.revisions(name, version)),
+                followed.and_then(|f| f.delta(name, version)),
+            )
         };
+        if let Some(delta) = delta
+            && let Some(rebuilt) = self.try_delta(name, version, &delta, revisions)
+        {
+            return rebuilt;
+        }
         let in_manifest = revisions.is_some();
         let key = match ObjectPath::parse(&version.key) {
             Ok(key) => key,
@@ -559,9 +565,11 @@ impl ObjectOrigin {
                 workspace_revision: revisions.and_then(|(_, record)| record),
                 fetched_at: utc_now(),
                 from_cache: false,
+                from_delta: None,
             }),
             download: true,
             written: version.written,
+            plain: None,
         })
     }
 
@@ -649,6 +657,10 @@ impl ObjectOrigin {
                 .and_then(|at| at.duration_since(std::time::SystemTime::UNIX_EPOCH).ok())
                 .map(|d| d.as_millis() as u64),
             data: String::new(),
+            plain: local.plain.map(|p| Plain {
+                len: p.0,
+                sha256: p.1,
+            }),
         };
         if let Err(e) = self.cache.commit(name, &local.path, record) {
             tracing::warn!(file = %name, error = %e, "cannot keep the download in the cache directory");

@@ -32,6 +32,11 @@ pub struct SourceStatus {
     pub fetched_at: String,
     /// Restored from `--cache-dir` rather than downloaded by this process.
     pub from_cache: bool,
+    /// Rebuilt from the version it replaced and a delta rather than
+    /// downloaded whole: the SHA-256 of that version's object. Absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_delta: Option<String>,
 }
 
 /// Object storage: the state of the source as a whole, for `/snapshots`.

@@ -11,6 +11,7 @@ mod caching;
 mod cli;
 mod compression;
 mod conflicts;
+mod deltas;
 mod diff;
 mod edges;
 mod feed;

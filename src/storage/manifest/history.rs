@@ -45,6 +45,25 @@ pub struct Version {
     /// downloading them (docs/object-storage.md#keys-and-conflicts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_hashes: Option<Vec<String>>,
+    /// A delta from the version that served before it
+    /// (docs/object-storage.md#deltas), which a replica serving that
+    /// version applies instead of downloading this object. Absent when
+    /// the publish made none; readers of older builds ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<DeltaRef>,
+}
+
+/// Where a version's delta is, and what it applies to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeltaRef {
+    /// The SHA-256 of the object it applies to: the version that served
+    /// when this one was published.
+    pub base: String,
+    /// The delta object's key relative to the prefix
+    /// (`deltas/<workspace>/<sha256>.delta.gz`), its size and SHA-256.
+    pub key: String,
+    pub size: u64,
+    pub sha256: String,
 }
 
 impl History {
@@ -66,9 +85,20 @@ impl History {
     /// dropping the current one). Returns whether anything changed:
     /// publishing the content that serves changes nothing, even after a
     /// rollback put it there.
-    pub fn publish(&mut self, version: Version, keep: usize) -> bool {
+    ///
+    /// A delta is kept only if its base is the version that served until
+    /// now: a chain of deltas never skips a version (another publisher may
+    /// have made one current since the delta was made).
+    pub fn publish(&mut self, mut version: Version, keep: usize) -> bool {
         if self.current == version.sha256 {
             return false;
+        }
+        if version
+            .delta
+            .as_ref()
+            .is_some_and(|d| d.base != self.current)
+        {
+            version.delta = None;
         }
         self.versions.retain(|v| v.sha256 != version.sha256);
         self.current = version.sha256.clone();
@@ -231,6 +261,7 @@ pub(super) mod tests {
             file: "ws.json".to_owned(),
             records: 1,
             key_hashes: None,
+            delta: None,
         }
     }
 
@@ -255,6 +286,27 @@ pub(super) mod tests {
         // Publishing an older content again brings it to the front.
         assert!(h.publish(version(2, "v2"), 3));
         assert_eq!(names(&h), ["v2", "v4", "v3"]);
+    }
+
+    #[test]
+    fn a_delta_is_kept_only_against_the_version_that_served() {
+        let mut h = History::first(version(1, "v1"));
+        let with_delta = |n: u8, base: &str| Version {
+            delta: Some(DeltaRef {
+                base: base.to_owned(),
+                key: format!("deltas/ws/{n:02x}.delta.gz"),
+                size: 10,
+                sha256: "cd".repeat(32),
+            }),
+            ..version(n, &format!("v{n}"))
+        };
+        h.publish(with_delta(2, &version(1, "").sha256), 10);
+        assert!(h.current_version().unwrap().delta.is_some());
+        // Made against v1, but v2 serves now: no delta.
+        h.publish(with_delta(3, &version(1, "").sha256), 10);
+        assert!(h.current_version().unwrap().delta.is_none());
+        let text = serde_json::to_string(&h).unwrap();
+        assert_eq!(text.matches("\"delta\"").count(), 1, "{text}");
     }
 
     #[test]

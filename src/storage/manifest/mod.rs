@@ -23,7 +23,7 @@ pub mod v1;
 use object_store::path::{Path as ObjectPath, PathPart};
 use serde::{Deserialize, Serialize};
 
-pub use history::{History, Version, short};
+pub use history::{DeltaRef, History, Version, short};
 pub use root::{Change, MAX_CHANGES, Root};
 
 /// The manifest's object name, directly under the prefix. In prefix mode it
