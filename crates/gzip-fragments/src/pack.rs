@@ -255,24 +255,48 @@ pub(crate) fn pack(
         placement.built(&pieces);
     }
     let mut built = Vec::with_capacity(chains.len());
-    for (order, joins) in chains.iter().zip(joins) {
+    for (c, (order, joins)) in chains.iter().zip(joins).enumerate() {
         let mut pos = reserved(n, placement);
         pos.resize(n, NOT_CHAINED);
         let mut prefix = reserved(order.len(), placement);
         let mut ends = reserved(order.len(), placement);
         let (mut crc, mut len) = (0, 0u64);
+        // Where the record before was in the previous version's chain
+        // (see `Reuse::was_at`), and how the CRC of the text up to it
+        // differs from the old one: while records follow one another as
+        // they did, that difference is only shifted (CRCs are linear),
+        // and it is nothing before the first change.
+        let mut was: Option<(usize, u32)> = None;
         for (k, &i) in order.iter().enumerate() {
             pos[i as usize] = k as u32;
+            let bytes = record(i as usize);
+            let here = reuse.was_at(c, k);
+            let follows = match (was, here) {
+                (Some((p, delta)), Some((q, old))) if q == p + 1 => Some((delta, old)),
+                _ => None,
+            };
             if k > 0 {
-                crc = crc::update(crc, b",");
                 len += 1;
             }
-            let bytes = record(i as usize);
-            let (record_crc, shift) = match pieces.get(i as usize) {
-                Some(p) => (p.crc, p.shift),
-                None => (crc32(bytes), crc::shift_for(bytes.len() as u64)),
-            };
-            crc = crc::combine(crc, record_crc, shift);
+            if let Some((delta, old)) = follows {
+                let shifted = match delta {
+                    0 => 0,
+                    _ => crc::multiply_fast(crc::shift_for(bytes.len() as u64 + 1), delta),
+                };
+                crc = old ^ shifted;
+            } else {
+                if k > 0 {
+                    crc = crc::update(crc, b",");
+                }
+                let known = || reuse.crc(i as usize, bytes.len());
+                let (record_crc, shift) = match pieces.get(i as usize) {
+                    Some(p) => (p.crc, p.shift),
+                    None => known()
+                        .unwrap_or_else(|| (crc32(bytes), crc::shift_for(bytes.len() as u64))),
+                };
+                crc = crc::combine(crc, record_crc, shift);
+            }
+            was = here.map(|(q, old)| (q, crc ^ old));
             len += bytes.len() as u64;
             prefix.push(crc);
             ends.push(len);
@@ -535,6 +559,14 @@ pub(crate) trait Reuse: Sync {
     /// The fragment at position `k` of rung `r` of chain `c` (a bit range
     /// of a padded stream), to be copied.
     fn chained(&self, c: usize, r: usize, k: usize) -> Option<(&[u8], u64, u64)>;
+
+    /// The CRC and shift of record `i`, of `len` bytes, if known without
+    /// reading it (for the chain tables where there are no solo pieces).
+    fn crc(&self, i: usize, len: usize) -> Option<(u32, u32)>;
+
+    /// Where the record at position `k` of chain `c` was in the previous
+    /// version's chain, and the prefix CRC there.
+    fn was_at(&self, c: usize, k: usize) -> Option<(usize, u32)>;
 }
 
 impl Reuse for () {
@@ -545,6 +577,16 @@ impl Reuse for () {
 
     #[inline]
     fn chained(&self, _: usize, _: usize, _: usize) -> Option<(&[u8], u64, u64)> {
+        None
+    }
+
+    #[inline]
+    fn crc(&self, _: usize, _: usize) -> Option<(u32, u32)> {
+        None
+    }
+
+    #[inline]
+    fn was_at(&self, _: usize, _: usize) -> Option<(usize, u32)> {
         None
     }
 }
@@ -568,7 +610,7 @@ impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse, P: Placement> Pass<'_, F, R, P> {
         let mut compressed = 0;
         let mut symbols = Vec::new();
         let mut pieces = reserved(n + 1, self.placement);
-        let mut bits = BitWriter::new(reserved(self.plain * 5 / 8, self.placement));
+        let mut bits = Stream::new(BitWriter::new(reserved(self.plain * 5 / 8, self.placement)));
         for i in 0..n {
             if i % CHECK_EVERY == 0 && !(self.keep_going)() {
                 return None;
@@ -590,13 +632,13 @@ impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse, P: Placement> Pass<'_, F, R, P> {
                 shift: crc::shift_for(bytes.len() as u64),
             });
             matcher.parse(bytes, 0, &mut symbols);
-            encode(self.code, &symbols, &mut bits);
+            encode(self.code, &symbols, bits.writer());
         }
         pieces.push(Piece {
             solo: bits.bit_len(),
             ..Piece::default()
         });
-        Some((pieces, padded(bits, self.placement), compressed))
+        Some((pieces, padded(bits.finish(), self.placement), compressed))
     }
 
     /// The records at positions `range` of chain `order` (chain `c`,
@@ -612,7 +654,7 @@ impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse, P: Placement> Pass<'_, F, R, P> {
         let (mut symbols, mut scratch) = (Vec::new(), Vec::new());
         let mut compressed = 0;
         let mut at = Vec::with_capacity(range.len());
-        let mut bits = BitWriter::default();
+        let mut bits = Stream::new(BitWriter::default());
         for k in range.clone() {
             if (k - range.start) % CHECK_EVERY == 0 && !(self.keep_going)() {
                 return None;
@@ -631,9 +673,10 @@ impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse, P: Placement> Pass<'_, F, R, P> {
                 .map(|&b| (self.record)(b as usize));
             let start = with_predecessors(&mut scratch, before, (self.record)(order[k] as usize));
             matcher.parse(&scratch, start, &mut symbols);
-            self.code.put_literal(&mut bits, b',');
-            encode(self.code, &symbols, &mut bits);
+            self.code.put_literal(bits.writer(), b',');
+            encode(self.code, &symbols, bits.writer());
         }
+        let bits = bits.finish();
         let bit_len = bits.bit_len();
         let mut bits = bits.finish();
         bits.extend_from_slice(&[0; PADDING]);
@@ -643,6 +686,55 @@ impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse, P: Placement> Pass<'_, F, R, P> {
             bit_len,
             compressed,
         })
+    }
+}
+
+/// A stream of fragments being written, in which copied fragments wait
+/// to go in one copy while each starts where the one before it ended in
+/// the same stream (a previous version's fragments do, between changes).
+struct Stream<'s> {
+    bits: BitWriter,
+    run: Option<(&'s [u8], u64, u64)>,
+}
+
+impl<'s> Stream<'s> {
+    fn new(bits: BitWriter) -> Stream<'s> {
+        Stream { bits, run: None }
+    }
+
+    /// Bits written so far, the waiting run included.
+    fn bit_len(&self) -> u64 {
+        self.bits.bit_len() + self.run.map_or(0, |(_, from, to)| to - from)
+    }
+
+    /// Copies bits `from..to` of `src` (see [`BitWriter::copy`]).
+    fn copy(&mut self, src: &'s [u8], from: u64, to: u64) {
+        if let Some((run, _, end)) = &mut self.run
+            && std::ptr::eq(*run, src)
+            && *end == from
+        {
+            *end = to;
+            return;
+        }
+        self.flush();
+        self.run = Some((src, from, to));
+    }
+
+    /// The writer, to write symbols after what was copied.
+    fn writer(&mut self) -> &mut BitWriter {
+        self.flush();
+        &mut self.bits
+    }
+
+    fn flush(&mut self) {
+        if let Some((src, from, to)) = self.run.take() {
+            self.bits.copy(src, from, to);
+        }
+    }
+
+    fn finish(mut self) -> BitWriter {
+        self.flush();
+        self.bits
     }
 }
 

@@ -13,6 +13,7 @@
 //! what is indexed by position (the chain tables and the bit offsets):
 //! a pass over the records without compressing.
 
+use crate::crc;
 use crate::pack::{NOT_CHAINED, Packed, Packing, RecordBytes, Reuse, pack};
 use crate::placement::Placement;
 
@@ -156,6 +157,37 @@ impl Reuse for FromOld<'_> {
         let before = depth.min(k);
         let same = depth.min(p) == before && (1..=before).all(|j| was_at[k - j] as usize == p - j);
         same.then(|| self.old.chained(c, r, p, p + 1))
+    }
+
+    fn was_at(&self, c: usize, k: usize) -> Option<(usize, u32)> {
+        let p = self.was_at[c][k];
+        (p != NOT_CHAINED).then(|| (p as usize, self.old.prefix_crc(c, p as usize)))
+    }
+
+    /// From the old solo piece, or from the old prefix CRCs of a chain the
+    /// record was in: the chain's text up to it is the text up to the one
+    /// before it, a comma and the record, so (CRCs being linear)
+    /// `prefix[p] = prefix[p-1]·x^8(len+1) + crc(",")·x^8len + crc`.
+    fn crc(&self, i: usize, len: usize) -> Option<(u32, u32)> {
+        let o = match self.previous[i] {
+            Packed::CHANGED => return None,
+            o => o as usize,
+        };
+        if let Some((.., crc, shift)) = self.old.solo(o) {
+            return Some((crc, shift));
+        }
+        let (c, p) = self.old.chains.iter().enumerate().find_map(|(c, chain)| {
+            let p = *chain.pos.get(o)?;
+            (p != NOT_CHAINED).then_some((c, p as usize))
+        })?;
+        let shift = crc::shift_for(len as u64);
+        let mut record = self.old.prefix_crc(c, p);
+        if p > 0 {
+            let before = self.old.prefix_crc(c, p - 1);
+            record ^= crc::multiply_fast(crc::shift_for(len as u64 + 1), before);
+            record ^= crc::multiply_fast(shift, crc::update(0, b","));
+        }
+        Some((record, shift))
     }
 }
 
