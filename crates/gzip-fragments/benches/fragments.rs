@@ -4,10 +4,16 @@
 //! chain order, on one thread), and assembling a 50-record page from it,
 //! as a stretch of the chain (one solo fragment and one run) and as
 //! scattered records (50 solo fragments, each shifted into place).
+//! And a new version of a larger collection (50,000 records of about 600
+//! bytes, packed as the server packs tasks: one chain order, no solo
+//! fragments, one thread), after one record changed and after every
+//! record changed: packed afresh (`repack/build_*`) and rebuilt from the
+//! previous version's packing (`repack/rebuild_*`, which packs afresh when
+//! every record changed).
 //! The server's own benches (`cargo bench --bench store -- respond/`)
 //! measure whole answers on a generated dataset.
 //!
-//! Run: `cargo bench -p gzip-fragments`.
+//! Run: `cargo bench -p gzip-fragments` (`-- repack/` for the versions).
 
 use std::hint::black_box;
 use std::io::Read;
@@ -16,13 +22,16 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use gzip_fragments::{GzipPage, Packed, Packing};
 
 const RECORDS: usize = 20_000;
+/// Records of a version, and words of text in each (about 600 bytes).
+const VERSION_RECORDS: usize = 50_000;
+const VERSION_WORDS: usize = 60;
 const PAGE: usize = 50;
 
 type Records = Vec<Vec<u8>>;
 
-/// Deterministic records: ids, dates, a status out of four, words drawn
-/// by a xorshift from a small vocabulary.
-fn records() -> Records {
+/// `count` deterministic records: ids, dates, a status out of four,
+/// `words` words drawn by a xorshift from a small vocabulary.
+fn records(count: usize, words: usize) -> Records {
     const WORDS: [&str; 16] = [
         "review",
         "contract",
@@ -48,11 +57,11 @@ fn records() -> Records {
         x ^= x << 5;
         WORDS[(x % 16) as usize]
     };
-    let mut out: Vec<Vec<u8>> = Vec::with_capacity(RECORDS);
+    let mut out: Vec<Vec<u8>> = Vec::with_capacity(count);
     let mut text = String::new();
-    for i in 0..RECORDS {
+    for i in 0..count {
         if i % 10 != 1 {
-            text = (0..30).map(|_| word()).collect::<Vec<_>>().join(" ");
+            text = (0..words).map(|_| word()).collect::<Vec<_>>().join(" ");
         }
         let status = ["open", "in_progress", "blocked", "done"][i % 4];
         out.push(
@@ -71,7 +80,7 @@ fn records() -> Records {
 }
 
 fn benches(c: &mut Criterion) {
-    let records = records();
+    let records = records(RECORDS, 30);
     let bytes: usize = records.iter().map(Vec::len).sum();
     let chain: Vec<u32> = (0..RECORDS as u32).rev().collect();
     let packing = Packing {
@@ -126,5 +135,70 @@ fn benches(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(fragments, benches);
+/// A version of `old` with the records `changed` picks edited (their
+/// status), and what a rebuild is told of each.
+fn edited(old: &Records, changed: impl Fn(usize) -> bool) -> (Records, Vec<u32>) {
+    let edit =
+        |r: &[u8]| String::from_utf8_lossy(r).replacen("\"status\":\"", "\"status\":\"re", 1);
+    let new = (0..old.len())
+        .map(|i| match changed(i) {
+            true => edit(&old[i]).into_bytes(),
+            false => old[i].clone(),
+        })
+        .collect();
+    let previous = (0..old.len() as u32)
+        .map(|i| match changed(i as usize) {
+            true => Packed::CHANGED,
+            false => i,
+        })
+        .collect();
+    (new, previous)
+}
+
+fn versions(c: &mut Criterion) {
+    let old = records(VERSION_RECORDS, VERSION_WORDS);
+    let bytes: usize = old.iter().map(Vec::len).sum();
+    // Tasks by date: the one chain order the server packs tasks in.
+    let chain: Vec<u32> = (0..VERSION_RECORDS as u32).rev().collect();
+    let packing = Packing {
+        chains: &[&chain],
+        depths: &[1],
+        trim: 0,
+        solo: false,
+    };
+    let build = |records: &Records| Packed::build(records, &packing, 1, &(), &|| true);
+    let old_packed = build(&old).expect("built");
+    let one = edited(&old, |i| i == VERSION_RECORDS / 2);
+    let all = edited(&old, |_| true);
+    let rebuild = |(records, previous): &(Records, Vec<u32>)| {
+        Packed::rebuild(&old_packed, records, previous, &packing, 1, &(), &|| true)
+    };
+    // What is timed is what it says: one change compresses the record and
+    // its successor in the chain; every change, everything.
+    assert_eq!(rebuild(&one).expect("rebuilt").compressed(), 2);
+    assert_eq!(
+        rebuild(&all).expect("rebuilt").compressed(),
+        VERSION_RECORDS - 1
+    );
+    println!(
+        "repack: {VERSION_RECORDS} records, {} bytes, {} bytes of fragments",
+        bytes,
+        old_packed.heap_bytes()
+    );
+
+    let mut group = c.benchmark_group("repack");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(bytes as u64));
+    for (name, version) in [("one_changed", &one), ("all_changed", &all)] {
+        group.bench_function(format!("build_{name}"), |b| {
+            b.iter(|| build(black_box(&version.0)))
+        });
+        group.bench_function(format!("rebuild_{name}"), |b| {
+            b.iter(|| rebuild(black_box(version)))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(fragments, benches, versions);
 criterion_main!(fragments);

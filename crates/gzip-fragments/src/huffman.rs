@@ -28,6 +28,7 @@ pub struct Bits {
 /// A literal/length code and a distance code, with the dynamic block
 /// header (`BTYPE` and the code description, not `BFINAL`) that tells a
 /// decoder about them.
+#[derive(Clone)]
 pub struct Code {
     pub literal: [Bits; LITERALS],
     pub distance: [Bits; DISTANCES],

@@ -16,11 +16,14 @@
 //! collection is served in, are its caller's. So are the machine's
 //! resources: [`Packed::build`] runs on as many threads as it is given
 //! and shows its large buffers to the caller's [`Placement`] (huge pages,
-//! say); the crate makes no system call.
+//! say); the crate makes no system call. A new version of a collection
+//! is packed from the previous one's packing by [`Packed::rebuild`], which
+//! compresses only the records that changed and their neighbours.
 //!
 //! The parts: the match finder (`lz77`), Huffman codes and block headers
 //! (`huffman`), bit streams (`bits`), CRC-32 combination (`crc`), a
-//! collection's fragments (`pack`) and a page assembled from them (`page`).
+//! collection's fragments (`pack`), a new version's made from the previous
+//! version's (`repack`), and a page assembled from them (`page`).
 
 mod bits;
 mod crc;
@@ -29,20 +32,21 @@ mod lz77;
 mod pack;
 mod page;
 mod placement;
+mod repack;
 
 pub use pack::{Packed, Packing, RecordBytes};
 pub use page::GzipPage;
 pub use placement::Placement;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::io::Read;
 
     use super::*;
 
     type Records = Vec<Vec<u8>>;
 
-    fn gunzip(bytes: &[u8]) -> Vec<u8> {
+    pub(crate) fn gunzip(bytes: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
         flate2::read::GzDecoder::new(bytes)
             .read_to_end(&mut out)

@@ -33,7 +33,7 @@ const SAMPLE: usize = 4096;
 const CHECK_EVERY: usize = 4096;
 
 /// Where a record's pieces are, and what it contributes to a page's CRC.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Default, PartialEq, Debug)]
 struct Piece {
     /// First bit of the record's solo fragment (the next record's is its end).
     solo: u64,
@@ -44,9 +44,9 @@ struct Piece {
 }
 
 /// The chained fragments of one chain order.
-struct Chain {
+pub(crate) struct Chain {
     /// Record index → chain position, or [`NOT_CHAINED`].
-    pos: Vec<u32>,
+    pub(crate) pos: Vec<u32>,
     /// By position, the CRC-32 of the chain's records up to that one,
     /// comma-separated: a run of chained records on a page costs one
     /// CRC multiplication, whatever its length.
@@ -56,20 +56,20 @@ struct Chain {
     ends: Vec<u64>,
     /// The fragments by how many predecessors they may refer to, fewest
     /// first (see [`Packed::build`]).
-    rungs: Vec<Rung>,
+    pub(crate) rungs: Vec<Rung>,
 }
 
 /// Every record of a chain compressed against the `depth` records before
 /// it in the chain (fewer at its start).
-struct Rung {
-    depth: usize,
+pub(crate) struct Rung {
+    pub(crate) depth: usize,
     /// Bit ranges by chain position, plus one past the last. The fragment
     /// at position 0 is empty: it has no predecessor.
     at: Vec<u64>,
     bits: Vec<u8>,
 }
 
-const NOT_CHAINED: u32 = u32::MAX;
+pub(crate) const NOT_CHAINED: u32 = u32::MAX;
 
 /// One collection's precompressed records (see the module docs).
 pub struct Packed {
@@ -77,9 +77,12 @@ pub struct Packed {
     /// By record index, plus one past the last.
     pieces: Vec<Piece>,
     solo: Vec<u8>,
-    chains: Vec<Chain>,
+    pub(crate) chains: Vec<Chain>,
     /// Bytes cut off each record's end before compressing.
     trim: usize,
+    /// Fragments compressed to make it; the others were copied from a
+    /// previous version's (see [`Packed::rebuild`]).
+    compressed: usize,
 }
 
 /// A record's bytes, as [`Packed::build`] gets them.
@@ -141,140 +144,197 @@ impl Packed {
         placement: &impl Placement,
         keep_going: &(dyn Fn() -> bool + Sync),
     ) -> Option<Packed> {
-        let Packing {
-            chains,
-            depths,
-            trim,
-            solo,
-        } = *packing;
-        debug_assert!(depths.first() == Some(&1) && depths.is_sorted());
+        let trim = packing.trim;
+        let record = |i: usize| trimmed(records.record(i), trim);
         let n = records.count();
-        let record = |i: usize| {
-            let r = records.record(i);
-            &r[..r.len() - trim.min(r.len())]
-        };
-        let code = train(&record, n, chains, &mut Matcher::default());
-        let pass = Pass {
-            record: &record,
-            plain: (0..n).map(|i| record(i).len()).sum(),
-            code: &code,
-            placement,
-            keep_going,
-        };
+        let code = train(&record, n, packing.chains, &mut Matcher::default());
+        pack(records, packing, code, &(), threads, placement, keep_going)
+    }
+}
 
-        // The work: the solo fragments (one piece, if asked for), then
-        // every rung of every chain in pieces of CHUNK positions, so that
-        // a collection with one chain still runs on every thread given.
-        // Pieces of a rung are joined in order as they come.
-        let mut units = Vec::new();
-        if solo {
-            units.push(Unit::Solo);
-        }
-        let joins: Vec<Vec<Mutex<Join>>> = chains
-            .iter()
-            .enumerate()
-            .map(|(c, order)| {
-                let pieces = order.len().div_ceil(CHUNK).max(1);
-                (0..depths.len())
-                    .map(|r| {
-                        units.extend((0..pieces).map(|p| Unit::Rung { c, r, piece: p }));
-                        Mutex::new(Join::new(order.len(), pass.plain, placement))
-                    })
-                    .collect()
-            })
-            .collect();
-        let solo_output: Mutex<Option<(Vec<Piece>, Vec<u8>)>> = Mutex::new(None);
-        let failed = AtomicBool::new(false);
-        let next = AtomicUsize::new(0);
-        let work = || {
-            let mut matcher = Matcher::default();
-            loop {
-                let u = next.fetch_add(1, Ordering::Relaxed);
-                if u >= units.len() || failed.load(Ordering::Relaxed) {
-                    return;
-                }
-                match units[u] {
-                    Unit::Solo => match pass.solo(n, &mut matcher) {
-                        Some(out) => *lock(&solo_output) = Some(out),
-                        None => failed.store(true, Ordering::Relaxed),
-                    },
-                    Unit::Rung { c, r, piece } => {
-                        let order = chains[c];
-                        let from = piece * CHUNK;
-                        let to = (from + CHUNK).min(order.len());
-                        match pass.rung(order, depths[r], from..to, &mut matcher) {
-                            Some(chunk) => lock(&joins[c][r]).add(piece, chunk),
-                            None => failed.store(true, Ordering::Relaxed),
+/// [`Packed::build`] with `code`: every fragment that `reuse` has is
+/// copied from it, every other one compressed.
+pub(crate) fn pack(
+    records: &(impl RecordBytes + Sync),
+    packing: &Packing<'_>,
+    code: Code,
+    reuse: &impl Reuse,
+    threads: usize,
+    placement: &impl Placement,
+    keep_going: &(dyn Fn() -> bool + Sync),
+) -> Option<Packed> {
+    let Packing {
+        chains,
+        depths,
+        trim,
+        solo,
+    } = *packing;
+    debug_assert!(depths.first() == Some(&1) && depths.is_sorted());
+    let n = records.count();
+    let record = |i: usize| trimmed(records.record(i), trim);
+    let pass = Pass {
+        record: &record,
+        plain: (0..n).map(|i| record(i).len()).sum(),
+        code: &code,
+        reuse,
+        placement,
+        keep_going,
+    };
+
+    // The work: the solo fragments (one piece, if asked for), then
+    // every rung of every chain in pieces of CHUNK positions, so that
+    // a collection with one chain still runs on every thread given.
+    // Pieces of a rung are joined in order as they come.
+    let mut units = Vec::new();
+    if solo {
+        units.push(Unit::Solo);
+    }
+    let joins: Vec<Vec<Mutex<Join>>> = chains
+        .iter()
+        .enumerate()
+        .map(|(c, order)| {
+            let pieces = order.len().div_ceil(CHUNK).max(1);
+            (0..depths.len())
+                .map(|r| {
+                    units.extend((0..pieces).map(|p| Unit::Rung { c, r, piece: p }));
+                    Mutex::new(Join::new(order.len(), pass.plain, placement))
+                })
+                .collect()
+        })
+        .collect();
+    let solo_output: Mutex<Option<(Vec<Piece>, Vec<u8>)>> = Mutex::new(None);
+    let compressed = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut matcher = Matcher::default();
+        loop {
+            let u = next.fetch_add(1, Ordering::Relaxed);
+            if u >= units.len() || failed.load(Ordering::Relaxed) {
+                return;
+            }
+            match units[u] {
+                Unit::Solo => match pass.solo(n, &mut matcher) {
+                    Some((pieces, bits, count)) => {
+                        compressed.fetch_add(count, Ordering::Relaxed);
+                        *lock(&solo_output) = Some((pieces, bits));
+                    }
+                    None => failed.store(true, Ordering::Relaxed),
+                },
+                Unit::Rung { c, r, piece } => {
+                    let order = chains[c];
+                    let from = piece * CHUNK;
+                    let to = (from + CHUNK).min(order.len());
+                    let (depth, range) = (depths[r], from..to);
+                    match pass.rung(order, (c, r, depth), range, &mut matcher) {
+                        Some(chunk) => {
+                            compressed.fetch_add(chunk.compressed, Ordering::Relaxed);
+                            lock(&joins[c][r]).add(piece, chunk);
                         }
+                        None => failed.store(true, Ordering::Relaxed),
                     }
                 }
             }
-        };
-        std::thread::scope(|scope| {
-            for _ in 1..threads.min(units.len()) {
-                scope.spawn(work);
-            }
-            work();
-        });
-        if failed.into_inner() {
-            return None;
         }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..threads.min(units.len()) {
+            scope.spawn(work);
+        }
+        work();
+    });
+    if failed.into_inner() {
+        return None;
+    }
 
-        let (pieces, solo_bits) = solo_output
-            .into_inner()
-            .unwrap_or_else(|p| p.into_inner())
-            .unwrap_or_default();
-        if solo {
-            placement.built(&pieces);
-        }
-        let mut built = Vec::with_capacity(chains.len());
-        for (order, joins) in chains.iter().zip(joins) {
-            let mut pos = reserved(n, placement);
-            pos.resize(n, NOT_CHAINED);
-            let mut prefix = reserved(order.len(), placement);
-            let mut ends = reserved(order.len(), placement);
-            let (mut crc, mut len) = (0, 0u64);
-            for (k, &i) in order.iter().enumerate() {
-                pos[i as usize] = k as u32;
+    let (pieces, solo_bits) = solo_output
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .unwrap_or_default();
+    if solo {
+        placement.built(&pieces);
+    }
+    let mut built = Vec::with_capacity(chains.len());
+    for (c, (order, joins)) in chains.iter().zip(joins).enumerate() {
+        let mut pos = reserved(n, placement);
+        pos.resize(n, NOT_CHAINED);
+        let mut prefix = reserved(order.len(), placement);
+        let mut ends = reserved(order.len(), placement);
+        let (mut crc, mut len) = (0, 0u64);
+        // Where the record before was in the previous version's chain
+        // (see `Reuse::was_at`), and how the CRC of the text up to it
+        // differs from the old one: while records follow one another as
+        // they did, that difference is only shifted (CRCs are linear),
+        // and it is nothing before the first change.
+        let mut was: Option<(usize, u32)> = None;
+        for (k, &i) in order.iter().enumerate() {
+            pos[i as usize] = k as u32;
+            let bytes = record(i as usize);
+            let here = reuse.was_at(c, k);
+            let follows = match (was, here) {
+                (Some((p, delta)), Some((q, old))) if q == p + 1 => Some((delta, old)),
+                _ => None,
+            };
+            if k > 0 {
+                len += 1;
+            }
+            if let Some((delta, old)) = follows {
+                let shifted = match delta {
+                    0 => 0,
+                    _ => crc::multiply_fast(crc::shift_for(bytes.len() as u64 + 1), delta),
+                };
+                crc = old ^ shifted;
+            } else {
                 if k > 0 {
                     crc = crc::update(crc, b",");
-                    len += 1;
                 }
-                let bytes = record(i as usize);
+                let known = || reuse.crc(i as usize, bytes.len());
                 let (record_crc, shift) = match pieces.get(i as usize) {
                     Some(p) => (p.crc, p.shift),
-                    None => (crc32(bytes), crc::shift_for(bytes.len() as u64)),
+                    None => known()
+                        .unwrap_or_else(|| (crc32(bytes), crc::shift_for(bytes.len() as u64))),
                 };
                 crc = crc::combine(crc, record_crc, shift);
-                len += bytes.len() as u64;
-                prefix.push(crc);
-                ends.push(len);
             }
-            let rungs = depths
-                .iter()
-                .zip(joins)
-                .map(|(&depth, join)| {
-                    let join = join.into_inner().unwrap_or_else(|p| p.into_inner());
-                    join.finish(depth, placement)
-                })
-                .collect();
-            placement.built(&pos);
-            placement.built(&prefix);
-            placement.built(&ends);
-            built.push(Chain {
-                pos,
-                prefix,
-                ends,
-                rungs,
-            });
+            was = here.map(|(q, old)| (q, crc ^ old));
+            len += bytes.len() as u64;
+            prefix.push(crc);
+            ends.push(len);
         }
-        Some(Packed {
-            code,
-            pieces,
-            solo: solo_bits,
-            chains: built,
-            trim,
-        })
+        let rungs = depths
+            .iter()
+            .zip(joins)
+            .map(|(&depth, join)| {
+                let join = join.into_inner().unwrap_or_else(|p| p.into_inner());
+                join.finish(depth, placement)
+            })
+            .collect();
+        placement.built(&pos);
+        placement.built(&prefix);
+        placement.built(&ends);
+        built.push(Chain {
+            pos,
+            prefix,
+            ends,
+            rungs,
+        });
+    }
+    Some(Packed {
+        code,
+        pieces,
+        solo: solo_bits,
+        chains: built,
+        trim,
+        compressed: compressed.into_inner(),
+    })
+}
+
+impl Packed {
+    /// How many fragments (solo ones, and chained ones of every rung)
+    /// were compressed to make this packing: all of them for
+    /// [`Packed::build`], those that changed for [`Packed::rebuild`].
+    pub fn compressed(&self) -> usize {
+        self.compressed
     }
 
     /// Bytes held, for the memory report.
@@ -383,6 +443,28 @@ impl Packed {
     }
 }
 
+#[cfg(test)]
+impl Packed {
+    /// Whether `other` has the same code, fragments and tables, bit for
+    /// bit (what a rebuild is checked against).
+    pub(crate) fn identical(&self, other: &Packed) -> bool {
+        let code = |p: &Packed| (p.code.literal, p.code.distance, p.code.header.clone());
+        let rungs = |c: &Chain| -> Vec<(usize, Vec<u64>, Vec<u8>)> {
+            let rung = |r: &Rung| (r.depth, r.at.clone(), r.bits.clone());
+            c.rungs.iter().map(rung).collect()
+        };
+        let chains = |p: &Packed| -> Vec<_> {
+            let chain = |c: &Chain| (c.pos.clone(), c.prefix.clone(), c.ends.clone(), rungs(c));
+            p.chains.iter().map(chain).collect()
+        };
+        code(self) == code(other)
+            && self.pieces == other.pieces
+            && self.solo == other.solo
+            && chains(self) == chains(other)
+            && self.trim == other.trim
+    }
+}
+
 /// A piece of [`Packed::build`]'s work.
 #[derive(Clone, Copy)]
 enum Unit {
@@ -406,6 +488,8 @@ struct Chunk {
     /// The fragments, padded (see [`BitWriter::copy`]).
     bits: Vec<u8>,
     bit_len: u64,
+    /// How many of its fragments were compressed, not copied.
+    compressed: usize,
 }
 
 /// A rung being put together from its chunks, in order, as they come.
@@ -448,6 +532,11 @@ impl Join {
     }
 }
 
+/// `record` less `trim` bytes at its end.
+pub(crate) fn trimmed(record: &[u8], trim: usize) -> &[u8] {
+    &record[..record.len() - trim.min(record.len())]
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -459,27 +548,83 @@ fn crc32(bytes: &[u8]) -> u32 {
     crc.sum()
 }
 
-/// What every pass of one [`Packed::build`] shares.
-struct Pass<'a, F, P> {
+/// Fragments that a packing copies instead of compressing them: a
+/// previous version's, for the records (and predecessors) that did not
+/// change ([`Packed::rebuild`]); none for `()`.
+pub(crate) trait Reuse: Sync {
+    /// Record `i`'s solo fragment (a bit range of a padded stream), CRC
+    /// and shift, to be copied.
+    fn solo(&self, i: usize) -> Option<(&[u8], u64, u64, u32, u32)>;
+
+    /// The fragment at position `k` of rung `r` of chain `c` (a bit range
+    /// of a padded stream), to be copied.
+    fn chained(&self, c: usize, r: usize, k: usize) -> Option<(&[u8], u64, u64)>;
+
+    /// The CRC and shift of record `i`, of `len` bytes, if known without
+    /// reading it (for the chain tables where there are no solo pieces).
+    fn crc(&self, i: usize, len: usize) -> Option<(u32, u32)>;
+
+    /// Where the record at position `k` of chain `c` was in the previous
+    /// version's chain, and the prefix CRC there.
+    fn was_at(&self, c: usize, k: usize) -> Option<(usize, u32)>;
+}
+
+impl Reuse for () {
+    #[inline]
+    fn solo(&self, _: usize) -> Option<(&[u8], u64, u64, u32, u32)> {
+        None
+    }
+
+    #[inline]
+    fn chained(&self, _: usize, _: usize, _: usize) -> Option<(&[u8], u64, u64)> {
+        None
+    }
+
+    #[inline]
+    fn crc(&self, _: usize, _: usize) -> Option<(u32, u32)> {
+        None
+    }
+
+    #[inline]
+    fn was_at(&self, _: usize, _: usize) -> Option<(usize, u32)> {
+        None
+    }
+}
+
+/// What every pass of one [`pack`] shares.
+struct Pass<'a, F, R, P> {
     /// Record `i`, trimmed.
     record: &'a F,
     /// The records' bytes, all told: what the streams are sized by.
     plain: usize,
     code: &'a Code,
+    reuse: &'a R,
     placement: &'a P,
     keep_going: &'a (dyn Fn() -> bool + Sync),
 }
 
-impl<'r, F: Fn(usize) -> &'r [u8], P: Placement> Pass<'_, F, P> {
-    /// Every record's solo fragment, CRC and shift.
-    fn solo(&self, n: usize, matcher: &mut Matcher) -> Option<(Vec<Piece>, Vec<u8>)> {
+impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse, P: Placement> Pass<'_, F, R, P> {
+    /// Every record's solo fragment, CRC and shift, and how many of the
+    /// fragments were compressed.
+    fn solo(&self, n: usize, matcher: &mut Matcher) -> Option<(Vec<Piece>, Vec<u8>, usize)> {
+        let mut compressed = 0;
         let mut symbols = Vec::new();
         let mut pieces = reserved(n + 1, self.placement);
-        let mut bits = BitWriter::new(reserved(self.plain * 5 / 8, self.placement));
+        let mut bits = Stream::new(BitWriter::new(reserved(self.plain * 5 / 8, self.placement)));
         for i in 0..n {
             if i % CHECK_EVERY == 0 && !(self.keep_going)() {
                 return None;
             }
+            if let Some((src, from, to, crc, shift)) = self.reuse.solo(i) {
+                pieces.push(Piece {
+                    solo: bits.bit_len(),
+                    crc,
+                    shift,
+                });
+                bits.copy(src, from, to);
+                continue;
+            }
+            compressed += 1;
             let bytes = (self.record)(i);
             pieces.push(Piece {
                 solo: bits.bit_len(),
@@ -487,27 +632,29 @@ impl<'r, F: Fn(usize) -> &'r [u8], P: Placement> Pass<'_, F, P> {
                 shift: crc::shift_for(bytes.len() as u64),
             });
             matcher.parse(bytes, 0, &mut symbols);
-            encode(self.code, &symbols, &mut bits);
+            encode(self.code, &symbols, bits.writer());
         }
         pieces.push(Piece {
             solo: bits.bit_len(),
             ..Piece::default()
         });
-        Some((pieces, padded(bits, self.placement)))
+        Some((pieces, padded(bits.finish(), self.placement), compressed))
     }
 
-    /// The records at positions `range` of chain `order`, each compressed
-    /// against the `depth` records before it there.
+    /// The records at positions `range` of chain `order` (chain `c`,
+    /// rung `r`), each compressed against the `depth` records before it
+    /// there.
     fn rung(
         &self,
         order: &[u32],
-        depth: usize,
+        (c, r, depth): (usize, usize, usize),
         range: std::ops::Range<usize>,
         matcher: &mut Matcher,
     ) -> Option<Chunk> {
         let (mut symbols, mut scratch) = (Vec::new(), Vec::new());
+        let mut compressed = 0;
         let mut at = Vec::with_capacity(range.len());
-        let mut bits = BitWriter::default();
+        let mut bits = Stream::new(BitWriter::default());
         for k in range.clone() {
             if (k - range.start) % CHECK_EVERY == 0 && !(self.keep_going)() {
                 return None;
@@ -516,18 +663,78 @@ impl<'r, F: Fn(usize) -> &'r [u8], P: Placement> Pass<'_, F, P> {
             if k == 0 {
                 continue;
             }
+            if let Some((src, from, to)) = self.reuse.chained(c, r, k) {
+                bits.copy(src, from, to);
+                continue;
+            }
+            compressed += 1;
             let before = order[k.saturating_sub(depth)..k]
                 .iter()
                 .map(|&b| (self.record)(b as usize));
             let start = with_predecessors(&mut scratch, before, (self.record)(order[k] as usize));
             matcher.parse(&scratch, start, &mut symbols);
-            self.code.put_literal(&mut bits, b',');
-            encode(self.code, &symbols, &mut bits);
+            self.code.put_literal(bits.writer(), b',');
+            encode(self.code, &symbols, bits.writer());
         }
+        let bits = bits.finish();
         let bit_len = bits.bit_len();
         let mut bits = bits.finish();
         bits.extend_from_slice(&[0; PADDING]);
-        Some(Chunk { at, bits, bit_len })
+        Some(Chunk {
+            at,
+            bits,
+            bit_len,
+            compressed,
+        })
+    }
+}
+
+/// A stream of fragments being written, in which copied fragments wait
+/// to go in one copy while each starts where the one before it ended in
+/// the same stream (a previous version's fragments do, between changes).
+struct Stream<'s> {
+    bits: BitWriter,
+    run: Option<(&'s [u8], u64, u64)>,
+}
+
+impl<'s> Stream<'s> {
+    fn new(bits: BitWriter) -> Stream<'s> {
+        Stream { bits, run: None }
+    }
+
+    /// Bits written so far, the waiting run included.
+    fn bit_len(&self) -> u64 {
+        self.bits.bit_len() + self.run.map_or(0, |(_, from, to)| to - from)
+    }
+
+    /// Copies bits `from..to` of `src` (see [`BitWriter::copy`]).
+    fn copy(&mut self, src: &'s [u8], from: u64, to: u64) {
+        if let Some((run, _, end)) = &mut self.run
+            && std::ptr::eq(*run, src)
+            && *end == from
+        {
+            *end = to;
+            return;
+        }
+        self.flush();
+        self.run = Some((src, from, to));
+    }
+
+    /// The writer, to write symbols after what was copied.
+    fn writer(&mut self) -> &mut BitWriter {
+        self.flush();
+        &mut self.bits
+    }
+
+    fn flush(&mut self) {
+        if let Some((src, from, to)) = self.run.take() {
+            self.bits.copy(src, from, to);
+        }
+    }
+
+    fn finish(mut self) -> BitWriter {
+        self.flush();
+        self.bits
     }
 }
 
