@@ -8,7 +8,7 @@
 //! of its own. A chunk mostly dead (its version's records replaced) is not
 //! kept for a few survivors: those are copied out ([`COMPACT_BELOW`]).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use gzip_fragments::{Packed, RecordBytes};
@@ -63,6 +63,24 @@ pub struct Rendered {
     /// code tables inline (about 1.4 KB), which eight collections of every
     /// workspace would pay for whether or not they are ever packed.
     packed: OnceLock<Box<Packed>>,
+    /// The version these records were taken over from, until the
+    /// precompression has used its fragments ([`Rendered::take_origin`]).
+    origin: Mutex<Option<Origin>>,
+}
+
+/// Where a version's records came from: the collection's records in the
+/// version before, and the index there of each record taken over
+/// ([`Packed::CHANGED`] for one rendered anew).
+pub struct Origin {
+    pub records: Arc<Rendered>,
+    pub of: Vec<u32>,
+}
+
+impl Origin {
+    /// The fragments of the version before, if it has them, with `of`.
+    pub fn packed(&self) -> Option<(&Packed, &[u32])> {
+        Some((self.records.packed()?, &self.of))
+    }
 }
 
 impl RecordBytes for Rendered {
@@ -123,6 +141,13 @@ impl Rendered {
         self.packed.get().map(|packed| &**packed)
     }
 
+    /// Where the records came from, once: the precompression takes it to
+    /// copy the fragments of records taken over, and letting it go lets
+    /// the version before go (its chunks stay while records use them).
+    pub fn take_origin(&self) -> Option<Origin> {
+        self.origin.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
     /// Appends the records at `indices` to `out`, comma-separated. A page's
     /// records are scattered over memory: each is asked into the cache a
     /// few records ahead of its copy, so that their misses overlap.
@@ -163,7 +188,14 @@ impl Rendered {
         for &i in indices {
             out.push_raw(self.record(i as usize));
         }
-        out.finish()
+        let origin = self.take_origin().map(|o| Origin {
+            of: indices.iter().map(|&i| o.of[i as usize]).collect(),
+            records: o.records,
+        });
+        Rendered {
+            origin: Mutex::new(origin),
+            ..out.finish()
+        }
     }
 }
 
@@ -181,6 +213,10 @@ pub struct Renderer {
     /// The first span that may say [`OPEN`].
     open_from: usize,
     spans: Vec<Span>,
+    /// The records of the version before, once one is taken over, and
+    /// the index there of each record ([`Packed::CHANGED`] if none).
+    from: Option<Arc<Rendered>>,
+    of: Vec<u32>,
 }
 
 impl Renderer {
@@ -205,6 +241,7 @@ impl Renderer {
     /// Records the span of the record just written into the open chunk
     /// from `start`, and closes the chunk once it is full.
     fn opened(&mut self, start: usize) {
+        self.of.push(Packed::CHANGED);
         self.spans.push(Span {
             chunk: OPEN,
             start: offset(start),
@@ -215,12 +252,17 @@ impl Renderer {
         }
     }
 
-    /// Takes over record `i` of `from` (an earlier version) without
-    /// copying it: the new version shares its chunk.
-    pub fn push_from(&mut self, from: &Rendered, i: usize) {
+    /// Takes over record `i` of `from` (the version before, the same for
+    /// every record of a renderer) without copying it: the new version
+    /// shares its chunk, and its fragments once precompressed.
+    pub fn push_from(&mut self, from: &Arc<Rendered>, i: usize) {
         let s = from.spans[i];
         let chunk = self.share(&from.chunks[s.chunk as usize]);
         self.spans.push(Span { chunk, ..s });
+        self.of.push(i as u32);
+        if self.from.is_none() {
+            self.from = Some(Arc::clone(from));
+        }
     }
 
     /// The index of `chunk` among this renderer's chunks, added if new.
@@ -262,6 +304,10 @@ impl Renderer {
             .map(|chunk| self.share(chunk))
             .collect();
         self.open.extend_from_slice(&other.open);
+        self.of.extend_from_slice(&other.of);
+        if self.from.is_none() {
+            self.from = other.from.take();
+        }
         self.spans.extend(other.spans.iter().map(|s| match s.chunk {
             OPEN => Span {
                 chunk: OPEN,
@@ -325,11 +371,16 @@ impl Renderer {
         }
         self.spans.shrink_to_fit();
         let bytes = self.spans.iter().map(|s| (s.end - s.start) as usize).sum();
+        let origin = self.from.map(|records| Origin {
+            records,
+            of: self.of,
+        });
         Rendered {
             chunks,
             spans: self.spans,
             bytes,
             packed: OnceLock::new(),
+            origin: Mutex::new(origin),
         }
     }
 }
@@ -360,13 +411,13 @@ mod tests {
 
     #[test]
     fn records_taken_over_share_their_chunk_and_read_the_same() {
-        let old = rendered(&[
+        let old = Arc::new(rendered(&[
             "{\"a\":1}",
             "{\"b\":2}",
             "{\"c\":3}",
             "{\"d\":4}",
             "{\"e\":5}",
-        ]);
+        ]));
         let mut next = Renderer::default();
         next.push_from(&old, 0);
         next.push_raw(b"{\"x\":9}");
@@ -396,13 +447,13 @@ mod tests {
 
     #[test]
     fn a_mostly_dead_chunk_is_compacted() {
-        let old = rendered(&[
+        let old = Arc::new(rendered(&[
             "{\"a\":1}",
             "{\"b\":2}",
             "{\"c\":3}",
             "{\"d\":4}",
             "{\"e\":5}",
-        ]);
+        ]));
         let mut next = Renderer::default();
         next.push_from(&old, 2);
         next.push_raw(b"{\"x\":9}");
@@ -417,7 +468,7 @@ mod tests {
 
     #[test]
     fn appended_batches_keep_their_order_and_their_shared_chunks() {
-        let old = rendered(&["{\"a\":1}", "{\"b\":2}"]);
+        let old = Arc::new(rendered(&["{\"a\":1}", "{\"b\":2}"]));
         let mut first = Renderer::default();
         first.push_raw(b"{\"x\":1}");
         first.push_from(&old, 0);

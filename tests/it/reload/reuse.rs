@@ -16,15 +16,16 @@ use super::*;
 use crate::util::*;
 
 /// A workspace with enough records of every kind that pages, filters and
-/// the latest metric per name mean something; text with escapes and
-/// non-ASCII characters.
+/// the latest metric per name mean something, and tasks and feed entries
+/// enough to be precompressed (so that gzip answers come from fragments
+/// copied from the version before); text with escapes and non-ASCII.
 fn world(version: &str) -> Value {
     let mut snap = snapshot(ACME, &[KEY]);
     snap["version"] = json!(version);
     let statuses = ["open", "done", "blocked"];
     let companies = (0..6).map(|c| company(100 + c, &format!("Société n°{c} \"ß\" \\ ✓")));
     add(&mut snap, "companies", companies);
-    let tasks = (0..80).map(|t| {
+    let tasks = (0..400).map(|t| {
         let mut rec = task(1000 + t, 100 + t % 6, &at(t % 50));
         rec["attributes"]["title"] = json!(format!("Tâche {t}: «quoted» \"x\"\n\ttab"));
         rec["attributes"]["status"] = json!(statuses[t as usize % 3]);
@@ -40,7 +41,7 @@ fn world(version: &str) -> Value {
     add(
         &mut snap,
         "feed",
-        (0..30).map(|f| feed_entry(3000 + f, 100 + f % 6, &at(f))),
+        (0..200).map(|f| feed_entry(3000 + f, 100 + f % 6, &at(f))),
     );
     add(
         &mut snap,
@@ -69,7 +70,13 @@ fn world(version: &str) -> Value {
 fn paths(snap: &Value) -> Vec<String> {
     let mut paths = vec!["/portfolio".to_owned(), "/roles".to_owned()];
     for list in ["/tasks", "/feed"] {
-        for query in ["", "?limit=7", "?limit=5&offset=13", "?offset=70"] {
+        for query in [
+            "",
+            "?limit=7",
+            "?limit=5&offset=13",
+            "?offset=70",
+            "?limit=100&offset=150",
+        ] {
             paths.push(format!("{list}{query}"));
         }
     }
@@ -102,7 +109,12 @@ fn paths(snap: &Value) -> Vec<String> {
             paths.push(format!("/portfolio/{c}{sub}"));
         }
     }
-    paths.extend(ids("tasks").iter().map(|t| format!("/tasks/{t}")));
+    paths.extend(
+        ids("tasks")
+            .iter()
+            .step_by(7)
+            .map(|t| format!("/tasks/{t}")),
+    );
     paths.extend(ids("notes").iter().map(|n| format!("/notes/{n}")));
     for m in ids("meetings") {
         paths.push(format!("/meetings/{m}"));
