@@ -10,12 +10,22 @@
 #
 # 1. idle cost: each replica's storage requests per minute over IDLE_SECONDS
 #    (default 60), from its portfolio_replica_source_requests_total;
-# 2. a new version: time from `publish` returning until each replica answers
+# 2. a new version (the same records, another version string, so a delta
+#    of a few hundred bytes; each replica inflates its gzip base once to
+#    apply it): time from `publish` returning until each replica answers
 #    with the new X-Snapshot-Version (p50, max), each replica's peak RSS
 #    during the fetch and swap (VmHWM, reset just before) and its RSS after;
-# 3. a rollback: the same, after `portfolio-replica rollback` returns;
-# 4. directory mode, for comparison: one replica reading a directory, the
+# 3. one record changed (a task's title in the middle of the file, by
+#    bytes), twice in a row: the same times, from plain bases;
+# 4. a rollback to the first version (no delta: each replica downloads the
+#    object): the same times, after `portfolio-replica rollback` returns;
+# 5. directory mode, for comparison: one replica reading a directory, the
 #    same file replaced by rename; its peak RSS during the swap.
+#
+# For 2 to 4, also the bytes each replica downloaded meanwhile
+# (portfolio_replica_source_bytes_fetched_total, polls included) and
+# whether it rebuilt the version from a delta (portfolio_replica_source_
+# deltas_total{outcome="applied"} rose: "(delta)") or not ("(object)").
 #
 # Environment: REPLICAS, POLL, IDLE_SECONDS, SCALE, DEADLINE (seconds a
 # replica may take to converge before the run fails, default 60).
@@ -72,6 +82,28 @@ if [ ! -f "$DATA/v2/$SCALE.json" ]; then
   # The same data under another version: a new object, the same load cost.
   sed "0,/\"$V1\"/s//\"$V2\"/" "$DATA/$SCALE.json" >"$DATA/v2/$SCALE.json"
 fi
+# Versions 3 and 4: version 2 with one task's title changed, in the
+# middle of the file (the version string changes too, in the header).
+for n in 3 4; do
+  mkdir -p "$DATA/v$n"
+  if [ ! -f "$DATA/v$n/$SCALE.json" ]; then
+    python3 - "$DATA/v2/$SCALE.json" "$DATA/v$n/$SCALE.json" "$V2" "$V1-v$n" <<'PY'
+import sys
+src, dst, old, new = sys.argv[1:]
+data = open(src, "rb").read()
+head = data.find(f'"version":"{old}"'.encode())
+assert 0 <= head < 4096, "the version is in the header"
+at = data.find(b'"title":"', max(len(data) // 2, data.find(b'"tasks":[')))
+assert at > 0, "a task title after the middle"
+start = at + len(b'"title":"')
+end = data.index(b'"', start)
+title = f"Changed in {new}".encode()
+out = (data[:head] + f'"version":"{new}"'.encode() + data[head + len(f'"version":"{old}"'):start]
+       + title + data[end:])
+open(dst, "wb").write(out)
+PY
+  fi
+done
 SIZE=$(stat -c %s "$DATA/$SCALE.json")
 say "snapshot: $SCALE.json, $SIZE bytes, versions $V1 and $V2"
 
@@ -194,7 +226,29 @@ sys.exit(1 if late else 0)
 PY
 }
 
+fetched() {
+  curl -fsS "http://$1/metrics" | sed -n 's/^portfolio_replica_source_bytes_fetched_total \([0-9]*\).*/\1/p'
+}
+# The series appears at the first delta applied.
+applied() {
+  curl -fsS "http://$1/metrics" | sed -n 's/^portfolio_replica_source_deltas_total{outcome="applied"} \([0-9]*\).*/\1/p' | grep . || echo 0
+}
+# Each replica's bytes downloaded and deltas applied, noted before a change;
+# then, after it, what each downloaded since, marked if not from a delta.
+mark() {
+  for i in $(seq 0 $((REPLICAS - 1))); do
+    echo "$(fetched "${ADMIN[$i]}") $(applied "${ADMIN[$i]}")" >"$WORK/bytes-before-$i"
+  done
+}
+since_mark() {
+  for i in $(seq 0 $((REPLICAS - 1))); do
+    read -r b0 a0 <"$WORK/bytes-before-$i"
+    echo "$(($(fetched "${ADMIN[$i]}") - b0)) bytes$([ "$(applied "${ADMIN[$i]}")" -gt "$a0" ] && echo " (delta)" || echo " (object)")"
+  done | paste -sd, | sed 's/,/, /g'
+}
+
 say "publish $V2 (new version)"
+mark
 reset_hwm "${RPID[@]}"
 converge "$V2" "$WORK/t0-publish" "$WORK/converge-publish.json"
 t=$(now)
@@ -203,19 +257,45 @@ now >"$WORK/t0-publish"
 echo "publish took $(python3 -c "print(f'{$(cat "$WORK/t0-publish") - $t:.2f}')") s"
 wait "$POLLER"
 PUBLISH_REPORT=$(summary "$WORK/converge-publish.json") || { echo "$PUBLISH_REPORT"; exit 1; }
+PUBLISH_REPORT+=$'\n'"  downloaded per replica: $(since_mark)"
 echo "$PUBLISH_REPORT"
 SWAP_HWM=$(for pid in "${RPID[@]}"; do hwm "$pid"; done | tr '\n' ' ')
 sleep 1
 AFTER_RSS=$(for pid in "${RPID[@]}"; do rss "$pid"; done | tr '\n' ' ')
 
+ONE_REPORT=
+for n in 3 4; do
+  version="$V1-v$n"
+  say "publish $version (one record changed)"
+  mark
+  converge "$version" "$WORK/t0-one-$n" "$WORK/converge-one-$n.json"
+  t=$(now)
+  "$BIN" publish "$DATA/v$n/$SCALE.json" --to "$URL" | grep -E '^(uploaded|delta|no delta|published):' | tee "$WORK/publish-one-$n.out"
+  now >"$WORK/t0-one-$n"
+  took=$(python3 -c "print(f'{$(cat "$WORK/t0-one-$n") - $t:.2f}')")
+  echo "publish took $took s"
+  wait "$POLLER"
+  report=$(summary "$WORK/converge-one-$n.json") || { echo "$report"; exit 1; }
+  # Polls go on meanwhile: 304s, which carry no bytes.
+  bytes=$(since_mark)
+  ONE_REPORT+="  $version: publish took $took s; $(sed -n 's/^delta: [^ ]* (\([0-9]*\) bytes.*/delta \1 bytes/p' "$WORK/publish-one-$n.out")"$'\n'
+  ONE_REPORT+="$report"$'\n'
+  ONE_REPORT+="  downloaded per replica: $bytes"$'\n'
+  echo "$report"
+  echo "  downloaded per replica: $bytes"
+done
+ONE_REPORT=${ONE_REPORT%$'\n'}
+
 say "rollback to $V1"
+mark
 converge "$V1" "$WORK/t0-rollback" "$WORK/converge-rollback.json"
 t=$(now)
-"$BIN" rollback "$(sed -n 's/.*workspace \([^,]*\),.*/\1/p' "$DATA/generate.out" | head -1)" --to "$URL"
+"$BIN" rollback "$(sed -n 's/.*workspace \([^,]*\),.*/\1/p' "$DATA/generate.out" | head -1)" --to "$URL" --version "$V1"
 now >"$WORK/t0-rollback"
 echo "rollback took $(python3 -c "print(f'{$(cat "$WORK/t0-rollback") - $t:.2f}')") s"
 wait "$POLLER"
 ROLLBACK_REPORT=$(summary "$WORK/converge-rollback.json") || { echo "$ROLLBACK_REPORT"; exit 1; }
+ROLLBACK_REPORT+=$'\n'"  downloaded per replica: $(since_mark)"
 echo "$ROLLBACK_REPORT"
 
 say "stop the fleet; directory mode for comparison"
@@ -245,8 +325,10 @@ DIR_AFTER=$(rss "$DPID")
   echo "fleet-bench: $REPLICAS replicas, --poll-interval $POLL, $SCALE ($SIZE bytes), $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD)"
   echo "idle storage requests per replica per minute ($IDLE_SECONDS s):"
   echo "$IDLE_REPORT"
-  echo "new version, from publish returning until each replica answers with it:"
+  echo "new version (same records, a delta), from publish returning until each replica answers with it:"
   echo "$PUBLISH_REPORT"
+  echo "one record changed, from publish returning until each replica answers with it:"
+  echo "$ONE_REPORT"
   echo "rollback, from rollback returning:"
   echo "$ROLLBACK_REPORT"
   echo "RSS MiB per replica, idle on $V1:      $IDLE_RSS"

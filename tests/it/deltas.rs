@@ -2,8 +2,10 @@
 //! protocol server (moto, on loopback): a replica that serves a version
 //! rebuilds the next from a delta, and answers exactly as a fresh replica
 //! that downloaded the whole object; a replica without the base and a
-//! rollback download the whole object; a tampered delta is refused, the
-//! old version serving until the whole object loads.
+//! rollback download the whole object; a replica that missed a version
+//! downloads the object, then takes the next delta; a tampered delta is
+//! refused, the old version serving until the whole object loads;
+//! `--keep` deletes the deltas of the versions it drops.
 
 use std::time::Duration;
 
@@ -160,4 +162,84 @@ async fn a_tampered_delta_keeps_the_old_version_then_the_object_loads() {
     assert_eq!(deltas(&server, "failed").await, 1);
     assert_eq!(deltas(&server, "applied").await, 0);
     assert_eq!(from_delta(&server).await, Value::Null);
+}
+
+#[tokio::test]
+async fn a_replica_that_missed_a_version_downloads_the_object_then_takes_deltas() {
+    let s3 = S3::start().await;
+    let (url, env) = (s3.url("d"), s3.env());
+    let files = tempdir();
+    let file = write_json(files.path(), "acme.json", &workspace("v1", 0));
+    assert_eq!(publish_to(&url, &[&file], &env).await.code, Some(0));
+    let server = replica(&s3).await;
+    server.wait_version("/portfolio", KEY, "v1").await;
+    // The replica is cut off while v2 and v3 land (straight to moto): v3's
+    // delta is from v2, which it never served.
+    s3.proxy.set(Fault::Down, Scope::All);
+    for (version, changed) in [("v2", 150), ("v3", 250)] {
+        let file = write_json(files.path(), "acme.json", &workspace(version, changed));
+        let out = publish_to(&url, &[&file], &s3.direct_env()).await;
+        assert_eq!(out.code, Some(0), "{out:?}");
+        assert!(out.stdout.contains("delta: d/deltas/ws-acme/"), "{out:?}");
+    }
+    assert_eq!(server.get("/portfolio", Some(KEY)).await.status, 200);
+    s3.proxy.clear();
+    server.wait_version("/portfolio", KEY, "v3").await;
+    assert_eq!(deltas(&server, "applied").await, 0);
+    assert_eq!(deltas(&server, "no_base").await, 1);
+    assert_eq!(deltas(&server, "failed").await, 0);
+    assert_eq!(from_delta(&server).await, Value::Null);
+    let fresh = replica(&s3).await;
+    fresh.wait_version("/portfolio", KEY, "v3").await;
+    same_answers(&server, &fresh).await;
+
+    // It serves v3 now, the base of v4's delta.
+    let file = write_json(files.path(), "acme.json", &workspace("v4", 350));
+    assert_eq!(publish_to(&url, &[&file], &env).await.code, Some(0));
+    server.wait_version("/portfolio", KEY, "v4").await;
+    assert_eq!(deltas(&server, "applied").await, 1);
+    assert_eq!(deltas(&server, "no_base").await, 1);
+    assert!(from_delta(&server).await.is_string());
+}
+
+#[tokio::test]
+async fn keep_deletes_the_deltas_of_the_versions_it_drops() {
+    let s3 = S3::start().await;
+    let (url, env) = (s3.url("d"), s3.env());
+    let files = tempdir();
+    // Each publish's `delta:` line, by version.
+    let mut sent: Vec<String> = Vec::new();
+    for n in 0..5u64 {
+        let version = format!("v{n}");
+        let file = write_json(files.path(), "acme.json", &workspace(&version, 100 + n));
+        let args = [
+            "publish",
+            file.to_str().unwrap(),
+            "--to",
+            &url,
+            "--keep",
+            "2",
+        ];
+        let out = cli_env(&args, &env).await;
+        assert_eq!(out.code, Some(0), "{out:?}");
+        let delta = out
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("delta: ")?.split(' ').next());
+        assert_eq!(delta.is_some(), n > 0, "{out:?}");
+        sent.extend(delta.map(str::to_owned));
+        // v2 drops v0 (no delta); from v3 on, each publish drops the
+        // version before the two it keeps, and its delta with it.
+        let deleted = out
+            .stdout
+            .contains("deleted 1 delta(s) of versions no longer kept");
+        assert_eq!(deleted, n >= 3, "{out:?}");
+        assert!(!out.stdout.contains("deleted 0"), "{out:?}");
+        // The bucket holds the deltas of the versions kept: the last two.
+        let mut kept = sent[sent.len().saturating_sub(2)..].to_vec();
+        kept.sort();
+        assert_eq!(s3.keys("d/deltas/").await, kept, "after {version}");
+    }
+    // The full objects stay, for a lifecycle rule.
+    assert_eq!(s3.keys("d/objects/ws-acme/").await.len(), 5);
 }
