@@ -10,6 +10,7 @@
 #
 #   scripts/change-bench.sh [FILE]      (default bench-data/medium/medium.json)
 #   BIN=path/to/other/build scripts/change-bench.sh   (another build, side by side)
+#   SERVER_ARGS="--precompress off" scripts/change-bench.sh
 #
 # Each replacement is written a second before it is renamed into place, as
 # a deployment does. "Every record changed" adds a blank inside each
@@ -49,7 +50,8 @@ EOF
 cp "$FILE" "$DIR/$NAME"
 
 serve() { # serve DIR API ADMIN: starts a server, prints its PID
-  "$BIN" --snapshots "$1" --listen "127.0.0.1:$2" --admin-listen "127.0.0.1:$3" >/dev/null 2>>"$DIR/.server.log" &
+  # shellcheck disable=SC2086 # SERVER_ARGS is a list of flags
+  "$BIN" --snapshots "$1" --listen "127.0.0.1:$2" --admin-listen "127.0.0.1:$3" ${SERVER_ARGS:-} >/dev/null 2>>"$DIR/.server.log" &
   echo $!
 }
 PORT=18580 ADMIN=18590

@@ -179,8 +179,11 @@ pub fn start(dataset: &mut Dataset, precompress: bool) {
     };
     // The small changes now, on the loader's thread; the rest queued.
     let now: Vec<Job> = jobs.extract_if(.., |job| job.is_small_change()).collect();
+    // One thread: a small change is mostly copies, and threads started
+    // for it at every reload leave their heaps behind. No huge pages: the
+    // kernel's copy into them (5 s a gigabyte) would hold up the reload.
     for job in now {
-        let _ = job.run(&|| true);
+        let _ = job.run(1, &(), &|| true);
     }
     let mut to_collapse = Vec::new();
     if collapse {
@@ -281,9 +284,15 @@ fn precompression_jobs(ds: &Dataset) -> Vec<Job> {
 }
 
 impl Job {
-    /// Does the job; gives the bytes it made, or `None` if it gave up
-    /// (the dataset was dropped).
-    fn run(self, keep_going: &(dyn Fn() -> bool + Sync)) -> Option<usize> {
+    /// Does the job on up to `threads` threads, its buffers placed by
+    /// `placement`; gives the bytes it made, or `None` if it gave up (the
+    /// dataset was dropped).
+    fn run(
+        self,
+        threads: usize,
+        placement: &impl Placement,
+        keep_going: &(dyn Fn() -> bool + Sync),
+    ) -> Option<usize> {
         match self {
             Job::Records {
                 records,
@@ -300,13 +309,12 @@ impl Job {
                     trim,
                     solo,
                 };
-                let threads = os::cores();
                 let built = match origin.as_ref().and_then(Origin::packed) {
                     // Only what changed is compressed; the rest copied.
                     Some((old, of)) => Packed::rebuild(
                         old, &*records, of, &packing, threads, &HugePages, keep_going,
                     ),
-                    None => Packed::build(&*records, &packing, threads, &HugePages, keep_going),
+                    None => Packed::build(&*records, &packing, threads, placement, keep_going),
                 };
                 // The version before may go now.
                 drop(origin);
@@ -419,7 +427,7 @@ fn run(task: Task) {
             tracing::debug!(workspace, "dataset replaced; precompression stopped");
             return;
         }
-        match job.run(&keep_going) {
+        match job.run(os::cores(), &HugePages, &keep_going) {
             Some(made) => bytes += made,
             None => return,
         }
