@@ -28,6 +28,7 @@ use warp::http::header::{
 use warp::http::{HeaderMap, StatusCode};
 use warp::reply::Response;
 
+use super::buffers;
 use crate::reply::json;
 use crate::store::{Body, Dataset};
 
@@ -69,10 +70,10 @@ pub fn ok(
                     .insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
                 r
             }
-            None => json(StatusCode::OK, body.identity()),
+            None => json(StatusCode::OK, plain(&body)),
         }
     } else {
-        json(StatusCode::OK, body.identity())
+        json(StatusCode::OK, plain(&body))
     };
     let h = response.headers_mut();
     if let Ok(version) = HeaderValue::from_maybe_shared(dataset.version_bytes.clone()) {
@@ -87,6 +88,12 @@ pub fn ok(
         HeaderValue::from_static("Authorization, Accept-Encoding"),
     );
     response
+}
+
+/// The plain JSON of `body`: shared if it is, else copied into a kept buffer.
+fn plain(body: &Body<'_>) -> Bytes {
+    body.shared_plain()
+        .unwrap_or_else(|| buffers::filled(body.len(), |out| body.write(out)))
 }
 
 static X_SNAPSHOT_VERSION: HeaderName = HeaderName::from_static("x-snapshot-version");
@@ -205,7 +212,7 @@ fn compressed(cache: &PageCache, page: &Page<'_>, body: &Body<'_>) -> Option<Byt
     if let Some(hit) = cache.get(page) {
         return Some(hit);
     }
-    let gzip = compress(&body.identity())?;
+    let gzip = compress(&plain(body))?;
     cache.insert(page, gzip.clone());
     Some(gzip)
 }
