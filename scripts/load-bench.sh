@@ -18,7 +18,7 @@
 # much of each went to anything else (the noise indicator: other processes,
 # steal, the kernel's own work).
 #
-# Environment: SCALE (the generated dataset, `large` by default; `medium`
+# Environment: BIN (the server binary, default the release build), SCALE (the generated dataset, `large` by default; `medium`
 # loads in a second), ONLY (the names of the URLs to measure, space-separated,
 # default all; MIXED_PAGES=0 skips the mixed run), SERVER_ARGS (our server's flags, default `--precompress on`:
 # gzip answers from precompressed records; `--precompress off` measures
@@ -49,6 +49,7 @@ RETRIES=${RETRIES:-2}
 MIXED_PAGES=${MIXED_PAGES:-400}
 SCALE=${SCALE:-large}
 ONLY=${ONLY:-}
+BIN=${BIN:-target/release/portfolio-replica} # another build of the server, to compare
 SERVER_ARGS=${SERVER_ARGS:---precompress on}
 PORT=${PORT:-18580}
 ADMIN=${ADMIN:-18590}
@@ -64,7 +65,7 @@ SERVER_CPU=0
 WRK_CPU=1
 
 echo "# load-bench $(date -u '+%Y-%m-%dT%H:%M:%SZ')"
-echo "# command: SCALE=$SCALE ONLY='$ONLY' SERVER_ARGS='$SERVER_ARGS' DURATION=$DURATION CONNECTIONS=$CONNECTIONS WARMUP=$WARMUP MIXED_PAGES=$MIXED_PAGES NOISE_LIMIT=$NOISE_LIMIT RETRIES=$RETRIES $0 $*"
+echo "# command: BIN=$BIN SCALE=$SCALE ONLY='$ONLY' SERVER_ARGS='$SERVER_ARGS' DURATION=$DURATION CONNECTIONS=$CONNECTIONS WARMUP=$WARMUP MIXED_PAGES=$MIXED_PAGES NOISE_LIMIT=$NOISE_LIMIT RETRIES=$RETRIES $0 $*"
 echo "# commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (dirty tree)')"
 echo "# machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(uname -sr)"
 
@@ -83,7 +84,6 @@ echo "# wrk: $(wrk -v 2>&1 | head -1)"
 source scripts/lib.sh
 
 cargo build --release --bins --examples --quiet
-BIN=target/release/portfolio-replica
 BASELINE=target/release/examples/hyper_baseline
 
 SNAP="$DATA/snap"
