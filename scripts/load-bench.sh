@@ -18,7 +18,9 @@
 # much of each went to anything else (the noise indicator: other processes,
 # steal, the kernel's own work).
 #
-# Environment: SERVER_ARGS (our server's flags, default `--precompress on`:
+# Environment: BIN (the server binary, default the release build), SCALE (the generated dataset, `large` by default; `medium`
+# loads in a second), ONLY (the names of the URLs to measure, space-separated,
+# default all; MIXED_PAGES=0 skips the mixed run), SERVER_ARGS (our server's flags, default `--precompress on`:
 # gzip answers from precompressed records; `--precompress off` measures
 # gzip compressed per request), DURATION (s per wrk run, default 10),
 # CONNECTIONS (default 64),
@@ -45,18 +47,25 @@ WARMUP=${WARMUP:-2}
 NOISE_LIMIT=${NOISE_LIMIT:-10}
 RETRIES=${RETRIES:-2}
 MIXED_PAGES=${MIXED_PAGES:-400}
+SCALE=${SCALE:-large}
+ONLY=${ONLY:-}
+BIN=${BIN:-target/release/portfolio-replica} # another build of the server, to compare
 SERVER_ARGS=${SERVER_ARGS:---precompress on}
 PORT=${PORT:-18580}
 ADMIN=${ADMIN:-18590}
 BASE_PORT=${BASE_PORT:-18581}
 JSON_PORT=${JSON_PORT:-18582}
-KEY=cura_da8233ecb283aa0d65f4ec42e00d70b2 # `generate --scale large --seed 42`
+case $SCALE in # the keys of `generate --scale SCALE --seed 42`
+large) KEY=cura_da8233ecb283aa0d65f4ec42e00d70b2 ;;
+medium) KEY=cura_7db43926a2aefe402db161b4255df70e ;;
+*) echo "SCALE: large or medium" >&2 && exit 2 ;;
+esac
 AUTH="Authorization: Bearer $KEY"
 SERVER_CPU=0
 WRK_CPU=1
 
 echo "# load-bench $(date -u '+%Y-%m-%dT%H:%M:%SZ')"
-echo "# command: SERVER_ARGS='$SERVER_ARGS' DURATION=$DURATION CONNECTIONS=$CONNECTIONS WARMUP=$WARMUP MIXED_PAGES=$MIXED_PAGES NOISE_LIMIT=$NOISE_LIMIT RETRIES=$RETRIES $0 $*"
+echo "# command: BIN=$BIN SCALE=$SCALE ONLY='$ONLY' SERVER_ARGS='$SERVER_ARGS' DURATION=$DURATION CONNECTIONS=$CONNECTIONS WARMUP=$WARMUP MIXED_PAGES=$MIXED_PAGES NOISE_LIMIT=$NOISE_LIMIT RETRIES=$RETRIES $0 $*"
 echo "# commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (dirty tree)')"
 echo "# machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(uname -sr)"
 
@@ -75,7 +84,6 @@ echo "# wrk: $(wrk -v 2>&1 | head -1)"
 source scripts/lib.sh
 
 cargo build --release --bins --examples --quiet
-BIN=target/release/portfolio-replica
 BASELINE=target/release/examples/hyper_baseline
 
 SNAP="$DATA/snap"
@@ -84,9 +92,13 @@ CAP="$OUT/captured"
 mkdir -p "$SNAP" "$OUT"
 rm -rf "$CAP"
 mkdir -p "$CAP"
-if [ ! -f "$SNAP/large.json" ]; then
-  echo "generating the large dataset into $SNAP (a few minutes)..."
-  $BIN generate --out "$SNAP" --scale large --seed 42
+if [ "$SCALE" != large ]; then
+  SNAP="$DATA/snap-$SCALE"
+  mkdir -p "$SNAP"
+fi
+if [ ! -f "$SNAP/$SCALE.json" ]; then
+  echo "generating the $SCALE dataset into $SNAP (a few minutes for large)..."
+  $BIN generate --out "$SNAP" --scale "$SCALE" --seed 42
 fi
 
 # Waits until URL answers 200, up to $2 seconds, or fails.
@@ -120,7 +132,7 @@ get() { curl -sf -H "$AUTH" "$API$1"; }
 
 # The URLs. Paths are sent by wrk exactly as written here.
 COMPANY=$(get '/portfolio?limit=1' | jq -r '.data[0].id')
-MEETING=$(grep -m1 -A1 '^"meetings":\[' "$SNAP/large.json" | sed -n '2s/^{"id":"\([^"]*\)".*/\1/p')
+MEETING=$(grep -m1 -A1 '^"meetings":\[' "$SNAP/$SCALE.json" | sed -n '2s/^{"id":"\([^"]*\)".*/\1/p')
 FEED_CURSOR=2025-01-01T00:00:00.000Z # the middle of the feed (2023..2026)
 if [ "$(get "/feed?limit=50&cursor=$FEED_CURSOR" | jq '.data | length')" != 50 ]; then
   # Not the generator we know: follow nextCursor five pages instead.
@@ -146,6 +158,14 @@ PATHS=(
   "/meetings/$MEETING?include=notes"
   "/roles"
 )
+if [ -n "$ONLY" ]; then
+  only_names=() only_paths=()
+  for i in "${!NAMES[@]}"; do
+    case " $ONLY " in *" ${NAMES[$i]} "*) only_names+=("${NAMES[$i]}") only_paths+=("${PATHS[$i]}") ;; esac
+  done
+  [ ${#only_names[@]} -gt 0 ] || { echo "ONLY names none of: ${NAMES[*]}" >&2; exit 2; }
+  NAMES=("${only_names[@]}") PATHS=("${only_paths[@]}")
+fi
 # The mixed run: MIXED_PAGES offsets spread at random over the whole list.
 TASKS=$(curl -sf "http://127.0.0.1:$ADMIN/snapshots" | jq '[.files[].records.tasks] | max')
 MIXED=$(awk -v n="$TASKS" -v k="$MIXED_PAGES" 'BEGIN {
@@ -188,9 +208,10 @@ while read -r path; do
   gzip -dc <"$CAP/mixed-$n.gz.body" | cmp -s - "$CAP/mixed-$n.body" ||
     { echo "$path: the gzip body does not decode to the plain one" >&2; exit 1; }
   echo "$path" >>"$OUT/mixed.paths"
-done <<<"$MIXED"
-echo "  mixed: $n pages of /tasks?limit=50 at random offsets below $TASKS;" \
-  "$(cat "$CAP"/mixed-*[0-9].body | wc -c) bytes plain, $(cat "$CAP"/mixed-*.gz.body | wc -c) gzip"
+done < <([ "$MIXED_PAGES" -eq 0 ] || echo "$MIXED")
+[ "$MIXED_PAGES" -eq 0 ] ||
+  echo "  mixed: $n pages of /tasks?limit=50 at random offsets below $TASKS;" \
+    "$(cat "$CAP"/mixed-*[0-9].body | wc -c) bytes plain, $(cat "$CAP"/mixed-*.gz.body | wc -c) gzip"
 
 echo "== starting hyper_baseline on CPU $SERVER_CPU"
 taskset -c $SERVER_CPU $BASELINE "$CAP" --listen "127.0.0.1:$BASE_PORT" --workers 1 2>"$OUT/baseline.log" &
@@ -339,11 +360,14 @@ for i in "${!NAMES[@]}"; do
   GZIP_ROWS+=("| $name | $(stat -c %s "$CAP/$name.gz.body") | $(awk -v a="$O_RPS" -v b="$plain_rps" 'BEGIN {printf "%.2f", a / b}') | $(awk -v a="$O_CPU" -v b="$plain_cpu" 'BEGIN {printf "%+.1f", a - b}') | $ROW |")
   echo "  $LINE"
 done
-echo
-echo "== the mixed run: $MIXED_PAGES pages of /tasks at random offsets, half of the requests with Accept-Encoding: gzip"
-pair mixed "/tasks" -s "$MIXED_LUA"
-MIXED_ROW="| $MIXED_PAGES pages of \`/tasks?limit=50\` at random offsets, half gzip | $ROW |"
-echo "  $LINE"
+MIXED_ROW=
+if [ "$MIXED_PAGES" -gt 0 ]; then
+  echo
+  echo "== the mixed run: $MIXED_PAGES pages of /tasks at random offsets, half of the requests with Accept-Encoding: gzip"
+  pair mixed "/tasks" -s "$MIXED_LUA"
+  MIXED_ROW="| $MIXED_PAGES pages of \`/tasks?limit=50\` at random offsets, half gzip | $ROW |"
+  echo "  $LINE"
+fi
 
 JSON_LINE=
 if [ "${SKIP_JSON_SERVER:-0}" != 1 ]; then
@@ -388,12 +412,14 @@ echo
 echo "| endpoint | gzip bytes | ours gzip / ours plain req/s | ours CPU µs/req, gzip - plain | $COLUMNS |"
 echo "| --- | ---: | ---: | ---: | $ALIGN |"
 printf '%s\n' "${GZIP_ROWS[@]}"
-echo
-echo "Mixed clients (both servers get the same requests; the baseline answers from the captured bytes):"
-echo
-echo "| run | $COLUMNS |"
-echo "| --- | $ALIGN |"
-echo "$MIXED_ROW"
+if [ -n "$MIXED_ROW" ]; then
+  echo
+  echo "Mixed clients (both servers get the same requests; the baseline answers from the captured bytes):"
+  echo
+  echo "| run | $COLUMNS |"
+  echo "| --- | $ALIGN |"
+  echo "$MIXED_ROW"
+fi
 echo
 for i in "${!NAMES[@]}"; do
   # shellcheck disable=SC2016 # backquotes are Markdown

@@ -109,7 +109,11 @@ pub async fn serve(
 /// hyper's own header-read timer also runs while a keep-alive connection is
 /// idle, which would make the idle timeout and the slowloris timeout one and
 /// the same; so both are kept here instead, from what the socket and the
-/// service see.
+/// service see. A request costs them no clock read and no timer: the socket
+/// and the service only bump counters ([`Activity`]), and a tick of a quarter
+/// of the shorter timeout reads the clock and the counters. A change seen at
+/// a tick is dated to that tick, never earlier than it happened, so neither
+/// timeout fires early, and each fires at most half a timeout late.
 async fn connection<S>(
     stream: TcpStream,
     service: S,
@@ -121,21 +125,16 @@ async fn connection<S>(
     S::Future: Send + 'static,
 {
     let _ = stream.set_nodelay(true);
-    let clock = Arc::new(ConnClock {
-        started: Instant::now(),
-        activity: AtomicU64::new(0),
-        head_since: AtomicU64::new(0),
-        head_started: tokio::sync::Notify::new(),
-    });
+    let activity = Arc::new(Activity::default());
     let io = Tracked {
         inner: stream,
-        clock: Arc::clone(&clock),
+        activity: Arc::clone(&activity),
     };
     let dispatched = {
-        let clock = Arc::clone(&clock);
+        let activity = Arc::clone(&activity);
         hyper::service::service_fn(move |request| {
             // The head is complete: the slowloris timer stops.
-            clock.head_since.store(0, Ordering::Relaxed);
+            activity.head_done();
             service.call(request)
         })
     };
@@ -146,20 +145,18 @@ async fn connection<S>(
         .max_header_size(limits.max_header_bytes)
         .serve_connection(TokioIo::new(io), dispatched);
     tokio::pin!(conn);
+    let started = Instant::now();
+    let now = || millis(started.elapsed());
+    let mut ticks = tokio::time::interval(tick(&limits));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // What the last tick saw, and since when (ms since accepted).
+    let (mut moved, mut idle_since) = (activity.moved(), 0);
+    let (mut head, mut head_since) = (activity.head(), 0);
     // When the connection was asked to close (idle, or shutdown): a response
     // in progress may still finish, for one more idle period at most, so a
     // client that stopped reading cannot hold the connection forever.
     let mut closing_since: Option<u64> = None;
     loop {
-        let now = clock.now();
-        let head_since = clock.head_since.load(Ordering::Relaxed);
-        let head_deadline =
-            (head_since != 0).then(|| head_since + millis(limits.header_read_timeout));
-        let idle_deadline = match closing_since {
-            None => clock.activity.load(Ordering::Relaxed) + millis(limits.keep_alive_timeout),
-            Some(since) => since + millis(limits.keep_alive_timeout),
-        };
-        let wake = head_deadline.map_or(idle_deadline, |h| h.min(idle_deadline));
         tokio::select! {
             result = conn.as_mut() => {
                 if let Err(err) = result {
@@ -167,12 +164,19 @@ async fn connection<S>(
                 }
                 return;
             }
-            _ = tokio::time::sleep(Duration::from_millis(wake.saturating_sub(now))) => {
-                let now = clock.now();
-                let head_since = clock.head_since.load(Ordering::Relaxed);
-                if head_since != 0 && now >= head_since + millis(limits.header_read_timeout) {
-                    tracing::debug!("request head too slow; closing the connection");
-                    return;
+            _ = ticks.tick() => {
+                let now = now();
+                if activity.moved() != moved {
+                    (moved, idle_since) = (activity.moved(), now);
+                }
+                match activity.head() {
+                    h if !reading(h) => {}
+                    h if h != head => (head, head_since) = (h, now),
+                    _ if now >= head_since + millis(limits.header_read_timeout) => {
+                        tracing::debug!("request head too slow; closing the connection");
+                        return;
+                    }
+                    _ => {}
                 }
                 match closing_since {
                     Some(since) if now >= since + millis(limits.keep_alive_timeout) => {
@@ -180,7 +184,7 @@ async fn connection<S>(
                         return;
                     }
                     Some(_) => {}
-                    None if now >= clock.activity.load(Ordering::Relaxed) + millis(limits.keep_alive_timeout) => {
+                    None if now >= idle_since + millis(limits.keep_alive_timeout) => {
                         // Finishes a response in progress, then closes.
                         conn.as_mut().graceful_shutdown();
                         closing_since = Some(now);
@@ -188,11 +192,9 @@ async fn connection<S>(
                     None => {}
                 }
             }
-            // Re-arm the timer: a head has begun.
-            _ = clock.head_started.notified() => {}
             _ = stopped(&mut shutdown), if closing_since.is_none() => {
                 conn.as_mut().graceful_shutdown();
-                closing_since = Some(clock.now());
+                closing_since = Some(now());
             }
         }
     }
@@ -202,22 +204,58 @@ fn millis(d: Duration) -> u64 {
     d.as_millis() as u64
 }
 
-/// What a connection's timers need, in milliseconds since it was accepted.
-struct ConnClock {
-    started: Instant,
-    /// When bytes last moved either way.
-    activity: AtomicU64,
-    /// When the first byte of a request head arrived, or 0 when no head is
-    /// being read.
-    head_since: AtomicU64,
-    /// Wakes the connection's timer loop when a head starts.
-    head_started: tokio::sync::Notify,
+/// How often a connection's timers look: a quarter of the shorter timeout
+/// (2.5 s by default), so that each fires at most half a timeout late.
+fn tick(limits: &HttpLimits) -> Duration {
+    let shorter = limits.header_read_timeout.min(limits.keep_alive_timeout);
+    (shorter / 4).max(Duration::from_millis(1))
 }
 
-impl ConnClock {
-    fn now(&self) -> u64 {
-        // +1: 0 means "not reading a head".
-        self.started.elapsed().as_millis() as u64 + 1
+/// What a connection's timers need to know, as counters that the socket
+/// and the service bump without reading the clock. Atomics because the
+/// service closure must be `Sync`; only the connection's task touches
+/// them, so loads and stores suffice (no read-modify-write).
+#[derive(Default)]
+struct Activity {
+    /// Bumped whenever bytes move either way.
+    moved: AtomicU64,
+    /// Odd while a request head is being read: bumped when its first bytes
+    /// arrive and again when it is complete.
+    head: AtomicU64,
+}
+
+/// Whether `head` (an [`Activity::head`] count) says a head is being read.
+fn reading(head: u64) -> bool {
+    head % 2 == 1
+}
+
+impl Activity {
+    fn moved(&self) -> u64 {
+        self.moved.load(Ordering::Relaxed)
+    }
+
+    fn head(&self) -> u64 {
+        self.head.load(Ordering::Relaxed)
+    }
+
+    fn touch(&self) {
+        self.moved.store(self.moved() + 1, Ordering::Relaxed);
+    }
+
+    /// Bytes arrived: while no request is being handled, they begin a head.
+    fn read(&self) {
+        self.touch();
+        let head = self.head();
+        if !reading(head) {
+            self.head.store(head + 1, Ordering::Relaxed);
+        }
+    }
+
+    fn head_done(&self) {
+        let head = self.head();
+        if reading(head) {
+            self.head.store(head + 1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -240,18 +278,10 @@ async fn accept_error(err: std::io::Error) {
     tokio::time::sleep(Duration::from_millis(100)).await;
 }
 
-/// A socket that tells its connection's clock when bytes move.
+/// A socket that tells its connection's [`Activity`] when bytes move.
 struct Tracked {
     inner: TcpStream,
-    clock: Arc<ConnClock>,
-}
-
-impl Tracked {
-    fn touch(&self) {
-        self.clock
-            .activity
-            .store(self.clock.now(), Ordering::Relaxed);
-    }
+    activity: Arc<Activity>,
 }
 
 impl AsyncRead for Tracked {
@@ -263,18 +293,7 @@ impl AsyncRead for Tracked {
         let before = buf.filled().len();
         let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
-            self.touch();
-            // Bytes while no request is being handled begin a head.
-            let clock = &self.clock;
-            let began = clock.head_since.compare_exchange(
-                0,
-                clock.now(),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
-            if began.is_ok() {
-                clock.head_started.notify_one();
-            }
+            self.activity.read();
         }
         poll
     }
@@ -288,7 +307,7 @@ impl AsyncWrite for Tracked {
     ) -> Poll<std::io::Result<usize>> {
         let poll = Pin::new(&mut self.inner).poll_write(cx, data);
         if matches!(poll, Poll::Ready(Ok(n)) if n > 0) {
-            self.touch();
+            self.activity.touch();
         }
         poll
     }
@@ -300,7 +319,7 @@ impl AsyncWrite for Tracked {
     ) -> Poll<std::io::Result<usize>> {
         let poll = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
         if matches!(poll, Poll::Ready(Ok(n)) if n > 0) {
-            self.touch();
+            self.activity.touch();
         }
         poll
     }

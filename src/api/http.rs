@@ -28,6 +28,7 @@ use warp::http::header::{
 use warp::http::{HeaderMap, StatusCode};
 use warp::reply::Response;
 
+use super::buffers;
 use crate::reply::json;
 use crate::store::{Body, Dataset};
 
@@ -44,7 +45,9 @@ pub fn ok(
     body: Body<'_>,
     compression: bool,
 ) -> Response {
-    let gzip = compression && body.len() >= COMPRESS_MIN_BYTES && accepts_gzip(headers);
+    // O(limit) for a page (its records' lengths are summed): once.
+    let len = body.len();
+    let gzip = compression && len >= COMPRESS_MIN_BYTES && accepts_gzip(headers);
     let request = request_hash(path, query);
     let (tag, tag_len) = etag(dataset.fingerprint, request, gzip);
     let tag = &tag[..tag_len];
@@ -69,10 +72,10 @@ pub fn ok(
                     .insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
                 r
             }
-            None => json(StatusCode::OK, body.identity()),
+            None => json(StatusCode::OK, plain(&body, len)),
         }
     } else {
-        json(StatusCode::OK, body.identity())
+        json(StatusCode::OK, plain(&body, len))
     };
     let h = response.headers_mut();
     if let Ok(version) = HeaderValue::from_maybe_shared(dataset.version_bytes.clone()) {
@@ -87,6 +90,13 @@ pub fn ok(
         HeaderValue::from_static("Authorization, Accept-Encoding"),
     );
     response
+}
+
+/// The plain JSON of `body` (`len` bytes): shared if it is, else copied
+/// into a kept buffer.
+fn plain(body: &Body<'_>, len: usize) -> Bytes {
+    body.shared_plain()
+        .unwrap_or_else(|| buffers::filled(len, |out| body.write(out)))
 }
 
 static X_SNAPSHOT_VERSION: HeaderName = HeaderName::from_static("x-snapshot-version");
@@ -205,7 +215,7 @@ fn compressed(cache: &PageCache, page: &Page<'_>, body: &Body<'_>) -> Option<Byt
     if let Some(hit) = cache.get(page) {
         return Some(hit);
     }
-    let gzip = compress(&body.identity())?;
+    let gzip = compress(&plain(body, body.len()))?;
     cache.insert(page, gzip.clone());
     Some(gzip)
 }

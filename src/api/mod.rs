@@ -9,6 +9,7 @@
 //! rejection merging would blur it. Handlers return replies; nothing rejects.
 
 mod auth;
+mod buffers;
 mod cors;
 mod error;
 mod http;
@@ -195,7 +196,8 @@ fn endpoint<'d>(
     let company = || path_id(id, "company");
     match route {
         Route::Portfolio => {
-            Ok(ds.portfolio_body(q.filter("filter[priority]")?, q.offset_page(100, 50)?))
+            let priority = q.filter("filter[priority]")?;
+            Ok(ds.portfolio_body(priority.as_deref(), q.offset_page(100, 50)?))
         }
         Route::Company => ds.company_body(company()?).ok_or_else(company_not_found),
         Route::CompanyTasks => {
@@ -217,7 +219,8 @@ fn endpoint<'d>(
         Route::Tasks => {
             let status = q.filter("filter[status]")?;
             let priority = q.filter("filter[priority]")?;
-            Ok(ds.tasks_body(status, priority, q.offset_page(100, 50)?))
+            let page = q.offset_page(100, 50)?;
+            Ok(ds.tasks_body(status.as_deref(), priority.as_deref(), page))
         }
         Route::Task => ds
             .task_body(path_id(id, "task")?)
@@ -226,7 +229,10 @@ fn endpoint<'d>(
         Route::Note => ds
             .note_body(path_id(id, "note")?)
             .ok_or_else(|| ApiError::not_found("Note not found")),
-        Route::Feed => Ok(ds.feed_body(q.feed()?)),
+        Route::Feed => {
+            let mut kind = None;
+            Ok(ds.feed_body(q.feed(&mut kind)?))
+        }
         Route::Meeting => {
             let id = path_id(id, "meeting")?;
             let include_notes = q.include_notes()?;

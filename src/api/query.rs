@@ -10,9 +10,11 @@ use crate::store::{Cursor, FeedQuery, OffsetPage};
 
 use super::error::ApiError;
 
-/// The decoded `name=value` pairs of a query string.
+/// A query string, decoded as each parameter is asked for: a request asks
+/// for two to four names, and walking a short string again for each costs
+/// less than collecting its pairs into a vector (an allocation per request).
 pub struct Query<'q> {
-    pairs: Vec<(Cow<'q, str>, Cow<'q, str>)>,
+    raw: &'q str,
 }
 
 /// The largest `offset` (2^53 - 1, the largest integer a JSON client keeps exactly).
@@ -20,31 +22,29 @@ pub const MAX_OFFSET: u64 = 9_007_199_254_740_991;
 
 impl<'q> Query<'q> {
     pub fn parse(raw: &'q str) -> Query<'q> {
-        Query {
-            pairs: form_urlencoded::parse(raw.as_bytes()).collect(),
-        }
+        Query { raw }
     }
 
     /// The value of `name`, if given once; a 400 if given more than once.
-    pub fn get(&self, name: &str) -> Result<Option<&str>, ApiError> {
+    pub fn get(&self, name: &str) -> Result<Option<Cow<'q, str>>, ApiError> {
         let mut found = None;
-        for (key, value) in &self.pairs {
+        for (key, value) in form_urlencoded::parse(self.raw.as_bytes()) {
             if key == name {
                 if found.is_some() {
                     return Err(ApiError::bad_request(format!(
                         "Invalid query: {name} is given more than once"
                     )));
                 }
-                found = Some(value.as_ref());
+                found = Some(value);
             }
         }
         Ok(found)
     }
 
     /// A filter value: exact match; an empty value is a 400.
-    pub fn filter(&self, name: &str) -> Result<Option<&str>, ApiError> {
+    pub fn filter(&self, name: &str) -> Result<Option<Cow<'q, str>>, ApiError> {
         match self.get(name)? {
-            Some("") => Err(ApiError::bad_request(format!(
+            Some(value) if value.is_empty() => Err(ApiError::bad_request(format!(
                 "Invalid query: {name} must not be empty"
             ))),
             other => Ok(other),
@@ -59,24 +59,27 @@ impl<'q> Query<'q> {
         })
     }
 
-    /// `/feed`'s `limit` (1 to 50, default 20), `cursor` and `filter[type]`.
-    pub fn feed(&self) -> Result<FeedQuery<'_>, ApiError> {
+    /// `/feed`'s `limit` (1 to 50, default 20), `cursor` and `filter[type]`
+    /// (decoded into `kind`, which the query borrows), checked in that order.
+    pub fn feed<'k>(&self, kind: &'k mut Option<Cow<'q, str>>) -> Result<FeedQuery<'k>, ApiError> {
         let cursor = match self.get("cursor")? {
             None => None,
             Some(text) => {
-                Some(Cursor::parse(text).map_err(|e| ApiError::bad_request(e.to_string()))?)
+                Some(Cursor::parse(&text).map_err(|e| ApiError::bad_request(e.to_string()))?)
             }
         };
+        let limit = self.integer("limit", 1, 50)?.unwrap_or(20);
+        *kind = self.filter("filter[type]")?;
         Ok(FeedQuery {
-            limit: self.integer("limit", 1, 50)?.unwrap_or(20),
+            limit,
             cursor,
-            kind: self.filter("filter[type]")?,
+            kind: kind.as_deref(),
         })
     }
 
     /// `include` on `/meetings/{id}`: only `notes` is allowed.
     pub fn include_notes(&self) -> Result<bool, ApiError> {
-        match self.get("include")? {
+        match self.get("include")?.as_deref() {
             None => Ok(false),
             Some("notes") => Ok(true),
             Some(_) => Err(ApiError::bad_request(
@@ -89,7 +92,7 @@ impl<'q> Query<'q> {
         let Some(text) = self.get(name)? else {
             return Ok(None);
         };
-        match parse_decimal(text) {
+        match parse_decimal(&text) {
             Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
             _ => Err(ApiError::bad_request(format!(
                 "Invalid query: {name} must be an integer from {min} to {max}"
@@ -164,7 +167,10 @@ mod tests {
     #[test]
     fn filters_decode_and_reject_empty_and_repeats() {
         let q = Query::parse("filter%5Bstatus%5D=in%20progress&filter[priority]=");
-        assert_eq!(q.filter("filter[status]").unwrap(), Some("in progress"));
+        assert_eq!(
+            q.filter("filter[status]").unwrap().as_deref(),
+            Some("in progress")
+        );
         assert!(q.filter("filter[priority]").is_err());
         assert!(
             Query::parse("filter[type]=a&filter%5Btype%5D=b")

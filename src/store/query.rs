@@ -158,8 +158,26 @@ impl<'d> Body<'d> {
 
     /// The plain JSON.
     pub fn identity(&self) -> Bytes {
+        self.shared_plain().unwrap_or_else(|| {
+            let mut out = Vec::with_capacity(self.len());
+            self.write(&mut out);
+            Bytes::from(out)
+        })
+    }
+
+    /// The plain JSON of a body built once and shared (`/roles`): a
+    /// reference, no copy.
+    pub fn shared_plain(&self) -> Option<Bytes> {
         match &self.shape {
-            Shape::Shared { plain, .. } => plain.clone(),
+            Shape::Shared { plain, .. } => Some(plain.clone()),
+            Shape::Parts { .. } => None,
+        }
+    }
+
+    /// Appends the plain JSON to `out` (`len()` bytes: reserve them first).
+    pub fn write(&self, out: &mut Vec<u8>) {
+        match &self.shape {
+            Shape::Shared { plain, .. } => out.extend_from_slice(plain),
             Shape::Parts {
                 head,
                 record,
@@ -167,7 +185,6 @@ impl<'d> Body<'d> {
                 list,
                 tail,
             } => {
-                let mut out = Vec::with_capacity(self.len());
                 out.extend_from_slice(head);
                 if let Some((r, i, open)) = *record {
                     let bytes = r.record(i as usize);
@@ -175,10 +192,9 @@ impl<'d> Body<'d> {
                 }
                 out.extend_from_slice(mid);
                 if let Some((r, l, _)) = list {
-                    r.write(l, &mut out);
+                    r.write(l, out);
                 }
                 out.extend_from_slice(tail.as_bytes());
-                Bytes::from(out)
             }
         }
     }
