@@ -252,6 +252,11 @@ impl Renderer {
         }
     }
 
+    /// Bytes of the records given so far.
+    pub fn bytes(&self) -> usize {
+        self.spans.iter().map(|s| (s.end - s.start) as usize).sum()
+    }
+
     /// Takes over record `i` of `from` (the version before, the same for
     /// every record of a renderer) without copying it: the new version
     /// shares its chunk, and its fragments once precompressed.

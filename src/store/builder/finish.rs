@@ -18,6 +18,14 @@ use crate::store::{
     Tasks, TextIndex,
 };
 
+/// Records of a dataset smaller than this are not kept for its next
+/// version to take over: loading a few hundred kilobytes takes a
+/// millisecond or two, while what reuse keeps (a key and a digest a
+/// record, about 80 bytes) cost a replica of 2,000 workspaces of 100 KB
+/// 12% more memory (1.71 times its JSON against 1.52, BENCHMARKS.md
+/// "Small changes").
+const REUSED_FROM_BYTES: usize = 4 << 20;
+
 impl Builder {
     /// Checks ids, sorts, indexes and assembles the dataset. Fails if an id
     /// repeats within a collection.
@@ -69,7 +77,8 @@ impl Builder {
         }
         // What stays for the next version to take over (`reuse`): each
         // record's key and digest, if every record came with one.
-        let reusable = parts.iter().all(|p| p.digests.len() == p.keys.len());
+        let reusable = parts.iter().all(|p| p.digests.len() == p.keys.len())
+            && parts.iter().map(|p| p.rendered.bytes()).sum::<usize>() >= REUSED_FROM_BYTES;
         let mut keys: [Vec<Key>; Collection::COUNT] = Default::default();
         let mut digests: [Vec<BytesDigest>; Collection::COUNT] = Default::default();
         let mut rendered: [Renderer; Collection::COUNT] = Default::default();

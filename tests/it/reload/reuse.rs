@@ -15,9 +15,15 @@ use serde_json::{Value, json};
 use super::*;
 use crate::util::*;
 
+/// Text that makes the tasks weigh what a workspace must for its records
+/// to be kept for the next version (4 MiB of records).
+const FILLER: &str = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor \
+    incididunt ut labore et dolore magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation \
+    ullamco laboris nisi ut aliquip ex ea commodo consequat.";
+
 /// A workspace with enough records of every kind that pages, filters and
 /// the latest metric per name mean something, and tasks and feed entries
-/// enough to be precompressed (so that gzip answers come from fragments
+/// enough to be precompressed and kept (so that gzip answers come from fragments
 /// copied from the version before); text with escapes and non-ASCII.
 fn world(version: &str) -> Value {
     let mut snap = snapshot(ACME, &[KEY]);
@@ -25,9 +31,9 @@ fn world(version: &str) -> Value {
     let statuses = ["open", "done", "blocked"];
     let companies = (0..6).map(|c| company(100 + c, &format!("Société n°{c} \"ß\" \\ ✓")));
     add(&mut snap, "companies", companies);
-    let tasks = (0..400).map(|t| {
+    let tasks = (0..12_000).map(|t| {
         let mut rec = task(1000 + t, 100 + t % 6, &at(t % 50));
-        rec["attributes"]["title"] = json!(format!("Tâche {t}: «quoted» \"x\"\n\ttab"));
+        rec["attributes"]["title"] = json!(format!("Tâche {t}: «quoted» \"x\"\n\ttab {FILLER}"));
         rec["attributes"]["status"] = json!(statuses[t as usize % 3]);
         rec["attributes"]["priority"] = json!(["high", "low"][t as usize % 2]);
         rec
@@ -76,6 +82,7 @@ fn paths(snap: &Value) -> Vec<String> {
             "?limit=5&offset=13",
             "?offset=70",
             "?limit=100&offset=150",
+            "?limit=50&offset=11980",
         ] {
             paths.push(format!("{list}{query}"));
         }
@@ -112,7 +119,7 @@ fn paths(snap: &Value) -> Vec<String> {
     paths.extend(
         ids("tasks")
             .iter()
-            .step_by(7)
+            .step_by(997)
             .map(|t| format!("/tasks/{t}")),
     );
     paths.extend(ids("notes").iter().map(|n| format!("/notes/{n}")));
@@ -212,7 +219,7 @@ async fn a_chain_of_edits_serves_what_a_fresh_load_serves_and_reuses_the_rest() 
         (
             "a task inserted in the middle",
             |s| {
-                let mut rec = task(1999, 101, &at(49));
+                let mut rec = task(99_999, 101, &at(49));
                 rec["attributes"]["status"] = json!("open");
                 tasks(s).insert(40, rec);
             },
