@@ -50,28 +50,12 @@ pub fn prepare(file: &Path, is_gzip: bool) -> std::io::Result<Prepared> {
             size: hashing.written,
         });
     }
-    let path = std::env::temp_dir().join(format!(
-        "portfolio-replica-publish-{}-{}.json.gz",
-        std::process::id(),
-        file.file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
-    ));
-    let out = std::fs::File::create(&path)?;
-    let mut prepared = Prepared {
-        path,
-        temporary: true,
-        sha256: String::new(),
-        size: 0,
-    };
-    let mut encoder = GzEncoder::new(
-        Hashing::new(std::io::BufWriter::with_capacity(1 << 20, out)),
-        Compression::default(),
-    );
-    std::io::copy(&mut input, &mut encoder)?;
-    let mut hashing = encoder.finish()?;
-    hashing.inner.flush()?;
-    prepared.sha256 = hex(&hashing.hasher.finalize());
-    prepared.size = hashing.written;
+    let name = file
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let (prepared, _) = gzip_to_temporary(&format!("{name}.json.gz"), |encoder| {
+        std::io::copy(&mut input, encoder)
+    })?;
     Ok(prepared)
 }
 
