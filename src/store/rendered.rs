@@ -414,15 +414,18 @@ mod tests {
             .collect()
     }
 
+    /// An earlier version's records.
+    const FIVE: [&str; 5] = [
+        "{\"a\":1}",
+        "{\"b\":2}",
+        "{\"c\":3}",
+        "{\"d\":4}",
+        "{\"e\":5}",
+    ];
+
     #[test]
     fn records_taken_over_share_their_chunk_and_read_the_same() {
-        let old = Arc::new(rendered(&[
-            "{\"a\":1}",
-            "{\"b\":2}",
-            "{\"c\":3}",
-            "{\"d\":4}",
-            "{\"e\":5}",
-        ]));
+        let old = Arc::new(rendered(&FIVE));
         let mut next = Renderer::default();
         next.push_from(&old, 0);
         next.push_raw(b"{\"x\":9}");
@@ -452,13 +455,7 @@ mod tests {
 
     #[test]
     fn a_mostly_dead_chunk_is_compacted() {
-        let old = Arc::new(rendered(&[
-            "{\"a\":1}",
-            "{\"b\":2}",
-            "{\"c\":3}",
-            "{\"d\":4}",
-            "{\"e\":5}",
-        ]));
+        let old = Arc::new(rendered(&FIVE));
         let mut next = Renderer::default();
         next.push_from(&old, 2);
         next.push_raw(b"{\"x\":9}");

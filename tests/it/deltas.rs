@@ -32,6 +32,19 @@ async fn replica(s3: &S3) -> TestServer {
     TestServer::start_in(tempdir(), |c| s3.configure(c, "d", POLL_EVERY)).await
 }
 
+/// A bucket holding v1 of the workspace, the directory its file was
+/// written in, and a replica serving it.
+async fn serving_v1() -> (S3, String, tempfile::TempDir, TestServer) {
+    let s3 = S3::start().await;
+    let url = s3.url("d");
+    let files = tempdir();
+    let file = write_json(files.path(), "acme.json", &workspace("v1", 0));
+    assert_eq!(publish_to(&url, &[&file], &s3.env()).await.code, Some(0));
+    let server = replica(&s3).await;
+    server.wait_version("/portfolio", KEY, "v1").await;
+    (s3, url, files, server)
+}
+
 /// `portfolio_replica_source_deltas_total{outcome}` on `server`.
 async fn deltas(server: &TestServer, outcome: &str) -> u64 {
     let text = String::from_utf8(server.admin_get("/metrics").await.body).unwrap();
@@ -133,13 +146,7 @@ async fn a_chain_of_small_publishes_is_rebuilt_from_deltas_exactly() {
 
 #[tokio::test]
 async fn a_tampered_delta_keeps_the_old_version_then_the_object_loads() {
-    let s3 = S3::start().await;
-    let (url, env) = (s3.url("d"), s3.env());
-    let files = tempdir();
-    let file = write_json(files.path(), "acme.json", &workspace("v1", 0));
-    assert_eq!(publish_to(&url, &[&file], &env).await.code, Some(0));
-    let server = replica(&s3).await;
-    server.wait_version("/portfolio", KEY, "v1").await;
+    let (s3, url, files, server) = serving_v1().await;
     // Publish v2 straight to moto, then tamper its delta before the
     // replica can poll: the proxy holds the replica's requests meanwhile.
     s3.proxy.set(Fault::Down, Scope::All);
@@ -166,13 +173,7 @@ async fn a_tampered_delta_keeps_the_old_version_then_the_object_loads() {
 
 #[tokio::test]
 async fn a_replica_that_missed_a_version_downloads_the_object_then_takes_deltas() {
-    let s3 = S3::start().await;
-    let (url, env) = (s3.url("d"), s3.env());
-    let files = tempdir();
-    let file = write_json(files.path(), "acme.json", &workspace("v1", 0));
-    assert_eq!(publish_to(&url, &[&file], &env).await.code, Some(0));
-    let server = replica(&s3).await;
-    server.wait_version("/portfolio", KEY, "v1").await;
+    let (s3, url, files, server) = serving_v1().await;
     // The replica is cut off while v2 and v3 land (straight to moto): v3's
     // delta is from v2, which it never served.
     s3.proxy.set(Fault::Down, Scope::All);
@@ -195,7 +196,7 @@ async fn a_replica_that_missed_a_version_downloads_the_object_then_takes_deltas(
 
     // It serves v3 now, the base of v4's delta.
     let file = write_json(files.path(), "acme.json", &workspace("v4", 350));
-    assert_eq!(publish_to(&url, &[&file], &env).await.code, Some(0));
+    assert_eq!(publish_to(&url, &[&file], &s3.env()).await.code, Some(0));
     server.wait_version("/portfolio", KEY, "v4").await;
     assert_eq!(deltas(&server, "applied").await, 1);
     assert_eq!(deltas(&server, "no_base").await, 1);

@@ -166,37 +166,39 @@ const SHAPES: [Shape; 4] = [
     (&[1, 2, 4, 8], 1, false),
 ];
 
-fn packed(v: &Version, (depths, trim, solo): Shape, old: Option<(&Packed, &[u32])>) -> Packed {
+/// `make` given the packing of `v`'s orders in `shape`.
+fn in_shape<T>(
+    v: &Version,
+    (depths, trim, solo): Shape,
+    make: impl FnOnce(&Packing<'_>) -> T,
+) -> T {
     let orders = orders(v);
     let chains: Vec<&[u32]> = orders.iter().map(Vec::as_slice).collect();
-    let packing = Packing {
+    make(&Packing {
         chains: &chains,
         depths,
         trim,
         solo,
-    };
+    })
+}
+
+fn packed(v: &Version, shape: Shape, old: Option<(&Packed, &[u32])>) -> Packed {
     let threads = 1 + v.records.len() % 3;
-    let built = match old {
-        None => Packed::build(&v.records, &packing, threads, &(), &|| true),
+    let built = in_shape(v, shape, |packing| match old {
+        None => Packed::build(&v.records, packing, threads, &(), &|| true),
         Some((old, previous)) => {
-            Packed::rebuild(old, &v.records, previous, &packing, threads, &(), &|| true)
+            Packed::rebuild(old, &v.records, previous, packing, threads, &(), &|| true)
         }
-    };
+    });
     built.expect("nothing asks it to stop")
 }
 
 /// A full packing of `v` with `code_of`'s code: what a rebuild stands for.
-fn with_code(v: &Version, (depths, trim, solo): Shape, code_of: &Packed) -> Packed {
-    let orders = orders(v);
-    let chains: Vec<&[u32]> = orders.iter().map(Vec::as_slice).collect();
-    let packing = Packing {
-        chains: &chains,
-        depths,
-        trim,
-        solo,
-    };
-    let code = code_of.code.clone();
-    pack(&v.records, &packing, code, &(), 2, &(), &|| true).expect("built")
+fn with_code(v: &Version, shape: Shape, code_of: &Packed) -> Packed {
+    in_shape(v, shape, |packing| {
+        let code = code_of.code.clone();
+        pack(&v.records, packing, code, &(), 2, &(), &|| true).expect("built")
+    })
 }
 
 /// Pages of `v` from `packed`: stretches of each chain, vouched for or
