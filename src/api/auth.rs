@@ -1,9 +1,19 @@
-//! Bearer authentication: one SHA-256 and one map lookup per request.
+//! Bearer authentication: the SHA-256 of the key, then one map lookup per
+//! request.
 //!
 //! A key is `<prefix>_<secret>`; snapshots hold the SHA-256 of the whole key
 //! text, never the key. Every way of failing (no header, another scheme, a
 //! wrong prefix, an unknown secret) gets the same 401, so a client learns
 //! nothing about which part was wrong.
+//!
+//! The hash of the last few keys is kept per thread ([`Recent`]): a client
+//! sends the same key on every request, and the hash is a pure function of
+//! the key's text, so a kept hash is always the right one. Only the hash
+//! is kept from one request to the next, never which workspace it opened:
+//! every request still looks it up in the catalog it loaded, so reloads and
+//! key changes apply at once.
+
+use std::cell::RefCell;
 
 use warp::http::HeaderMap;
 use warp::http::header::AUTHORIZATION;
@@ -20,7 +30,72 @@ pub fn bearer_key_hash(headers: &HeaderMap, prefix: &str) -> Option<KeyHash> {
     }
     let key = key.trim();
     secret(key, prefix)?;
-    Some(hash_key(key))
+    Some(hashed(key))
+}
+
+/// Keys this long or shorter are kept with their hash (generated keys are
+/// 37 bytes; a longer one is hashed every time).
+const KEPT_KEY_BYTES: usize = 64;
+
+/// Keys kept per thread: the clients of one replica use a few keys at once.
+const KEPT_KEYS: usize = 4;
+
+/// The last [`KEPT_KEYS`] keys seen by this thread, and their hashes.
+struct Recent {
+    keys: [[u8; KEPT_KEY_BYTES]; KEPT_KEYS],
+    lens: [usize; KEPT_KEYS],
+    hashes: [KeyHash; KEPT_KEYS],
+    /// The slot the next new key takes (round robin).
+    next: usize,
+}
+
+thread_local! {
+    static RECENT: RefCell<Recent> = const {
+        RefCell::new(Recent {
+            keys: [[0; KEPT_KEY_BYTES]; KEPT_KEYS],
+            // No key has this length: empty slots match nothing.
+            lens: [usize::MAX; KEPT_KEYS],
+            hashes: [[0; 32]; KEPT_KEYS],
+            next: 0,
+        })
+    };
+}
+
+/// `hash_key(key)`, from this thread's [`Recent`] keys when it is one.
+fn hashed(key: &str) -> KeyHash {
+    let bytes = key.as_bytes();
+    if bytes.len() > KEPT_KEY_BYTES {
+        return hash_key(key);
+    }
+    let mut padded = [0u8; KEPT_KEY_BYTES];
+    padded[..bytes.len()].copy_from_slice(bytes);
+    RECENT
+        .try_with(|recent| {
+            let Ok(mut recent) = recent.try_borrow_mut() else {
+                return hash_key(key);
+            };
+            for slot in 0..KEPT_KEYS {
+                if recent.lens[slot] == bytes.len() && same(&recent.keys[slot], &padded) {
+                    return recent.hashes[slot];
+                }
+            }
+            let hash = hash_key(key);
+            let slot = recent.next;
+            recent.keys[slot] = padded;
+            recent.lens[slot] = bytes.len();
+            recent.hashes[slot] = hash;
+            recent.next = (slot + 1) % KEPT_KEYS;
+            hash
+        })
+        .unwrap_or_else(|_| hash_key(key))
+}
+
+/// Whether `a` and `b` are equal, in a time that does not depend on where
+/// they differ: a client must not learn a kept key byte by byte from how
+/// long its guesses take to be compared.
+fn same(a: &[u8; KEPT_KEY_BYTES], b: &[u8; KEPT_KEY_BYTES]) -> bool {
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
 }
 
 #[cfg(test)]
@@ -46,6 +121,21 @@ mod tests {
         check(Some("bearer cura_abc"), Some("cura_abc"));
         check(Some("BEARER   cura_abc "), Some("cura_abc"));
         check(Some("Bearer cura_a_b"), Some("cura_a_b"));
+    }
+
+    #[test]
+    fn kept_hashes_are_those_of_the_exact_key() {
+        // More keys than are kept, each asked for twice, in an order that
+        // makes them evict each other; keys that share a prefix or differ
+        // only in length; a key too long to keep.
+        let long = format!("cura_{}", "x".repeat(KEPT_KEY_BYTES));
+        let mut keys: Vec<String> = (0..KEPT_KEYS + 2).map(|n| format!("cura_{n}")).collect();
+        keys.extend(["cura_1x".into(), "cura_".into(), "cura_1\0".into(), long]);
+        for round in 0..3 {
+            for key in keys.iter().chain(keys.iter().rev()) {
+                assert_eq!(hashed(key), hash_key(key), "{key:?}, round {round}");
+            }
+        }
     }
 
     #[test]
