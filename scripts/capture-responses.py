@@ -10,6 +10,10 @@ per request: path, status, X-Snapshot-Version, ETag, SHA-256 of the body.
 Diff two outputs to compare builds.
 
     scripts/capture-responses.py http://127.0.0.1:8080 cura_demo_acme_key snapshots/acme.json > before.txt
+
+With `--heads` after those three, each line also holds every response
+header but Date, in the order sent, and every request is made a second time
+with `Accept-Encoding: gzip` (the line then starts with `gzip `).
 """
 import hashlib
 import json
@@ -24,13 +28,24 @@ def main():
     snap, conn, key = open_from_argv(sys.argv)
     rng = random.Random(42)
 
-    def get(path):
-        conn.request("GET", path, headers={"Authorization": f"Bearer {key}"})
+    heads = "--heads" in sys.argv[4:]
+
+    def fetch(path, extra):
+        conn.request("GET", path, headers={"Authorization": f"Bearer {key}", **extra})
         resp = conn.getresponse()
         body = resp.read()
         digest = hashlib.sha256(body).hexdigest()
-        print(f"{path}\t{resp.status}\t{resp.getheader('X-Snapshot-Version')}\t"
-              f"{resp.getheader('ETag')}\t{digest}")
+        line = (f"{path}\t{resp.status}\t{resp.getheader('X-Snapshot-Version')}\t"
+                f"{resp.getheader('ETag')}\t{digest}")
+        if heads:
+            line += "".join(f"\t{k}: {v}" for k, v in resp.getheaders() if k.lower() != "date")
+        return line, body
+
+    def get(path):
+        line, body = fetch(path, {})
+        print(line)
+        if heads:
+            print("gzip " + fetch(path, {"Accept-Encoding": "gzip"})[0])
         return body
 
     def ids(collection):
