@@ -22,14 +22,14 @@ use std::sync::{LazyLock, Mutex};
 use bytes::Bytes;
 use flate2::{Compress, Compression, FlushCompress, Status};
 use warp::http::header::{
-    ACCEPT_ENCODING, CACHE_CONTROL, CONTENT_ENCODING, ETAG, HeaderName, HeaderValue, IF_NONE_MATCH,
-    VARY,
+    ACCEPT_ENCODING, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE, ETAG, HeaderName, HeaderValue,
+    IF_NONE_MATCH, VARY,
 };
 use warp::http::{HeaderMap, StatusCode};
 use warp::reply::Response;
 
 use super::buffers;
-use crate::reply::json;
+use crate::reply;
 use crate::store::{Body, Dataset};
 
 /// Bodies smaller than this are sent as they are: compressing them costs
@@ -54,11 +54,21 @@ pub fn ok(
     let not_modified = headers
         .get(IF_NONE_MATCH)
         .is_some_and(|h| matches_etag(h, tag));
-    let mut response = if not_modified {
-        let mut r = Response::new(Bytes::new().into());
-        *r.status_mut() = StatusCode::NOT_MODIFIED;
-        r
-    } else if gzip {
+    if not_modified {
+        let mut response = Response::new(Bytes::new().into());
+        *response.status_mut() = StatusCode::NOT_MODIFIED;
+        let h = response.headers_mut();
+        if let Ok(version) = HeaderValue::from_maybe_shared(dataset.version_bytes.clone()) {
+            h.insert(X_SNAPSHOT_VERSION.clone(), version);
+        }
+        if let Ok(tag) = HeaderValue::from_bytes(tag) {
+            h.insert(ETAG, tag);
+        }
+        h.insert(CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL_VALUE));
+        h.insert(VARY, HeaderValue::from_static(VARY_VALUE));
+        return response;
+    }
+    let (body, encoded) = if gzip {
         let page = Page {
             dataset: dataset.fingerprint,
             request,
@@ -66,30 +76,102 @@ pub fn ok(
             query,
         };
         match body.gzip().or_else(|| compressed(&CACHE, &page, &body)) {
-            Some(compressed) => {
-                let mut r = json(StatusCode::OK, compressed);
-                r.headers_mut()
-                    .insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-                r
-            }
-            None => json(StatusCode::OK, plain(&body, len)),
+            Some(compressed) => (compressed, true),
+            None => (plain(&body, len), false),
         }
     } else {
-        json(StatusCode::OK, plain(&body, len))
+        (plain(&body, len), false)
     };
-    let h = response.headers_mut();
-    if let Ok(version) = HeaderValue::from_maybe_shared(dataset.version_bytes.clone()) {
-        h.insert(X_SNAPSHOT_VERSION.clone(), version);
-    }
-    if let Ok(tag) = HeaderValue::from_bytes(tag) {
-        h.insert(ETAG, tag);
-    }
-    h.insert(CACHE_CONTROL, HeaderValue::from_static("private, no-cache"));
-    h.insert(
-        VARY,
-        HeaderValue::from_static("Authorization, Accept-Encoding"),
-    );
+    let mut response = Response::new(body.into());
+    *response.headers_mut() = heads(dataset, encoded);
+    // In the place the ETag has among the headers (a tag is quotes, hex
+    // digits and dashes: always a header value).
+    match HeaderValue::from_bytes(tag) {
+        Ok(tag) => response.headers_mut().insert(ETAG, tag),
+        Err(_) => response.headers_mut().remove(ETAG),
+    };
     response
+}
+
+const CACHE_CONTROL_VALUE: &str = "private, no-cache";
+const VARY_VALUE: &str = "Authorization, Accept-Encoding";
+
+/// The headers of a 200 from `dataset`, gzip-encoded or not, in the order
+/// they are sent, with an empty ETag to be replaced in place: made once per
+/// dataset and thread, cloned for each answer (a clone costs two
+/// allocations, as an empty map filled per answer did, but none of the
+/// hashing and checking of names and values).
+fn heads(dataset: &Dataset, gzip: bool) -> HeaderMap {
+    HEADS.with_borrow_mut(|heads| {
+        let slot = match heads.iter().position(|h| h.is_for(dataset)) {
+            Some(slot) => slot,
+            None if heads.len() < KEPT_HEADS => {
+                heads.push(Heads::of(dataset));
+                heads.len() - 1
+            }
+            None => {
+                // Another dataset's slot, chosen by fingerprint.
+                let slot = (dataset.fingerprint % KEPT_HEADS as u64) as usize;
+                heads[slot] = Heads::of(dataset);
+                slot
+            }
+        };
+        let h = &heads[slot];
+        if gzip {
+            h.gzip.clone()
+        } else {
+            h.plain.clone()
+        }
+    })
+}
+
+/// Datasets whose headers a thread keeps: a replica serves many
+/// workspaces, but a thread's requests of a moment come from a few.
+const KEPT_HEADS: usize = 4;
+
+thread_local! {
+    static HEADS: RefCell<Vec<Heads>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A dataset's response headers, plain and gzip.
+struct Heads {
+    /// Which dataset: its fingerprint and its version text, both compared,
+    /// so that a header never carries another dataset's version.
+    fingerprint: u64,
+    version: Bytes,
+    plain: HeaderMap,
+    gzip: HeaderMap,
+}
+
+impl Heads {
+    fn is_for(&self, dataset: &Dataset) -> bool {
+        self.fingerprint == dataset.fingerprint && self.version == dataset.version_bytes
+    }
+
+    fn of(dataset: &Dataset) -> Heads {
+        let version = HeaderValue::from_maybe_shared(dataset.version_bytes.clone()).ok();
+        let map = |gzip: bool| {
+            let mut h = HeaderMap::with_capacity(6);
+            h.insert(CONTENT_TYPE, HeaderValue::from_static(reply::JSON));
+            if gzip {
+                h.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            }
+            // A version that is no header value is left out, as before.
+            if let Some(version) = &version {
+                h.insert(X_SNAPSHOT_VERSION.clone(), version.clone());
+            }
+            h.insert(ETAG, HeaderValue::from_static(""));
+            h.insert(CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL_VALUE));
+            h.insert(VARY, HeaderValue::from_static(VARY_VALUE));
+            h
+        };
+        Heads {
+            fingerprint: dataset.fingerprint,
+            version: dataset.version_bytes.clone(),
+            plain: map(false),
+            gzip: map(true),
+        }
+    }
 }
 
 /// The plain JSON of `body` (`len` bytes): shared if it is, else copied
