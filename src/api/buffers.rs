@@ -4,7 +4,8 @@
 //! and freeing one per request (6 to 50 KB, past the allocator's small
 //! bins) made glibc consolidate its free lists on every answer. A buffer
 //! handed to hyper comes back here when hyper drops the body, and the
-//! next page on that thread is written into it.
+//! next page on that thread is written into it. gzip pages assembled from
+//! precompressed records are written into the same buffers.
 
 use std::cell::RefCell;
 
@@ -26,18 +27,57 @@ thread_local! {
 /// `len` bytes written by `write` into a kept buffer (or a new one of
 /// exactly `len`), as a `Bytes` that gives the buffer back when dropped.
 pub fn filled(len: usize, write: impl FnOnce(&mut Vec<u8>)) -> Bytes {
+    let mut buf = spare();
+    buf.reserve_exact(len);
+    write(&mut buf);
+    loan(buf)
+}
+
+/// What `write` writes into a kept buffer (it may replace the buffer with
+/// another, and reserves what it needs), if it says it wrote; if not, the
+/// buffer stays kept.
+pub fn try_filled(write: impl FnOnce(&mut Vec<u8>) -> bool) -> Option<Bytes> {
+    let mut buf = spare();
+    if write(&mut buf) {
+        Some(loan(buf))
+    } else {
+        give_back(buf);
+        None
+    }
+}
+
+/// A kept buffer, empty, or a new one.
+fn spare() -> Vec<u8> {
     let mut buf = SPARE
         .try_with(|spare| spare.try_borrow_mut().ok()?.pop())
         .ok()
         .flatten()
         .unwrap_or_default();
     buf.clear();
-    buf.reserve_exact(len);
-    write(&mut buf);
+    buf
+}
+
+/// `buf` as a body that gives it back when dropped, unless it is too large
+/// to keep.
+fn loan(buf: Vec<u8>) -> Bytes {
     if buf.capacity() > KEEP_BYTES {
         return Bytes::from(buf);
     }
     Bytes::from_owner(Kept(buf))
+}
+
+/// Keeps `buf` for a later answer, if there is room.
+fn give_back(buf: Vec<u8>) {
+    // On a thread being torn down, or if the list is somehow in use, the
+    // buffer is simply freed.
+    let _ = SPARE.try_with(|spare| {
+        if let Ok(mut spare) = spare.try_borrow_mut()
+            && spare.len() < KEEP
+            && buf.capacity() <= KEEP_BYTES
+        {
+            spare.push(buf);
+        }
+    });
 }
 
 /// A buffer on loan to a response body.
@@ -51,16 +91,7 @@ impl AsRef<[u8]> for Kept {
 
 impl Drop for Kept {
     fn drop(&mut self) {
-        let buf = std::mem::take(&mut self.0);
-        // On a thread being torn down, or if the list is somehow in use,
-        // the buffer is simply freed.
-        let _ = SPARE.try_with(|spare| {
-            if let Ok(mut spare) = spare.try_borrow_mut()
-                && spare.len() < KEEP
-            {
-                spare.push(buf);
-            }
-        });
+        give_back(std::mem::take(&mut self.0));
     }
 }
 
@@ -82,6 +113,27 @@ mod tests {
         let third = filled(2, |out| out.extend_from_slice(b"xy"));
         assert_ne!(third.as_ptr(), second.as_ptr());
         assert_eq!((&second[..], &third[..]), (&b"abc"[..], &b"xy"[..]));
+    }
+
+    #[test]
+    fn a_buffer_not_written_stays_kept() {
+        let first = filled(4, |out| out.extend_from_slice(b"abcd"));
+        let ptr = first.as_ptr();
+        drop(first);
+        assert!(
+            try_filled(|out| {
+                assert!(out.is_empty());
+                false
+            })
+            .is_none()
+        );
+        // The same buffer again, and what replaces it in `write` is sent.
+        let second = try_filled(|out| {
+            assert_eq!(out.as_ptr(), ptr);
+            *out = b"xyz".to_vec();
+            true
+        });
+        assert_eq!(second.as_deref(), Some(&b"xyz"[..]));
     }
 
     #[test]

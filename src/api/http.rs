@@ -8,7 +8,8 @@
 //! its own tag.
 //!
 //! A gzip body is assembled from records compressed at load (see
-//! `store::Body::gzip`); only when precompression is off, not done yet, or
+//! `store::Body::write_gzip`), into a buffer kept from an earlier answer
+//! (`buffers`) as plain pages are; only when precompression is off, not done yet, or
 //! the page is in an order its records are not chained in (tasks by
 //! company or filter) is it compressed here, per request, and kept in a
 //! small cache ([`CACHE_BYTES`]) for the next request of the same page. A
@@ -75,7 +76,12 @@ pub fn ok(
             path,
             query,
         };
-        match body.gzip().or_else(|| compressed(&CACHE, &page, &body)) {
+        let assembled = || buffers::try_filled(|out| body.write_gzip(out));
+        match body
+            .shared_gzip()
+            .or_else(assembled)
+            .or_else(|| compressed(&CACHE, &page, &body))
+        {
             Some(compressed) => (compressed, true),
             None => (plain(&body, len), false),
         }

@@ -202,51 +202,80 @@ impl<'d> Body<'d> {
     /// The gzip form, assembled from precompressed records; `None` if the
     /// records were not precompressed.
     pub fn gzip(&self) -> Option<Bytes> {
+        if let Some(gzip) = self.shared_gzip() {
+            return Some(gzip);
+        }
+        let mut out = Vec::new();
+        self.write_gzip(&mut out).then(|| Bytes::from(out))
+    }
+
+    /// The gzip form of a body built once and shared (`/roles`), if made.
+    pub fn shared_gzip(&self) -> Option<Bytes> {
         match &self.shape {
             Shape::Shared { gzip, .. } => gzip.clone(),
-            Shape::Parts {
-                head,
-                record,
-                mid,
-                list,
-                tail,
-            } => {
-                let record = match *record {
-                    Some((r, i, open)) => Some((r, r.packed()?, i, open)),
-                    None => None,
-                };
-                let list = match *list {
-                    Some((r, l, chain)) => Some((r, r.packed()?, l, chain)),
-                    None => None,
-                };
-                // The code of the page's first records writes its first text.
-                let first = record.map(|r| r.1).or(list.map(|l| l.1))?;
-                if let Some((_, packed, l, chain)) = list
-                    && !assembly_pays(packed, l, chain)
-                {
-                    return None;
-                }
-                // Filtered pages come to about 0.6 of the plain size.
-                let mut page = GzipPage::new(self.len() * 5 / 8);
-                page.text(first, head);
-                if let Some((r, packed, i, open)) = record {
-                    let bytes = r.record(i as usize);
-                    let kept = bytes.len() - packed.trim();
-                    page.record(packed, i as usize, &bytes[..kept]);
-                    // What the packing cut off, unless the page leaves it off too.
-                    let end = bytes.len() - usize::from(open);
-                    if kept < end {
-                        page.text(first, &bytes[kept..end]);
-                    }
-                }
-                page.text(first, mid);
-                if let Some((r, packed, l, chain)) = list {
-                    page.list(packed, l, chain, |i| r.record(i));
-                }
-                page.text(first, tail.as_bytes());
-                Some(Bytes::from(page.finish()))
+            Shape::Parts { .. } => None,
+        }
+    }
+
+    /// Writes the gzip form, assembled from precompressed records, into
+    /// `out` (cleared first; a kept buffer is reused). False, and `out`
+    /// untouched, if the records were not precompressed, if assembling the
+    /// page does not pay (see [`assembly_pays`]), or if the body is a
+    /// shared one (see [`Body::shared_gzip`]).
+    pub fn write_gzip(&self, out: &mut Vec<u8>) -> bool {
+        let Shape::Parts {
+            head,
+            record,
+            mid,
+            list,
+            tail,
+        } = &self.shape
+        else {
+            return false;
+        };
+        let record = match *record {
+            Some((r, i, open)) => match r.packed() {
+                Some(packed) => Some((r, packed, i, open)),
+                None => return false,
+            },
+            None => None,
+        };
+        let list = match *list {
+            Some((r, l, chain)) => match r.packed() {
+                Some(packed) => Some((r, packed, l, chain)),
+                None => return false,
+            },
+            None => None,
+        };
+        // The code of the page's first records writes its first text.
+        let Some(first) = record.map(|r| r.1).or(list.map(|l| l.1)) else {
+            return false;
+        };
+        if let Some((_, packed, l, chain)) = list
+            && !assembly_pays(packed, l, chain)
+        {
+            return false;
+        }
+        // Filtered pages come to about 0.6 of the plain size.
+        let mut page = GzipPage::in_buffer(std::mem::take(out), self.len() * 5 / 8);
+        page.text(first, head);
+        if let Some((r, packed, i, open)) = record {
+            let bytes = r.record(i as usize);
+            let kept = bytes.len() - packed.trim();
+            page.record(packed, i as usize, &bytes[..kept]);
+            // What the packing cut off, unless the page leaves it off too.
+            let end = bytes.len() - usize::from(open);
+            if kept < end {
+                page.text(first, &bytes[kept..end]);
             }
         }
+        page.text(first, mid);
+        if let Some((r, packed, l, chain)) = list {
+            page.list(packed, l, chain, |i| r.record(i));
+        }
+        page.text(first, tail.as_bytes());
+        *out = page.finish();
+        true
     }
 }
 

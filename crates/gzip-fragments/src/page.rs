@@ -28,7 +28,14 @@ pub struct GzipPage<'a> {
 impl<'a> GzipPage<'a> {
     /// A page expected to take about `capacity` bytes.
     pub fn new(capacity: usize) -> GzipPage<'a> {
-        let mut out = Vec::with_capacity(capacity + 32);
+        GzipPage::in_buffer(Vec::new(), capacity)
+    }
+
+    /// A page written into `out` (cleared first: a buffer kept from an
+    /// earlier answer), expected to take about `capacity` bytes.
+    pub fn in_buffer(mut out: Vec<u8>, capacity: usize) -> GzipPage<'a> {
+        out.clear();
+        out.reserve(capacity + 32);
         out.extend_from_slice(&HEADER);
         GzipPage {
             out: BitWriter::new(out),
