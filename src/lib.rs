@@ -17,7 +17,7 @@
 //! - [`store`]: the immutable dataset built from a validated document
 //!   (pre-sorted, pre-rendered, indexed), page and cursor logic, the conflict
 //!   rule, and the `ArcSwap` that publishes the catalog; no IO, no HTTP.
-//! - [`api`]: warp filter, auth, query parsing, routing, error replies: the
+//! - [`api`]: its hyper service, auth, query parsing, routing, error replies: the
 //!   Portfolio API.
 //! - [`ops`]: the operators' listener (`/metrics`, `/snapshots`); with
 //!   [`api`], [`reply`] and [`server`], the only modules that serve HTTP.
@@ -130,9 +130,9 @@ pub async fn serve(
         snapshots = %config.snapshots.display(),
         "serving"
     );
-    let api_task = tokio::spawn(server::serve(
+    let api_task = tokio::spawn(server::serve_service(
         api,
-        api::routes(state),
+        api::ApiService::new(state),
         limits,
         stop_rx.clone(),
     ));

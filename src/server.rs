@@ -1,8 +1,8 @@
 //! The HTTP server: our own accept loop around hyper, so that every limit a
 //! replica facing the internet needs is set, and shutdown is graceful.
 //!
-//! warp supplies the request handling (`warp::service`); this module
-//! supplies connections: a cap on concurrent connections (accepting pauses
+//! The request handling is a hyper service (the API's own, or warp's for
+//! the admin listener); this module supplies connections: a cap on concurrent connections (accepting pauses
 //! at the cap, so the kernel's backlog absorbs bursts), a header-size limit
 //! (which bounds the request line too), a header-read timeout against
 //! slowloris clients, a keep-alive idle timeout, and on shutdown: stop
@@ -59,9 +59,27 @@ pub async fn serve(
     listener: TcpListener,
     filter: BoxedFilter<(Response,)>,
     limits: HttpLimits,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) {
-    let service = warp::service(filter);
+    let service = TowerToHyperService::new(warp::service(filter));
+    serve_service(listener, service, limits, shutdown).await;
+}
+
+/// Serves `service` (a clone per connection) on `listener` until
+/// `shutdown` turns true, then drains.
+pub async fn serve_service<S>(
+    listener: TcpListener,
+    service: S,
+    limits: HttpLimits,
+    mut shutdown: watch::Receiver<bool>,
+) where
+    S: hyper::service::Service<hyper::Request<hyper::body::Incoming>, Response = Response>
+        + Clone
+        + Send
+        + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S::Future: Send + 'static,
+{
     let permits = Arc::new(Semaphore::new(limits.max_connections));
     loop {
         let permit = tokio::select! {
@@ -81,7 +99,7 @@ pub async fn serve(
             },
             _ = stopped(&mut shutdown) => break,
         };
-        let service = TowerToHyperService::new(service.clone());
+        let service = service.clone();
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
             connection(stream, service, limits, shutdown).await;
