@@ -71,9 +71,7 @@ impl<'a> GzipPage<'a> {
                 &packed.code
             }
         };
-        for &b in text {
-            code.put_literal(&mut self.out, b);
-        }
+        literals(code, &mut self.out, text);
         self.crc = crc::update(self.crc, text);
         self.len += text.len() as u64;
     }
@@ -89,9 +87,7 @@ impl<'a> GzipPage<'a> {
                 self.crc = crc::combine(self.crc, crc, shift);
             }
             None => {
-                for &b in bytes {
-                    packed.code.put_literal(&mut self.out, b);
-                }
+                literals(&packed.code, &mut self.out, bytes);
                 let mut crc = flate2::Crc::new();
                 crc.update(bytes);
                 self.crc = crc::combine(self.crc, crc.sum(), crc::shift_for(bytes.len() as u64));
@@ -121,7 +117,7 @@ impl<'a> GzipPage<'a> {
         if let Some(chain) = chain
             && let Some(k) = packed.stretch(chain, list)
         {
-            self.record(packed, first as usize, record(first as usize));
+            self.first(packed, first as usize, chain, k, record(first as usize));
             self.run(packed, chain, k + 1, list.len() - 1);
             return;
         }
@@ -145,6 +141,35 @@ impl<'a> GzipPage<'a> {
             }
             self.run(packed, chain, start, j - run);
         }
+    }
+
+    /// Record `i` of `packed` (plain text `bytes`), at position `k` of chain
+    /// `chain`, where a run begins: as [`GzipPage::record`], but a record
+    /// without a solo fragment, written as literals, takes its CRC from the
+    /// chain's prefix CRCs (two multiplications) instead of from its bytes
+    /// (a pass over some 600 bytes, the longest step of a page's assembly).
+    fn first(&mut self, packed: &'a Packed, i: usize, chain: usize, k: usize, bytes: &[u8]) {
+        let len = bytes.len() as u64;
+        let start = if k == 0 {
+            0
+        } else {
+            packed.prefix_len(chain, k - 1) + 1
+        };
+        if packed.solo(i).is_some() || packed.prefix_len(chain, k) - start != len {
+            return self.record(packed, i, bytes);
+        }
+        self.block(&packed.code);
+        literals(&packed.code, &mut self.out, bytes);
+        // The chain's text up to record k is prefix(k - 1), a comma, the
+        // record: the record's CRC is prefix(k) - (prefix(k - 1) + ",")·x^8len,
+        // added to the page's: (page + prefix(k - 1) + ",")·x^8len + prefix(k).
+        let anchor = match k {
+            0 => 0,
+            _ => crc::update(packed.prefix_crc(chain, k - 1), b","),
+        };
+        let shift = crc::shift_for(len);
+        self.crc = crc::multiply_fast(shift, self.crc ^ anchor) ^ packed.prefix_crc(chain, k);
+        self.len += len;
     }
 
     /// The `n` chained records of chain `chain` from position `start` on
@@ -193,5 +218,23 @@ impl<'a> GzipPage<'a> {
         self.out.bytes(&self.crc.to_le_bytes());
         self.out.bytes(&(self.len as u32).to_le_bytes());
         self.out.finish()
+    }
+}
+
+/// `bytes` as literals of `code`, two to a write: a code is 15 bits at
+/// most, so two fit the 32 bits a write takes, and the writer's checks are
+/// paid once per pair.
+fn literals(code: &Code, out: &mut BitWriter, bytes: &[u8]) {
+    let table = &code.literal;
+    let mut pairs = bytes.chunks_exact(2);
+    for pair in &mut pairs {
+        let (a, b) = (table[pair[0] as usize], table[pair[1] as usize]);
+        out.put(
+            u32::from(a.code) | (u32::from(b.code) << a.len),
+            u32::from(a.len) + u32::from(b.len),
+        );
+    }
+    for &b in pairs.remainder() {
+        code.put_literal(out, b);
     }
 }
