@@ -73,9 +73,9 @@ pub struct ApiState {
 /// Not a warp filter: a request passed through warp's filters (method,
 /// full path, raw query, headers) cost a clone of the header map, the query
 /// as a `String`, a boxed request body, a boxed future and warp's route
-/// state, 0.4 µs of the 8.9 µs a company's notes cost in all
-/// (BENCHMARKS.md, "The request path against the bare server"); [`respond`]
-/// reads them where hyper put them. Answers are still warp's `Response`,
+/// state, about 5% of the server's CPU on a company's notes (BENCHMARKS.md,
+/// "The request path against the bare server"); [`respond`] reads them
+/// where hyper put them. Answers are still warp's `Response`,
 /// and the admin listener still warp's filters (`crate::ops`).
 #[derive(Clone)]
 pub struct ApiService {
