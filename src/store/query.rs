@@ -211,13 +211,18 @@ impl<'d> Body<'d> {
                 list,
                 tail,
             } => {
-                let record = match *record {
-                    Some((r, i, open)) => Some((r, r.packed()?, i, open)),
-                    None => None,
+                // Held for the answer: the fragments cannot be let go under it.
+                let guards = (
+                    record.map(|(r, _, _)| r.packed()),
+                    list.map(|(r, _, _)| r.packed()),
+                );
+                let record = match (*record, &guards.0) {
+                    (Some((r, i, open)), Some(g)) => Some((r, g.as_deref()?, i, open)),
+                    _ => None,
                 };
-                let list = match *list {
-                    Some((r, l, chain)) => Some((r, r.packed()?, l, chain)),
-                    None => None,
+                let list = match (*list, &guards.1) {
+                    (Some((r, l, chain)), Some(g)) => Some((r, g.as_deref()?, l, chain)),
+                    _ => None,
                 };
                 // The code of the page's first records writes its first text.
                 let first = record.map(|r| r.1).or(list.map(|l| l.1))?;

@@ -174,6 +174,7 @@ impl Builder {
             meeting_notes,
             reusable,
             precompression: Precompression::off(),
+            fragments_let_go: Default::default(),
         };
         Ok(Built { dataset, warnings })
     }

@@ -23,6 +23,7 @@
 //! position (an edit in place keeps every other position), then through a
 //! map of the old digests built once per load, on the first miss.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rustc_hash::FxHashMap;
@@ -159,19 +160,47 @@ fn join([hi, lo]: [u64; 2]) -> u128 {
 /// The version a load replaces, as the load's builders share it.
 pub struct Previous {
     dataset: Arc<Dataset>,
-    /// Old record index by digest, per collection, made on the first miss.
-    by_digest: [OnceLock<FxHashMap<BytesDigest, u32>>; Collection::COUNT],
+    /// Old record index by the low 64 bits of its digest, per collection,
+    /// made on the first miss; a hit is checked against the whole digest.
+    /// Half the size of a map by the whole digest (16 bytes an entry, not
+    /// 32), and built next to both versions at the peak of a reload. Two
+    /// old records sharing those bits keep one entry: the other is not
+    /// taken over, only built again.
+    by_digest: [OnceLock<FxHashMap<u64, u32>>; Collection::COUNT],
+    /// New records not found among the old ones, so far.
+    missed: AtomicUsize,
+    /// Once this many are missed, most of the old records are replaced:
+    /// the old version's fragments are let go ([`Previous::missed`]).
+    most: usize,
 }
 
 impl Previous {
     /// `dataset`'s records, for a load of its workspace's next version;
     /// `None` if it kept nothing to reuse.
     pub fn of(dataset: Arc<Dataset>) -> Option<Arc<Previous>> {
-        dataset.reusable.as_ref()?;
+        let kept = dataset.reusable.as_ref()?;
+        let most = kept.digests.iter().map(Vec::len).sum::<usize>() / 2 + 1;
         Some(Arc::new(Previous {
             dataset,
             by_digest: Default::default(),
+            missed: AtomicUsize::new(0),
+            most,
         }))
+    }
+
+    /// Counts a new record that is not an old one. Once most of the old
+    /// records are replaced, the old version's gzip fragments are let go
+    /// while it still serves (its gzip answers compressed per request
+    /// until the new version serves): they would otherwise sit next to the
+    /// new version's records at the peak of the reload, and copy few
+    /// fragments into the new version's. Measured on `medium` with every
+    /// record changed: a peak of 3.2 times the JSON with them, 2.7 without
+    /// (BENCHMARKS.md, "Small changes"). If the load fails, the loader has
+    /// the old version precompressed again ([`Dataset::precompress_again`]).
+    fn missed(&self) {
+        if self.missed.fetch_add(1, Ordering::Relaxed) + 1 == self.most {
+            self.dataset.let_go_of_fragments();
+        }
     }
 
     fn kept(&self) -> &Reusable {
@@ -190,10 +219,16 @@ impl Previous {
         }
         let map = self.by_digest[collection.index()].get_or_init(|| {
             let mut map = FxHashMap::with_capacity_and_hasher(digests.len(), Default::default());
-            map.extend(digests.iter().enumerate().map(|(i, &d)| (d, i as u32)));
+            map.extend(
+                digests
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &d)| (d as u64, i as u32)),
+            );
             map
         });
-        map.get(&digest).map(|&i| i as usize)
+        let i = *map.get(&(digest as u64))? as usize;
+        (digests[i] == digest).then_some(i)
     }
 }
 
@@ -228,6 +263,7 @@ impl Builder {
             return false;
         };
         let Some(i) = previous.find(collection, index, digest) else {
+            previous.missed();
             return false;
         };
         let kept = previous.kept();
