@@ -147,7 +147,7 @@ impl Packed {
         let trim = packing.trim;
         let record = |i: usize| trimmed(records.record(i), trim);
         let n = records.count();
-        let code = train(&record, n, packing.chains, &mut Matcher::default());
+        let code = train(&record, n, packing.chains, threads);
         pack(records, packing, code, &(), threads, placement, keep_going)
     }
 }
@@ -292,7 +292,7 @@ pub(crate) fn pack(
                 let (record_crc, shift) = match pieces.get(i as usize) {
                     Some(p) => (p.crc, p.shift),
                     None => known()
-                        .unwrap_or_else(|| (crc32(bytes), crc::shift_for(bytes.len() as u64))),
+                        .unwrap_or_else(|| (crc::of(bytes), crc::shift_for(bytes.len() as u64))),
                 };
                 crc = crc::combine(crc, record_crc, shift);
             }
@@ -541,13 +541,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The CRC-32 of `bytes` (vectorized where the processor can).
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = flate2::Crc::new();
-    crc.update(bytes);
-    crc.sum()
-}
-
 /// Fragments that a packing copies instead of compressing them: a
 /// previous version's, for the records (and predecessors) that did not
 /// change ([`Packed::rebuild`]); none for `()`.
@@ -628,7 +621,7 @@ impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse, P: Placement> Pass<'_, F, R, P> {
             let bytes = (self.record)(i);
             pieces.push(Piece {
                 solo: bits.bit_len(),
-                crc: crc32(bytes),
+                crc: crc::of(bytes),
                 shift: crc::shift_for(bytes.len() as u64),
             });
             matcher.parse(bytes, 0, &mut symbols);
@@ -779,39 +772,70 @@ fn with_predecessors<'r>(
 
 /// A code from the symbols of about [`SAMPLE`] records: solo ones spread
 /// over the record order, and chained ones spread over each chain order.
+/// The sample is parsed on up to `threads` threads; the counts are summed,
+/// so the code is the same however many there are.
 fn train<'r>(
-    record: &impl Fn(usize) -> &'r [u8],
+    record: &(impl Fn(usize) -> &'r [u8] + Sync),
     n: usize,
     chains: &[&[u32]],
-    matcher: &mut Matcher,
+    threads: usize,
 ) -> Code {
-    let (symbols, scratch) = (&mut Vec::new(), &mut Vec::new());
-    let mut literal = [0u32; LITERALS];
-    let mut distance = [0u32; DISTANCES];
-    let mut count = |symbols: &[Symbol]| {
-        for s in symbols {
-            match *s {
-                Symbol::Literal(b) => literal[b as usize] += 1,
-                Symbol::Match { len, dist } => {
-                    literal[length_symbol(u32::from(len)).0] += 1;
-                    distance[distance_symbol(u32::from(dist)).0] += 1;
+    // (chain, position) of each record parsed: solo ones as (None, index).
+    let mut sample: Vec<(Option<&[u32]>, usize)> = (0..n)
+        .step_by(n.div_ceil(SAMPLE).max(1))
+        .map(|i| (None, i))
+        .collect();
+    for order in chains {
+        let step = order.len().div_ceil(SAMPLE).max(1);
+        sample.extend((1..order.len()).step_by(step).map(|k| (Some(*order), k)));
+    }
+    let commas = sample.iter().filter(|(order, _)| order.is_some()).count() as u32;
+    let count = |part: &[(Option<&[u32]>, usize)]| {
+        let (mut matcher, symbols, scratch) =
+            (Matcher::default(), &mut Vec::new(), &mut Vec::new());
+        let mut literal = [0u32; LITERALS];
+        let mut distance = [0u32; DISTANCES];
+        for &(order, k) in part {
+            match order {
+                None => matcher.parse(record(k), 0, symbols),
+                Some(order) => {
+                    let before = record(order[k - 1] as usize);
+                    let start = with_predecessor(scratch, before, record(order[k] as usize));
+                    matcher.parse(scratch, start, symbols);
+                }
+            }
+            for s in symbols.iter() {
+                match *s {
+                    Symbol::Literal(b) => literal[b as usize] += 1,
+                    Symbol::Match { len, dist } => {
+                        literal[length_symbol(u32::from(len)).0] += 1;
+                        distance[distance_symbol(u32::from(dist)).0] += 1;
+                    }
                 }
             }
         }
+        (literal, distance)
     };
-    for i in (0..n).step_by(n.div_ceil(SAMPLE).max(1)) {
-        matcher.parse(record(i), 0, symbols);
-        count(symbols);
-    }
-    let mut commas = 0;
-    for order in chains {
-        for k in (1..order.len()).step_by(order.len().div_ceil(SAMPLE).max(1)) {
-            let before = record(order[k - 1] as usize);
-            let start = with_predecessor(scratch, before, record(order[k] as usize));
-            matcher.parse(scratch, start, symbols);
-            count(symbols);
-            commas += 1;
+    let count = &count;
+    let mut parts = sample.chunks(sample.len().div_ceil(threads.max(1)).max(1));
+    let first = parts.next().unwrap_or(&[]);
+    let counted = std::thread::scope(|scope| {
+        let others: Vec<_> = parts.map(|part| scope.spawn(move || count(part))).collect();
+        let mut counted = vec![count(first)];
+        for other in others {
+            counted.push(
+                other
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            );
         }
+        counted
+    });
+    let mut literal = [0u32; LITERALS];
+    let mut distance = [0u32; DISTANCES];
+    for (l, d) in counted {
+        literal.iter_mut().zip(l).for_each(|(a, b)| *a += b);
+        distance.iter_mut().zip(d).for_each(|(a, b)| *a += b);
     }
     literal[b',' as usize] += commas;
     literal[END] += 1;
