@@ -22,8 +22,9 @@
 //!
 //! The parts: the match finder (`lz77`), Huffman codes and block headers
 //! (`huffman`), bit streams (`bits`), CRC-32 combination (`crc`), a
-//! collection's fragments (`pack`), a new version's made from the previous
-//! version's (`repack`), and a page assembled from them (`page`).
+//! collection's code (`train`) and fragments (`pack`), a new version's
+//! made from the previous version's (`repack`), and a page assembled from
+//! them (`page`).
 
 mod bits;
 mod crc;
@@ -33,6 +34,7 @@ mod pack;
 mod page;
 mod placement;
 mod repack;
+mod train;
 
 pub use pack::{Packed, Packing, RecordBytes};
 pub use page::GzipPage;

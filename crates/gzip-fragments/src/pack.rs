@@ -23,12 +23,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::bits::{BitWriter, PADDING};
 use crate::crc;
-use crate::huffman::{Code, DISTANCES, END, LITERALS, distance_symbol, length_symbol};
+use crate::huffman::Code;
 use crate::lz77::{Matcher, Symbol};
 use crate::placement::Placement;
+use crate::train::train;
 
-/// Records whose symbols make a collection's code.
-const SAMPLE: usize = 4096;
 /// Records compressed between two questions whether to go on.
 const CHECK_EVERY: usize = 4096;
 
@@ -748,14 +747,9 @@ fn reserved<T>(n: usize, placement: &impl Placement) -> Vec<T> {
     v
 }
 
-/// `dict ++ "," ++ record` in `scratch`; returns where the record starts.
-fn with_predecessor(scratch: &mut Vec<u8>, dict: &[u8], record: &[u8]) -> usize {
-    with_predecessors(scratch, std::iter::once(dict), record)
-}
-
 /// The records `before`, then `record`, comma-separated, in `scratch`, as
 /// a page has them; returns where `record` starts.
-fn with_predecessors<'r>(
+pub(crate) fn with_predecessors<'r>(
     scratch: &mut Vec<u8>,
     before: impl Iterator<Item = &'r [u8]>,
     record: &[u8],
@@ -768,78 +762,6 @@ fn with_predecessors<'r>(
     let start = scratch.len();
     scratch.extend_from_slice(record);
     start
-}
-
-/// A code from the symbols of about [`SAMPLE`] records: solo ones spread
-/// over the record order, and chained ones spread over each chain order.
-/// The sample is parsed on up to `threads` threads; the counts are summed,
-/// so the code is the same however many there are.
-fn train<'r>(
-    record: &(impl Fn(usize) -> &'r [u8] + Sync),
-    n: usize,
-    chains: &[&[u32]],
-    threads: usize,
-) -> Code {
-    // (chain, position) of each record parsed: solo ones as (None, index).
-    let mut sample: Vec<(Option<&[u32]>, usize)> = (0..n)
-        .step_by(n.div_ceil(SAMPLE).max(1))
-        .map(|i| (None, i))
-        .collect();
-    for order in chains {
-        let step = order.len().div_ceil(SAMPLE).max(1);
-        sample.extend((1..order.len()).step_by(step).map(|k| (Some(*order), k)));
-    }
-    let commas = sample.iter().filter(|(order, _)| order.is_some()).count() as u32;
-    let count = |part: &[(Option<&[u32]>, usize)]| {
-        let (mut matcher, symbols, scratch) =
-            (Matcher::default(), &mut Vec::new(), &mut Vec::new());
-        let mut literal = [0u32; LITERALS];
-        let mut distance = [0u32; DISTANCES];
-        for &(order, k) in part {
-            match order {
-                None => matcher.parse(record(k), 0, symbols),
-                Some(order) => {
-                    let before = record(order[k - 1] as usize);
-                    let start = with_predecessor(scratch, before, record(order[k] as usize));
-                    matcher.parse(scratch, start, symbols);
-                }
-            }
-            for s in symbols.iter() {
-                match *s {
-                    Symbol::Literal(b) => literal[b as usize] += 1,
-                    Symbol::Match { len, dist } => {
-                        literal[length_symbol(u32::from(len)).0] += 1;
-                        distance[distance_symbol(u32::from(dist)).0] += 1;
-                    }
-                }
-            }
-        }
-        (literal, distance)
-    };
-    let count = &count;
-    let mut parts = sample.chunks(sample.len().div_ceil(threads.max(1)).max(1));
-    let first = parts.next().unwrap_or(&[]);
-    let counted = std::thread::scope(|scope| {
-        let others: Vec<_> = parts.map(|part| scope.spawn(move || count(part))).collect();
-        let mut counted = vec![count(first)];
-        for other in others {
-            counted.push(
-                other
-                    .join()
-                    .unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            );
-        }
-        counted
-    });
-    let mut literal = [0u32; LITERALS];
-    let mut distance = [0u32; DISTANCES];
-    for (l, d) in counted {
-        literal.iter_mut().zip(l).for_each(|(a, b)| *a += b);
-        distance.iter_mut().zip(d).for_each(|(a, b)| *a += b);
-    }
-    literal[b',' as usize] += commas;
-    literal[END] += 1;
-    Code::from_counts(&literal, &distance)
 }
 
 fn encode(code: &Code, symbols: &[Symbol], out: &mut BitWriter) {
