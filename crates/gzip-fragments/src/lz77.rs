@@ -52,9 +52,19 @@ impl Default for Matcher {
 }
 
 #[inline]
+fn word(buf: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(buf[at..at + 4].try_into().expect("4 bytes"))
+}
+
+#[inline]
 fn hash(buf: &[u8], at: usize) -> usize {
-    let word = u32::from_le_bytes(buf[at..at + 4].try_into().expect("4 bytes"));
-    (word.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
+    (word(buf, at).wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
+}
+
+/// A position as the tables hold it (`parse` checked that it fits).
+#[inline]
+fn p32(p: usize) -> u32 {
+    p as u32
 }
 
 /// How many bytes from `a` equal those from `b` (`a` < `b`), at most `max`.
@@ -97,21 +107,21 @@ impl Matcher {
         let mut i = start;
         // The best match at `i`, when already looked up (lazy evaluation).
         let mut ahead: Option<(usize, usize)> = None;
-        while i < end {
-            if i >= last {
-                out.push(Symbol::Literal(buf[i]));
-                i += 1;
-                continue;
-            }
-            let (len, dist) = ahead.take().unwrap_or_else(|| self.longest(buf, i));
-            self.insert(buf, i);
+        while i < last {
+            // Each position's hash once, for its search and its insertion.
+            let h = hash(buf, i);
+            let (len, dist) = match ahead.take() {
+                Some(found) => found,
+                None => self.longest(buf, i, h),
+            };
+            self.insert_hashed(p32(i), h);
             if len < MIN_MATCH {
                 out.push(Symbol::Literal(buf[i]));
                 i += 1;
                 continue;
             }
             if len < NICE && i + 1 < last {
-                let next = self.longest(buf, i + 1);
+                let next = self.longest(buf, i + 1, hash(buf, i + 1));
                 if next.0 > len {
                     out.push(Symbol::Literal(buf[i]));
                     ahead = Some(next);
@@ -136,23 +146,32 @@ impl Matcher {
             }
             i += len;
         }
+        // The last few bytes (and any a match ran past `last` into) have
+        // no 4 bytes to hash.
+        out.extend(buf[i..end].iter().map(|&b| Symbol::Literal(b)));
         self.base += end as u32 + 1;
     }
 
     #[inline]
     fn insert(&mut self, buf: &[u8], p: usize) {
-        let h = hash(buf, p);
-        self.prev[p] = self.head[h];
-        self.head[h] = self.base + p as u32 + 1;
+        self.insert_hashed(p32(p), hash(buf, p));
+    }
+
+    #[inline]
+    fn insert_hashed(&mut self, p: u32, h: usize) {
+        self.prev[p as usize] = self.head[h];
+        self.head[h] = self.base + p + 1;
     }
 
     /// The longest match for `buf[i..]` (length, distance); length 0 if
     /// none is worth it. Candidates are positions inserted before `i`.
-    fn longest(&self, buf: &[u8], i: usize) -> (usize, usize) {
+    #[inline(always)]
+    fn longest(&self, buf: &[u8], i: usize, h: usize) -> (usize, usize) {
         let max = MAX_MATCH.min(buf.len() - i);
         let floor = i.saturating_sub(WINDOW);
         let (mut best, mut best_dist) = (0, 0);
-        let mut stamped = self.head[hash(buf, i)];
+        let mut stamped = self.head[h];
+        let here = word(buf, i);
         for _ in 0..CHAIN {
             if stamped <= self.base {
                 break;
@@ -161,7 +180,14 @@ impl Matcher {
             if q < floor || q >= i {
                 break;
             }
-            if buf[q + best.min(max - 1)] == buf[i + best.min(max - 1)] {
+            // Below MIN_MATCH only a 4-byte match counts (a shorter one
+            // is never returned), so the four bytes are compared at once.
+            let promising = if best < MIN_MATCH {
+                word(buf, q) == here
+            } else {
+                buf[q + best.min(max - 1)] == buf[i + best.min(max - 1)]
+            };
+            if promising {
                 let len = common(buf, q, i, max);
                 if len > best && (len > MIN_MATCH || i - q <= FAR) {
                     best = len;

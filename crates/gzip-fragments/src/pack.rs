@@ -765,10 +765,13 @@ pub(crate) fn with_predecessors<'r>(
 }
 
 fn encode(code: &Code, symbols: &[Symbol], out: &mut BitWriter) {
-    for s in symbols {
-        match *s {
-            Symbol::Literal(b) => code.put_literal(out, b),
-            Symbol::Match { len, dist } => code.put_match(out, u32::from(len), u32::from(dist)),
+    // A symbol is at most 48 bits (a length's 20, a distance's 28).
+    out.burst(symbols.len() * 48, |w| {
+        for s in symbols {
+            match *s {
+                Symbol::Literal(b) => code.put_literal(w, b),
+                Symbol::Match { len, dist } => code.put_match(w, u32::from(len), u32::from(dist)),
+            }
         }
-    }
+    });
 }
