@@ -4,6 +4,13 @@
 //! Hash chains over 4-byte prefixes, a bounded search and one step of lazy
 //! evaluation, as zlib's middle levels do it; tuned for records of a few
 //! hundred bytes to a few kilobytes, parsed one at a time at load.
+//!
+//! Every position of a record is hashed, inside matches too, so that
+//! after a record is parsed the tables hold what inserting it whole as a
+//! dictionary would: the next record of a chain, whose dictionary it is,
+//! is parsed on from there ([`Matcher::parse_next`]) instead of hashing
+//! its predecessor a second time. What a record comes out as depends only
+//! on its bytes and its dictionary's, however it is parsed.
 
 /// How far back a match may reach (deflate's window).
 pub const WINDOW: usize = 32 * 1024;
@@ -18,10 +25,6 @@ const CHAIN: usize = 16;
 /// A 4-byte match farther than this costs more than four literals.
 const FAR: usize = 2048;
 const HASH_BITS: u32 = 13;
-/// Matches up to this long have every position hashed; longer ones only
-/// their last [`INSERT_TAIL`].
-const INSERT_ALL: usize = 16;
-const INSERT_TAIL: usize = 4;
 
 /// A literal byte, or `len` bytes copied from `dist` bytes back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +42,8 @@ pub struct Matcher {
     prev: Vec<u32>,
     /// Stamped positions of this call are above `base`.
     base: u32,
+    /// The length of the last call's buffer.
+    end: usize,
 }
 
 impl Default for Matcher {
@@ -47,6 +52,7 @@ impl Default for Matcher {
             head: vec![0; 1 << HASH_BITS],
             prev: Vec::new(),
             base: 0,
+            end: 0,
         }
     }
 }
@@ -90,20 +96,65 @@ impl Matcher {
     /// The symbols of `buf[start..]`; matches may reach into `buf[..start]`,
     /// the dictionary (at most [`WINDOW`] bytes back), never before it.
     pub fn parse(&mut self, buf: &[u8], start: usize, out: &mut Vec<Symbol>) {
-        out.clear();
-        if u64::from(self.base) + buf.len() as u64 + 1 >= u64::from(u32::MAX) {
+        // What earlier calls stamped is at or below the new base.
+        let base = u64::from(self.base) + self.end as u64 + 1;
+        if base + buf.len() as u64 + 1 >= u64::from(u32::MAX) {
             self.head.fill(0);
             self.base = 0;
+        } else {
+            self.base = base as u32;
         }
         if self.prev.len() < buf.len() {
             self.prev.resize(buf.len(), 0);
         }
+        self.end = buf.len();
+        self.insert_range(buf, start.saturating_sub(WINDOW), start);
+        self.parse_from(buf, start, out);
+    }
+
+    /// [`Matcher::parse`], where the last call's buffer, less its first
+    /// `dropped` bytes, is the start of `buf`: those bytes, hashed by
+    /// the last call, are not hashed again (a chain's next record, whose
+    /// dictionary ends with the record parsed last).
+    pub fn parse_next(&mut self, buf: &[u8], start: usize, dropped: usize, out: &mut Vec<Symbol>) {
+        let kept = self.end.saturating_sub(dropped);
+        if dropped > self.end
+            || kept > start
+            || u64::from(self.base) + (dropped + buf.len()) as u64 + 1 >= u64::from(u32::MAX)
+        {
+            return self.parse(buf, start, out);
+        }
+        // The last call's position `dropped + p` is this one's `p`.
+        self.base += dropped as u32;
+        if self.prev.len() < buf.len() {
+            self.prev.resize(buf.len(), 0);
+        }
+        self.prev.copy_within(dropped..self.end, 0);
+        // The last call hashed its positions with four bytes to hash; the
+        // last three of them have four now.
+        let hashed = self
+            .end
+            .saturating_sub(MIN_MATCH - 1)
+            .saturating_sub(dropped);
+        self.end = buf.len();
+        self.insert_range(buf, hashed, start);
+        self.parse_from(buf, start, out);
+    }
+
+    /// Inserts positions `from..to` of `buf` (those with 4 bytes to hash).
+    fn insert_range(&mut self, buf: &[u8], from: usize, to: usize) {
+        let last = buf.len().saturating_sub(MIN_MATCH - 1);
+        for p in from..to.min(last) {
+            self.insert(buf, p);
+        }
+    }
+
+    /// The symbols of `buf[start..]`, `buf[..start]` inserted.
+    fn parse_from(&mut self, buf: &[u8], start: usize, out: &mut Vec<Symbol>) {
+        out.clear();
         let end = buf.len();
         // Positions with 4 bytes to hash.
         let last = end.saturating_sub(MIN_MATCH - 1);
-        for p in start.saturating_sub(WINDOW)..start.min(last) {
-            self.insert(buf, p);
-        }
         let mut i = start;
         // The best match at `i`, when already looked up (lazy evaluation).
         let mut ahead: Option<(usize, usize)> = None;
@@ -133,15 +184,8 @@ impl Matcher {
                 len: len as u16,
                 dist: dist as u16,
             });
-            // Inside a long match, only its last positions: what follows
-            // is found from there, and hashing the rest costs more than
-            // the matches it would find save.
-            let from = if len > INSERT_ALL {
-                i + len - INSERT_TAIL
-            } else {
-                i + 1
-            };
-            for p in from..(i + len).min(last) {
+            // Every position, for the record parsed after this one.
+            for p in i + 1..(i + len).min(last) {
                 self.insert(buf, p);
             }
             i += len;
@@ -149,7 +193,6 @@ impl Matcher {
         // The last few bytes (and any a match ran past `last` into) have
         // no 4 bytes to hash.
         out.extend(buf[i..end].iter().map(|&b| Symbol::Literal(b)));
-        self.base += end as u32 + 1;
     }
 
     #[inline]
@@ -250,6 +293,63 @@ mod tests {
         for tiny in [&b""[..], b"a", b"abc", b"abcd", b"aaaaa"] {
             m.parse(tiny, 0, &mut out);
             assert_eq!(expand(b"", &out), tiny);
+        }
+    }
+
+    /// A chain of records parsed one after the other with
+    /// [`Matcher::parse_next`] gives what [`Matcher::parse`] gives each
+    /// of them afresh, with its `depth` predecessors as the dictionary.
+    #[test]
+    fn a_chain_parsed_on_is_parsed_as_afresh() {
+        let mut x = 0x2545_F491u32;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let words = [
+            "status", "todo", "done", "{\"id\":", "aaaa", ",", "x", "title",
+        ];
+        let records: Vec<Vec<u8>> = (0..300)
+            .map(|i| match i % 50 {
+                // Short records: fewer than four bytes to hash, or none.
+                7 => Vec::new(),
+                8 => b"ab".to_vec(),
+                // A long one: more than a window with its neighbours.
+                9 => (0..40_000).map(|_| next() as u8).collect(),
+                _ => (0..next() % 60)
+                    .flat_map(|_| words[next() as usize % words.len()].bytes())
+                    .collect(),
+            })
+            .collect();
+        for depth in [1, 2, 4] {
+            let (mut fresh, mut chained) = (Matcher::default(), Matcher::default());
+            let (mut expected, mut got, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
+            for k in 0..records.len() {
+                let from = k.saturating_sub(depth);
+                scratch.clear();
+                for r in &records[from..k] {
+                    scratch.extend_from_slice(r);
+                    scratch.push(b',');
+                }
+                let start = scratch.len();
+                scratch.extend_from_slice(&records[k]);
+                // A record between two calls: `fresh` must not depend on it.
+                fresh.parse(b"{\"id\":\"aaaa\"}", 0, &mut expected);
+                fresh.parse(&scratch, start, &mut expected);
+                let dropped = match k > depth {
+                    true => records[k - 1 - depth].len() + 1,
+                    false => 0,
+                };
+                if k == 0 {
+                    chained.parse(&scratch, start, &mut got);
+                } else {
+                    chained.parse_next(&scratch, start, dropped, &mut got);
+                }
+                assert_eq!(got, expected, "record {k}, depth {depth}");
+                assert_eq!(expand(&scratch[..start], &got), records[k]);
+            }
         }
     }
 }

@@ -647,11 +647,14 @@ impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse, P: Placement> Pass<'_, F, R, P> {
         let mut compressed = 0;
         let mut at = Vec::with_capacity(range.len());
         let mut bits = Stream::new(BitWriter::default());
+        // Whether the matcher's last call parsed the position before `k`.
+        let mut parsed_before = false;
         for k in range.clone() {
             if (k - range.start) % CHECK_EVERY == 0 && !(self.keep_going)() {
                 return None;
             }
             at.push(bits.bit_len());
+            let parsed = std::mem::take(&mut parsed_before);
             if k == 0 {
                 continue;
             }
@@ -664,7 +667,18 @@ impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse, P: Placement> Pass<'_, F, R, P> {
                 .iter()
                 .map(|&b| (self.record)(b as usize));
             let start = with_predecessors(&mut scratch, before, (self.record)(order[k] as usize));
-            matcher.parse(&scratch, start, &mut symbols);
+            if parsed {
+                // The last call's buffer was this one's but for the record
+                // that leaves the dictionary (none near the chain's start).
+                let dropped = match k > depth {
+                    true => (self.record)(order[k - 1 - depth] as usize).len() + 1,
+                    false => 0,
+                };
+                matcher.parse_next(&scratch, start, dropped, &mut symbols);
+            } else {
+                matcher.parse(&scratch, start, &mut symbols);
+            }
+            parsed_before = true;
             self.code.put_literal(bits.writer(), b',');
             encode(self.code, &symbols, bits.writer());
         }
