@@ -5,7 +5,7 @@
 
 use crate::huffman::{Code, DISTANCES, END, LITERALS, distance_symbol, length_symbol};
 use crate::lz77::{Matcher, Symbol};
-use crate::pack::with_predecessors;
+use crate::pass::with_predecessors;
 
 /// At most this many records of each kind (solo, and each chain) ...
 const SAMPLE: usize = 4096;
