@@ -143,7 +143,7 @@ impl Packed {
         let trim = packing.trim;
         let record = |i: usize| trimmed(records.record(i), trim);
         let n = records.count();
-        let code = train(&record, n, packing.chains, threads);
+        let code = train(&record, n, packing.chains, packing.solo, threads);
         pack(records, packing, code, &(), threads, placement, keep_going)
     }
 }
