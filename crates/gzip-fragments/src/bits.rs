@@ -36,32 +36,31 @@ impl BitWriter {
 
     /// Writes at most `max_bits` bits with `f`, through a [`Burst`]: many
     /// codes in a row (a fragment's symbols) at a fraction of [`put`]'s
-    /// cost each.
+    /// cost each. The burst goes to `f` and back by value, so that its
+    /// state can stay in registers.
     ///
     /// [`put`]: BitWriter::put
     #[inline]
-    pub fn burst<R>(&mut self, max_bits: usize, f: impl FnOnce(&mut Burst<'_>) -> R) -> R {
+    pub fn burst(&mut self, max_bits: usize, f: impl FnOnce(Burst<'_>) -> Burst<'_>) {
         let at = self.out.len();
         // Room for the waiting bits, `max_bits`, and the 8-byte store made
         // at the last byte reached.
         self.out.resize(at + max_bits.div_ceil(8) + 16, 0);
-        let mut burst = Burst {
+        let burst = Burst {
             buf: &mut self.out[at..],
             at: 0,
             acc: self.acc,
             pending: self.pending,
         };
-        let result = f(&mut burst);
         let Burst {
             at: written,
             acc,
             pending,
             ..
-        } = burst;
+        } = f(burst);
         self.out.truncate(at + written);
         self.acc = acc;
         self.pending = pending;
-        result
     }
 
     /// Writes the low `len` bits of `bits` (`len` ≤ 32, no higher bits set).

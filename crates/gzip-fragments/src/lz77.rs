@@ -26,11 +26,34 @@ const CHAIN: usize = 16;
 const FAR: usize = 2048;
 const HASH_BITS: u32 = 13;
 
+/// Where a parse's symbols go, as they are found: straight into a
+/// fragment's bits, or into a count of them (no list of symbols is made
+/// to be read again).
+pub trait Symbols {
+    /// A literal byte.
+    fn literal(&mut self, b: u8);
+    /// `len` bytes copied from `dist` bytes back.
+    fn matched(&mut self, len: u16, dist: u16);
+}
+
 /// A literal byte, or `len` bytes copied from `dist` bytes back.
+#[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Symbol {
     Literal(u8),
     Match { len: u16, dist: u16 },
+}
+
+/// The symbols as a list, for tests.
+#[cfg(test)]
+impl Symbols for &mut Vec<Symbol> {
+    fn literal(&mut self, b: u8) {
+        self.push(Symbol::Literal(b));
+    }
+
+    fn matched(&mut self, len: u16, dist: u16) {
+        self.push(Symbol::Match { len, dist });
+    }
 }
 
 /// Reusable state of the match finder (its tables are kept between calls,
@@ -95,7 +118,8 @@ fn common(buf: &[u8], a: usize, b: usize, max: usize) -> usize {
 impl Matcher {
     /// The symbols of `buf[start..]`; matches may reach into `buf[..start]`,
     /// the dictionary (at most [`WINDOW`] bytes back), never before it.
-    pub fn parse(&mut self, buf: &[u8], start: usize, out: &mut Vec<Symbol>) {
+    /// The symbols go to `out`, which is given back.
+    pub fn parse<S: Symbols>(&mut self, buf: &[u8], start: usize, out: S) -> S {
         // What earlier calls stamped is at or below the new base.
         let base = u64::from(self.base) + self.end as u64 + 1;
         if base + buf.len() as u64 + 1 >= u64::from(u32::MAX) {
@@ -109,14 +133,20 @@ impl Matcher {
         }
         self.end = buf.len();
         self.insert_range(buf, start.saturating_sub(WINDOW), start);
-        self.parse_from(buf, start, out);
+        self.parse_from(buf, start, out)
     }
 
     /// [`Matcher::parse`], where the last call's buffer, less its first
     /// `dropped` bytes, is the start of `buf`: those bytes, hashed by
     /// the last call, are not hashed again (a chain's next record, whose
     /// dictionary ends with the record parsed last).
-    pub fn parse_next(&mut self, buf: &[u8], start: usize, dropped: usize, out: &mut Vec<Symbol>) {
+    pub fn parse_next<S: Symbols>(
+        &mut self,
+        buf: &[u8],
+        start: usize,
+        dropped: usize,
+        out: S,
+    ) -> S {
         let kept = self.end.saturating_sub(dropped);
         if dropped > self.end
             || kept > start
@@ -138,7 +168,7 @@ impl Matcher {
             .saturating_sub(dropped);
         self.end = buf.len();
         self.insert_range(buf, hashed, start);
-        self.parse_from(buf, start, out);
+        self.parse_from(buf, start, out)
     }
 
     /// Inserts positions `from..to` of `buf` (those with 4 bytes to hash).
@@ -150,8 +180,11 @@ impl Matcher {
     }
 
     /// The symbols of `buf[start..]`, `buf[..start]` inserted.
-    fn parse_from(&mut self, buf: &[u8], start: usize, out: &mut Vec<Symbol>) {
-        out.clear();
+    ///
+    /// `out` is taken and given back by value, so that an encoder's state
+    /// stays in registers.
+    #[inline(always)]
+    fn parse_from<S: Symbols>(&mut self, buf: &[u8], start: usize, mut out: S) -> S {
         let end = buf.len();
         // Positions with 4 bytes to hash.
         let last = end.saturating_sub(MIN_MATCH - 1);
@@ -167,23 +200,20 @@ impl Matcher {
             };
             self.insert_hashed(p32(i), h);
             if len < MIN_MATCH {
-                out.push(Symbol::Literal(buf[i]));
+                out.literal(buf[i]);
                 i += 1;
                 continue;
             }
             if len < NICE && i + 1 < last {
                 let next = self.longest(buf, i + 1, hash(buf, i + 1));
                 if next.0 > len {
-                    out.push(Symbol::Literal(buf[i]));
+                    out.literal(buf[i]);
                     ahead = Some(next);
                     i += 1;
                     continue;
                 }
             }
-            out.push(Symbol::Match {
-                len: len as u16,
-                dist: dist as u16,
-            });
+            out.matched(len as u16, dist as u16);
             // Every position, for the record parsed after this one.
             for p in i + 1..(i + len).min(last) {
                 self.insert(buf, p);
@@ -192,7 +222,10 @@ impl Matcher {
         }
         // The last few bytes (and any a match ran past `last` into) have
         // no 4 bytes to hash.
-        out.extend(buf[i..end].iter().map(|&b| Symbol::Literal(b)));
+        for &b in &buf[i..end] {
+            out.literal(b);
+        }
+        out
     }
 
     #[inline]
@@ -283,6 +316,7 @@ mod tests {
         let dict = br#"{"id":"b","attributes":{"title":"other","status":"todo"}},"#;
         let mut buf = dict.to_vec();
         buf.extend_from_slice(rec);
+        out.clear();
         m.parse(&buf, dict.len(), &mut out);
         assert_eq!(expand(dict, &out), rec);
         assert!(
@@ -291,6 +325,7 @@ mod tests {
             out[0]
         );
         for tiny in [&b""[..], b"a", b"abc", b"abcd", b"aaaaa"] {
+            out.clear();
             m.parse(tiny, 0, &mut out);
             assert_eq!(expand(b"", &out), tiny);
         }
@@ -337,11 +372,13 @@ mod tests {
                 scratch.extend_from_slice(&records[k]);
                 // A record between two calls: `fresh` must not depend on it.
                 fresh.parse(b"{\"id\":\"aaaa\"}", 0, &mut expected);
+                expected.clear();
                 fresh.parse(&scratch, start, &mut expected);
                 let dropped = match k > depth {
                     true => records[k - 1 - depth].len() + 1,
                     false => 0,
                 };
+                got.clear();
                 if k == 0 {
                     chained.parse(&scratch, start, &mut got);
                 } else {

@@ -11,10 +11,10 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use crate::bits::{BitWriter, PADDING};
+use crate::bits::{BitWriter, Burst, PADDING};
 use crate::crc;
 use crate::huffman::Code;
-use crate::lz77::{Matcher, Symbol};
+use crate::lz77::{Matcher, Symbols};
 use crate::pack::Reuse;
 use crate::placement::Placement;
 
@@ -146,8 +146,11 @@ impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse> Pass<'_, F, R> {
             chunk.compressed += 1;
             let bytes = (self.record)(i);
             chunk.crcs.push(Some(record_crc(bytes)));
-            matcher.parse(bytes, 0, &mut chunk.symbols);
-            encode(self.code, &chunk.symbols, chunk.bits.writer());
+            // A literal is at most 15 bits, a match of 4 bytes or more 48.
+            chunk.bits.writer().burst(bytes.len() * 15, |w| {
+                let out = Encoder { code: self.code, w };
+                matcher.parse(bytes, 0, out).w
+            });
         }
         Some(chunk.finish())
     }
@@ -195,22 +198,43 @@ impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse> Pass<'_, F, R> {
                 .iter()
                 .map(|&b| (self.record)(b as usize));
             let start = with_predecessors(&mut scratch, before, bytes);
-            if parsed {
-                // The last call's buffer was this one's but for the record
-                // that leaves the dictionary (none near the chain's start).
-                let dropped = match k > depth {
-                    true => (self.record)(order[k - 1 - depth] as usize).len() + 1,
-                    false => 0,
+            // The last call's buffer was this one's but for the record that
+            // leaves the dictionary (none near the chain's start).
+            let dropped = match k > depth {
+                true => (self.record)(order[k - 1 - depth] as usize).len() + 1,
+                false => 0,
+            };
+            chunk.bits.writer().burst((bytes.len() + 1) * 15, |mut w| {
+                self.code.put_literal(&mut w, b',');
+                let out = Encoder { code: self.code, w };
+                let out = match parsed {
+                    true => matcher.parse_next(&scratch, start, dropped, out),
+                    false => matcher.parse(&scratch, start, out),
                 };
-                matcher.parse_next(&scratch, start, dropped, &mut chunk.symbols);
-            } else {
-                matcher.parse(&scratch, start, &mut chunk.symbols);
-            }
+                out.w
+            });
             parsed_before = true;
-            self.code.put_literal(chunk.bits.writer(), b',');
-            encode(self.code, &chunk.symbols, chunk.bits.writer());
         }
         Some(chunk.finish())
+    }
+}
+
+/// Symbols written as they are found, with a collection's code.
+struct Encoder<'c, 'b> {
+    code: &'c Code,
+    w: Burst<'b>,
+}
+
+impl Symbols for Encoder<'_, '_> {
+    #[inline(always)]
+    fn literal(&mut self, b: u8) {
+        self.code.put_literal(&mut self.w, b);
+    }
+
+    #[inline(always)]
+    fn matched(&mut self, len: u16, dist: u16) {
+        self.code
+            .put_match(&mut self.w, u32::from(len), u32::from(dist));
     }
 }
 
@@ -225,7 +249,6 @@ struct Writing<'s> {
     bits: Stream<'s>,
     compressed: usize,
     crcs: Vec<RecordCrc>,
-    symbols: Vec<Symbol>,
 }
 
 impl<'s> Writing<'s> {
@@ -235,7 +258,6 @@ impl<'s> Writing<'s> {
             bits: Stream::new(BitWriter::default()),
             compressed: 0,
             crcs: Vec::new(),
-            symbols: Vec::new(),
         }
     }
 
@@ -335,16 +357,4 @@ pub(crate) fn with_predecessors<'r>(
     let start = scratch.len();
     scratch.extend_from_slice(record);
     start
-}
-
-fn encode(code: &Code, symbols: &[Symbol], out: &mut BitWriter) {
-    // A symbol is at most 48 bits (a length's 20, a distance's 28).
-    out.burst(symbols.len() * 48, |w| {
-        for s in symbols {
-            match *s {
-                Symbol::Literal(b) => code.put_literal(w, b),
-                Symbol::Match { len, dist } => code.put_match(w, u32::from(len), u32::from(dist)),
-            }
-        }
-    });
 }

@@ -5,7 +5,7 @@
 //! will compress them.
 
 use crate::huffman::{Code, DISTANCES, END, LITERALS, distance_symbol, length_symbol};
-use crate::lz77::{Matcher, Symbol};
+use crate::lz77::{Matcher, Symbols};
 use crate::pass::with_predecessors;
 
 /// At most this many records of each kind (solo, and each chain) ...
@@ -50,19 +50,19 @@ pub(crate) fn train<'r>(
     }
     let count = |part: &[(Option<&[u32]>, usize)]| {
         let mut counts = Counts::default();
-        let (mut matcher, symbols, scratch) =
-            (Matcher::default(), &mut Vec::new(), &mut Vec::new());
+        let (mut matcher, scratch) = (Matcher::default(), &mut Vec::new());
         for &(order, k) in part {
             match order {
-                None => matcher.parse(record(k), 0, symbols),
+                None => {
+                    matcher.parse(record(k), 0, &mut counts);
+                }
                 Some(order) => {
                     let before = std::iter::once(record(order[k - 1] as usize));
                     let start = with_predecessors(scratch, before, record(order[k] as usize));
-                    matcher.parse(scratch, start, symbols);
+                    matcher.parse(scratch, start, &mut counts);
                     counts.literal[b',' as usize] += 1;
                 }
             }
-            counts.add(symbols);
         }
         counts
     };
@@ -99,19 +99,18 @@ impl Default for Counts {
     }
 }
 
-impl Counts {
-    fn add(&mut self, symbols: &[Symbol]) {
-        for s in symbols {
-            match *s {
-                Symbol::Literal(b) => self.literal[b as usize] += 1,
-                Symbol::Match { len, dist } => {
-                    self.literal[length_symbol(u32::from(len)).0] += 1;
-                    self.distance[distance_symbol(u32::from(dist)).0] += 1;
-                }
-            }
-        }
+impl Symbols for &mut Counts {
+    fn literal(&mut self, b: u8) {
+        self.literal[b as usize] += 1;
     }
 
+    fn matched(&mut self, len: u16, dist: u16) {
+        self.literal[length_symbol(u32::from(len)).0] += 1;
+        self.distance[distance_symbol(u32::from(dist)).0] += 1;
+    }
+}
+
+impl Counts {
     fn merge(&mut self, other: &Counts) {
         let pairs = self.literal.iter_mut().zip(&other.literal);
         pairs.for_each(|(a, b)| *a += b);
