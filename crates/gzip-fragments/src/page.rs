@@ -85,9 +85,8 @@ impl<'a> GzipPage<'a> {
                 for &b in bytes {
                     packed.code.put_literal(&mut self.out, b);
                 }
-                let mut crc = flate2::Crc::new();
-                crc.update(bytes);
-                self.crc = crc::combine(self.crc, crc.sum(), crc::shift_for(bytes.len() as u64));
+                let shift = crc::shift_for(bytes.len() as u64);
+                self.crc = crc::combine(self.crc, crc::of(bytes), shift);
             }
         }
         self.len += bytes.len() as u64;
