@@ -4,7 +4,7 @@
 # server with the default flags. For each: time from the rename to the new
 # version serving, server CPU until then and until its background work
 # (precompression) is done, and peak RSS (VmHWM, reset just before the
-# rename) against the RSS that served before. Then RENAMES small changes in
+# rename) against the RSS that served before (and the file). Then RENAMES small changes in
 # a row, and the steady RSS they leave against a fresh server's on the
 # same file.
 #
@@ -75,7 +75,7 @@ idle() {
   done
 }
 # change VARIANT: prints seconds to serve, CPU-s to serve, CPU-s in all,
-# peak RSS against the RSS before, records reused.
+# peak RSS against the RSS before and against the file, records reused.
 change() {
   cp "$DIR/$1" "$DIR/.next"
   sleep 1
@@ -91,12 +91,13 @@ change() {
   t=$(echo "$(date +%s.%N) - $t0" | bc)
   c1=$(cpu)
   idle
-  printf '%-28s %6.3f s  %5.2f CPU-s  %5.2f CPU-s  %5.3fx  %s\n' "$2" "$t" \
+  printf '%-28s %6.3f s  %5.2f CPU-s  %5.2f CPU-s  %5.3fx  %5.3fx  %s\n' "$2" "$t" \
     "$(echo "$c1 - $c0" | bc)" "$(echo "$(cpu) - $c0" | bc)" \
-    "$(echo "scale=3; $(kb "$PID" VmHWM) / $rss" | bc)" "$(reused)"
+    "$(echo "scale=3; $(kb "$PID" VmHWM) / $rss" | bc)" \
+    "$(echo "scale=3; $(kb "$PID" VmHWM) * 1024 / $SIZE" | bc)" "$(reused)"
 }
 
-echo "change                       served     CPU to serve  CPU in all  peak/RSS  reused"
+echo "change                       served     CPU to serve  CPU in all  peak/RSS  peak/JSON  reused"
 change .one-0 "one record"
 change .one-1 "one record (again)"
 change .all "every record"

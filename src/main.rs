@@ -241,6 +241,7 @@ fn init_tracing(format: LogFormat) {
 /// with `--log-format json` a fatal error is one JSON line too, and the last
 /// line says the process stopped and with what exit status.
 fn serve(args: &ServeArgs) -> ExitCode {
+    portfolio_replica::os::fix_mmap_threshold();
     init_tracing(args.log_format);
     let (code, exit_code) = match run_server(args) {
         Ok(()) => (ExitCode::SUCCESS, 0),

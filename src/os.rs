@@ -120,6 +120,31 @@ pub fn lower_priority() {
     }
 }
 
+/// Blocks of at least this size are mapped on their own (and unmapped
+/// when freed) rather than carved from the heap.
+const MMAP_THRESHOLD: usize = 1 << 20;
+
+/// Fixes glibc's threshold for mapping a block on its own at
+/// [`MMAP_THRESHOLD`]. By default the threshold follows the largest mapped
+/// block freed (up to 32 MiB): once a reload frees the old version's 8 MiB
+/// record chunks, the next versions' chunks come from the heaps of the
+/// loader's threads, where freed memory lingers. Measured on `medium`
+/// replaced wholly four times in a row: peak RSS 2.74, 3.02, 3.29, 3.33
+/// times the JSON and RSS at rest creeping from 1.72 to 1.84 by default;
+/// 2.62 to 2.65 and a flat 1.67 with the threshold fixed at 1 MiB
+/// (BENCHMARKS.md, "Small changes"). Not lower: a replica of thousands of
+/// small workspaces would map many of their blocks one by one, and the
+/// kernel caps a process at 65,530 mappings. Call it once, before the
+/// first thread starts.
+pub fn fix_mmap_threshold() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; called before any
+    // other thread allocates.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int);
+    }
+}
+
 /// Hands memory freed by a load (the file's bytes, the parsed document) and
 /// by the replaced dataset back to the OS. glibc keeps freed small blocks in
 /// its heap otherwise, and RSS would ratchet up with every reload.

@@ -344,6 +344,7 @@ pub fn resolve_conflicts(files: &mut Files, report: &mut ScanReport) {
         report.retire(rejected);
         match entry.previous.take() {
             Some((previous, status, written)) if kept.remove(&name).is_some_and(|k| k.is_ok()) => {
+                previous.precompress_again();
                 entry.dataset = Some(previous);
                 entry.status = status;
                 entry.written = written;

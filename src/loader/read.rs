@@ -188,8 +188,15 @@ impl Snapshots {
             fingerprint,
             local,
             started,
-            previous: _,
+            previous,
         } = fetched;
+        if result.is_err()
+            && let Some(previous) = previous
+        {
+            // It keeps serving: if its fragments were let go for the load
+            // that failed, they are made again.
+            previous.precompress_again();
+        }
         if !self.origin.unchanged(&name, &fingerprint) {
             return Read::Settling(name);
         }

@@ -23,6 +23,7 @@ mod query;
 mod rendered;
 pub mod time;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwap;
@@ -79,6 +80,8 @@ pub struct Dataset {
     reusable: Option<builder::Reusable>,
     /// The background precompression of the records (see `builder::precompress`).
     precompression: builder::Precompression,
+    /// Whether [`Dataset::let_go_of_fragments`] let some go.
+    fragments_let_go: AtomicBool,
 }
 
 struct Companies {
@@ -161,8 +164,7 @@ impl Dataset {
     pub fn precompressed_bytes(&self) -> usize {
         let packed: usize = Collection::ALL
             .iter()
-            .filter_map(|&c| self.records(c).packed())
-            .map(|p| p.heap_bytes())
+            .filter_map(|&c| self.records(c).packed().as_deref().map(|p| p.heap_bytes()))
             .sum();
         packed + self.roles.gzip.get().map_or(0, Bytes::len)
     }
@@ -200,6 +202,33 @@ impl Dataset {
     /// Whether the records' precompression is over (or was never started).
     pub fn precompression_done(&self) -> bool {
         self.precompression.is_done()
+    }
+
+    /// Lets the records' gzip fragments go while this version serves
+    /// (`builder::reuse`: a load replacing most of its records is under
+    /// way); its gzip answers are compressed per request from then on.
+    fn let_go_of_fragments(&self) {
+        let bytes: usize = Collection::ALL
+            .iter()
+            .map(|&c| self.records(c).let_go_of_packed())
+            .sum();
+        if bytes > 0 {
+            self.fragments_let_go.store(true, Ordering::Relaxed);
+            tracing::info!(
+                workspace = %self.workspace_id,
+                bytes,
+                "most records are replaced: the serving version's gzip fragments are let go while the new one loads"
+            );
+        }
+    }
+
+    /// Makes the gzip fragments again, in the background, if they were let
+    /// go for a load that then failed: this version keeps serving, and its
+    /// gzip answers come back to full speed.
+    pub fn precompress_again(&self) {
+        if self.fragments_let_go.swap(false, Ordering::Relaxed) {
+            builder::precompress_again(self);
+        }
     }
 }
 

@@ -233,19 +233,24 @@ impl<'d> Body<'d> {
         else {
             return false;
         };
-        let record = match *record {
-            Some((r, i, open)) => match r.packed() {
+        // Held for the answer: the fragments cannot be let go under it.
+        let guards = (
+            record.map(|(r, _, _)| r.packed()),
+            list.map(|(r, _, _)| r.packed()),
+        );
+        let record = match (*record, &guards.0) {
+            (Some((r, i, open)), Some(g)) => match g.as_deref() {
                 Some(packed) => Some((r, packed, i, open)),
                 None => return false,
             },
-            None => None,
+            _ => None,
         };
-        let list = match *list {
-            Some((r, l, chain)) => match r.packed() {
+        let list = match (*list, &guards.1) {
+            (Some((r, l, chain)), Some(g)) => match g.as_deref() {
                 Some(packed) => Some((r, packed, l, chain)),
                 None => return false,
             },
-            None => None,
+            _ => None,
         };
         // The code of the page's first records writes its first text.
         let Some(first) = record.map(|r| r.1).or(list.map(|l| l.1)) else {

@@ -8,8 +8,9 @@
 //! of its own. A chunk mostly dead (its version's records replaced) is not
 //! kept for a few survivors: those are copied out ([`COMPACT_BELOW`]).
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
+use arc_swap::ArcSwapOption;
 use bytes::Bytes;
 use gzip_fragments::{Packed, RecordBytes};
 use rustc_hash::FxHashMap;
@@ -59,10 +60,11 @@ pub struct Rendered {
     /// Bytes of all the records.
     bytes: usize,
     /// The same records as deflate fragments, for gzip answers, once the
-    /// dataset's precompression has made them. Boxed: a `Packed` holds its
-    /// code tables inline (about 1.4 KB), which eight collections of every
-    /// workspace would pay for whether or not they are ever packed.
-    packed: OnceLock<Box<Packed>>,
+    /// dataset's precompression has made them, until they are let go
+    /// ([`Rendered::let_go_of_packed`]). Behind a pointer: a `Packed` holds
+    /// its code tables inline (about 1.4 KB), which eight collections of
+    /// every workspace would pay for whether or not they are ever packed.
+    packed: ArcSwapOption<Packed>,
     /// The version these records were taken over from, until the
     /// precompression has used its fragments ([`Rendered::take_origin`]).
     origin: Mutex<Option<Origin>>,
@@ -77,11 +79,15 @@ pub struct Origin {
 }
 
 impl Origin {
-    /// The fragments of the version before, if it has them, with `of`.
-    pub fn packed(&self) -> Option<(&Packed, &[u32])> {
-        Some((self.records.packed()?, &self.of))
+    /// The fragments of the version before, if it has them.
+    pub fn packed(&self) -> Option<Arc<Packed>> {
+        self.records.packed.load_full()
     }
 }
+
+/// A collection's fragments as a request sees them: they cannot be let go
+/// while it holds them.
+pub type PackedGuard = arc_swap::Guard<Option<Arc<Packed>>>;
 
 impl RecordBytes for Rendered {
     fn count(&self) -> usize {
@@ -131,14 +137,23 @@ impl Rendered {
         os::collapse_to_huge_pages_while(&self.spans, keep_going);
     }
 
-    /// Keeps the records' deflate fragments (once; later ones are dropped).
+    /// Keeps the records' deflate fragments.
     pub fn set_packed(&self, packed: Packed) {
-        let _ = self.packed.set(Box::new(packed));
+        self.packed.store(Some(Arc::new(packed)));
     }
 
-    /// The records' deflate fragments, if precompressed.
-    pub fn packed(&self) -> Option<&Packed> {
-        self.packed.get().map(|packed| &**packed)
+    /// The records' deflate fragments, if precompressed (`as_deref` of the
+    /// guard).
+    #[inline]
+    pub fn packed(&self) -> PackedGuard {
+        self.packed.load()
+    }
+
+    /// Lets the fragments go (gzip answers are then compressed per
+    /// request); their memory is freed once no answer holds them. Gives the
+    /// bytes they held.
+    pub fn let_go_of_packed(&self) -> usize {
+        self.packed.swap(None).map_or(0, |p| p.heap_bytes())
     }
 
     /// Where the records came from, once: the precompression takes it to
@@ -167,7 +182,8 @@ impl Rendered {
     /// caller may vouch are a stretch of the chain order `chain`: then, if
     /// the records are packed, the length is read off the chain.
     pub fn size_in(&self, indices: &[u32], chain: Option<usize>) -> usize {
-        if let (Some(c), Some(packed)) = (chain, self.packed())
+        if let Some(c) = chain
+            && let Some(packed) = self.packed().as_deref()
             && let Some(k) = packed.stretch(c, indices)
             && let Some(len) = packed.run_len(c, k, indices.len())
         {
@@ -384,7 +400,7 @@ impl Renderer {
             chunks,
             spans: self.spans,
             bytes,
-            packed: OnceLock::new(),
+            packed: ArcSwapOption::empty(),
             origin: Mutex::new(origin),
         }
     }

@@ -34,6 +34,35 @@ impl BitWriter {
         self.out.len() as u64 * 8 + u64::from(self.pending)
     }
 
+    /// Writes at most `max_bits` bits with `f`, through a [`Burst`]: many
+    /// codes in a row (a fragment's symbols) at a fraction of [`put`]'s
+    /// cost each. The burst goes to `f` and back by value, so that its
+    /// state can stay in registers.
+    ///
+    /// [`put`]: BitWriter::put
+    #[inline]
+    pub fn burst(&mut self, max_bits: usize, f: impl FnOnce(Burst<'_>) -> Burst<'_>) {
+        let at = self.out.len();
+        // Room for the waiting bits, `max_bits`, and the 8-byte store made
+        // at the last byte reached.
+        self.out.resize(at + max_bits.div_ceil(8) + 16, 0);
+        let burst = Burst {
+            buf: &mut self.out[at..],
+            at: 0,
+            acc: self.acc,
+            pending: self.pending,
+        };
+        let Burst {
+            at: written,
+            acc,
+            pending,
+            ..
+        } = f(burst);
+        self.out.truncate(at + written);
+        self.acc = acc;
+        self.pending = pending;
+    }
+
     /// Writes the low `len` bits of `bits` (`len` ≤ 32, no higher bits set).
     #[inline]
     pub fn put(&mut self, bits: u32, len: u32) {
@@ -127,6 +156,46 @@ impl BitWriter {
     pub fn finish(mut self) -> Vec<u8> {
         self.align();
         self.out
+    }
+}
+
+/// Where codes go: a [`BitWriter`], or a [`Burst`] of it.
+pub trait Sink {
+    /// Writes the low `len` bits of `bits` (`len` ≤ 28, no higher bits set).
+    fn put(&mut self, bits: u32, len: u32);
+}
+
+impl Sink for BitWriter {
+    #[inline]
+    fn put(&mut self, bits: u32, len: u32) {
+        BitWriter::put(self, bits, len);
+    }
+}
+
+/// A [`BitWriter`] with room made: each code is or-ed into the
+/// accumulator, which is stored whole (8 bytes) at the first byte not yet
+/// full, and the bytes it filled are stepped over; no branch, no capacity
+/// to check, and the state in registers.
+pub struct Burst<'b> {
+    buf: &'b mut [u8],
+    /// Bytes complete.
+    at: usize,
+    acc: u64,
+    /// Bits in `acc` (fewer than 32 on entry, fewer than 8 after a put).
+    pending: u32,
+}
+
+impl Sink for Burst<'_> {
+    #[inline(always)]
+    fn put(&mut self, bits: u32, len: u32) {
+        debug_assert!(len <= 28 && bits >> len == 0 && self.pending < 32);
+        self.acc |= u64::from(bits) << self.pending;
+        self.pending += len;
+        self.buf[self.at..self.at + 8].copy_from_slice(&self.acc.to_le_bytes());
+        let full = self.pending / 8;
+        self.at += full as usize;
+        self.acc >>= full * 8;
+        self.pending -= full * 8;
     }
 }
 

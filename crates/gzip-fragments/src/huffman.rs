@@ -7,7 +7,7 @@
 //! so that any record (and any byte of a page's own text) can be written
 //! with it.
 
-use crate::bits::BitWriter;
+use crate::bits::{BitWriter, Sink};
 
 /// Literal/length symbols: 256 bytes, end of block, 29 lengths.
 pub const LITERALS: usize = 286;
@@ -32,6 +32,10 @@ pub struct Bits {
 pub struct Code {
     pub literal: [Bits; LITERALS],
     pub distance: [Bits; DISTANCES],
+    /// By match length (3..=258), its length symbol's code and extra bits
+    /// as one run of bits, and how many: a match's length costs a load,
+    /// not [`length_symbol`]'s arithmetic (0..3 are unused).
+    lengths: [(u32, u32); 259],
     /// The header as a bit stream, and its length in bits.
     pub header: Vec<u8>,
     pub header_bits: u64,
@@ -49,11 +53,20 @@ impl Code {
         let mut code = Code {
             literal: [Bits::default(); LITERALS],
             distance: [Bits::default(); DISTANCES],
+            lengths: [(0, 0); 259],
             header: Vec::new(),
             header_bits: 0,
         };
         code.literal.copy_from_slice(&canonical(&literal_lens));
         code.distance.copy_from_slice(&canonical(&distance_lens));
+        for len in 3..=258 {
+            let (sym, extra, value) = length_symbol(len);
+            let c = code.literal[sym];
+            code.lengths[len as usize] = (
+                u32::from(c.code) | (value << c.len),
+                u32::from(c.len) + extra,
+            );
+        }
         let mut header = BitWriter::default();
         write_header(&mut header, &literal_lens, &distance_lens);
         code.header_bits = header.bit_len();
@@ -64,20 +77,16 @@ impl Code {
 
     /// Writes literal byte `b`.
     #[inline]
-    pub fn put_literal(&self, out: &mut BitWriter, b: u8) {
+    pub fn put_literal(&self, out: &mut impl Sink, b: u8) {
         let c = self.literal[b as usize];
         out.put(u32::from(c.code), u32::from(c.len));
     }
 
     /// Writes a match: `len` (3..=258) bytes from `dist` (1..=32768) back.
     #[inline]
-    pub fn put_match(&self, out: &mut BitWriter, len: u32, dist: u32) {
-        let (sym, extra, value) = length_symbol(len);
-        let c = self.literal[sym];
-        out.put(
-            u32::from(c.code) | (value << c.len),
-            u32::from(c.len) + extra,
-        );
+    pub fn put_match(&self, out: &mut impl Sink, len: u32, dist: u32) {
+        let (bits, n) = self.lengths[len as usize];
+        out.put(bits, n);
         let (sym, extra, value) = distance_symbol(dist);
         let c = self.distance[sym];
         out.put(

@@ -22,8 +22,9 @@
 //!
 //! The parts: the match finder (`lz77`), Huffman codes and block headers
 //! (`huffman`), bit streams (`bits`), CRC-32 combination (`crc`), a
-//! collection's fragments (`pack`), a new version's made from the previous
-//! version's (`repack`), and a page assembled from them (`page`).
+//! collection's code (`train`) and fragments (`pack`, compressed in
+//! pieces on every thread given by `pass`), a new version's made from the
+//! previous version's (`repack`), and a page assembled from them (`page`).
 
 mod bits;
 mod crc;
@@ -31,8 +32,10 @@ mod huffman;
 mod lz77;
 mod pack;
 mod page;
+mod pass;
 mod placement;
 mod repack;
+mod train;
 
 pub use pack::{Packed, Packing, RecordBytes};
 pub use page::GzipPage;

@@ -17,20 +17,16 @@
 //! of its records, so that a page needs one block header per collection
 //! it shows, not one per record.
 
-use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use crate::bits::{BitWriter, PADDING};
 use crate::crc;
-use crate::huffman::{Code, DISTANCES, END, LITERALS, distance_symbol, length_symbol};
-use crate::lz77::{Matcher, Symbol};
+use crate::huffman::Code;
+use crate::lz77::Matcher;
+use crate::pass::{Join, Pass, pieces, reserved};
 use crate::placement::Placement;
-
-/// Records whose symbols make a collection's code.
-const SAMPLE: usize = 4096;
-/// Records compressed between two questions whether to go on.
-const CHECK_EVERY: usize = 4096;
+use crate::train::train;
 
 /// Where a record's pieces are, and what it contributes to a page's CRC.
 #[derive(Clone, Copy, Default, PartialEq, Debug)]
@@ -147,7 +143,7 @@ impl Packed {
         let trim = packing.trim;
         let record = |i: usize| trimmed(records.record(i), trim);
         let n = records.count();
-        let code = train(&record, n, packing.chains, &mut Matcher::default());
+        let code = train(&record, n, packing.chains, packing.solo, threads);
         pack(records, packing, code, &(), threads, placement, keep_going)
     }
 }
@@ -174,35 +170,51 @@ pub(crate) fn pack(
     let record = |i: usize| trimmed(records.record(i), trim);
     let pass = Pass {
         record: &record,
-        plain: (0..n).map(|i| record(i).len()).sum(),
         code: &code,
         reuse,
-        placement,
         keep_going,
     };
+    // The records' bytes, all told: what the streams are sized by.
+    let plain: usize = (0..n).map(|i| record(i).len()).sum();
 
-    // The work: the solo fragments (one piece, if asked for), then
-    // every rung of every chain in pieces of CHUNK positions, so that
+    // The work: the solo fragments (if asked for), then every rung of
+    // every chain, each in pieces of about a megabyte of records, so that
     // a collection with one chain still runs on every thread given.
-    // Pieces of a rung are joined in order as they come.
+    // Pieces of a stream are joined in order as they come.
     let mut units = Vec::new();
-    if solo {
-        units.push(Unit::Solo);
-    }
+    let solo_join = solo.then(|| {
+        let cut = pieces(n, |i| record(i).len());
+        units.extend(
+            cut.into_iter()
+                .enumerate()
+                .map(|(piece, range)| Unit::Solo { range, piece }),
+        );
+        // The starts go into the pieces below.
+        Mutex::new(Join::new(
+            Vec::with_capacity(n + 1),
+            plain * 5 / 8,
+            placement,
+        ))
+    });
     let joins: Vec<Vec<Mutex<Join>>> = chains
         .iter()
         .enumerate()
         .map(|(c, order)| {
-            let pieces = order.len().div_ceil(CHUNK).max(1);
+            let cut = pieces(order.len(), |k| record(order[k] as usize).len());
             (0..depths.len())
                 .map(|r| {
-                    units.extend((0..pieces).map(|p| Unit::Rung { c, r, piece: p }));
-                    Mutex::new(Join::new(order.len(), pass.plain, placement))
+                    units.extend(cut.iter().enumerate().map(|(piece, range)| Unit::Rung {
+                        c,
+                        r,
+                        range: range.clone(),
+                        piece,
+                    }));
+                    let at = reserved(order.len() + 1, placement);
+                    Mutex::new(Join::new(at, plain * 7 / 16, placement))
                 })
                 .collect()
         })
         .collect();
-    let solo_output: Mutex<Option<(Vec<Piece>, Vec<u8>)>> = Mutex::new(None);
     let compressed = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let next = AtomicUsize::new(0);
@@ -213,27 +225,26 @@ pub(crate) fn pack(
             if u >= units.len() || failed.load(Ordering::Relaxed) {
                 return;
             }
-            match units[u] {
-                Unit::Solo => match pass.solo(n, &mut matcher) {
-                    Some((pieces, bits, count)) => {
-                        compressed.fetch_add(count, Ordering::Relaxed);
-                        *lock(&solo_output) = Some((pieces, bits));
-                    }
-                    None => failed.store(true, Ordering::Relaxed),
-                },
-                Unit::Rung { c, r, piece } => {
-                    let order = chains[c];
-                    let from = piece * CHUNK;
-                    let to = (from + CHUNK).min(order.len());
-                    let (depth, range) = (depths[r], from..to);
-                    match pass.rung(order, (c, r, depth), range, &mut matcher) {
-                        Some(chunk) => {
-                            compressed.fetch_add(chunk.compressed, Ordering::Relaxed);
-                            lock(&joins[c][r]).add(piece, chunk);
-                        }
-                        None => failed.store(true, Ordering::Relaxed),
-                    }
+            let (chunk, join, piece) = match units[u].clone() {
+                Unit::Solo { range, piece } => {
+                    let join = solo_join.as_ref().expect("solo units have a join");
+                    (pass.solo(range, &mut matcher), join, piece)
                 }
+                Unit::Rung { c, r, range, piece } => {
+                    // Without solo fragments, the chain's tables take the
+                    // records' CRCs from its first rung's pass.
+                    let crcs = !solo && r == 0;
+                    let (order, depth) = (chains[c], depths[r]);
+                    let chunk = pass.rung(order, (c, r, depth), range, crcs, &mut matcher);
+                    (chunk, &joins[c][r], piece)
+                }
+            };
+            match chunk {
+                Some(chunk) => {
+                    compressed.fetch_add(chunk.compressed, Ordering::Relaxed);
+                    lock(join).add(piece, chunk);
+                }
+                None => failed.store(true, Ordering::Relaxed),
             }
         }
     };
@@ -247,15 +258,53 @@ pub(crate) fn pack(
         return None;
     }
 
-    let (pieces, solo_bits) = solo_output
-        .into_inner()
-        .unwrap_or_else(|p| p.into_inner())
-        .unwrap_or_default();
-    if solo {
-        placement.built(&pieces);
-    }
+    let (pieces, solo_bits) = match solo_join {
+        Some(join) => {
+            let joined = join
+                .into_inner()
+                .unwrap_or_else(|p| p.into_inner())
+                .finish(placement);
+            let mut pieces = reserved(n + 1, placement);
+            let crcs = joined
+                .crcs
+                .iter()
+                .map(|crc| crc.expect("solo passes give every CRC"));
+            pieces.extend(
+                joined
+                    .at
+                    .iter()
+                    .zip(crcs)
+                    .map(|(&solo, (crc, shift))| Piece { solo, crc, shift }),
+            );
+            pieces.push(Piece {
+                solo: joined.at[n],
+                ..Piece::default()
+            });
+            placement.built(&pieces);
+            (pieces, joined.bits)
+        }
+        None => Default::default(),
+    };
     let mut built = Vec::with_capacity(chains.len());
     for (c, (order, joins)) in chains.iter().zip(joins).enumerate() {
+        let mut crcs = Vec::new();
+        let rungs: Vec<Rung> = depths
+            .iter()
+            .zip(joins)
+            .map(|(&depth, join)| {
+                let join = join.into_inner().unwrap_or_else(|p| p.into_inner());
+                let joined = join.finish(placement);
+                placement.built(&joined.at);
+                if crcs.is_empty() {
+                    crcs = joined.crcs;
+                }
+                Rung {
+                    depth,
+                    at: joined.at,
+                    bits: joined.bits,
+                }
+            })
+            .collect();
         let mut pos = reserved(n, placement);
         pos.resize(n, NOT_CHAINED);
         let mut prefix = reserved(order.len(), placement);
@@ -288,11 +337,16 @@ pub(crate) fn pack(
                 if k > 0 {
                     crc = crc::update(crc, b",");
                 }
-                let known = || reuse.crc(i as usize, bytes.len());
+                // From the solo pieces, the first rung's pass, the previous
+                // version, or (where none has it) the record.
+                let known = || {
+                    let from_pass = crcs.get(k).copied().flatten();
+                    from_pass.or_else(|| reuse.crc(i as usize, bytes.len()))
+                };
                 let (record_crc, shift) = match pieces.get(i as usize) {
                     Some(p) => (p.crc, p.shift),
                     None => known()
-                        .unwrap_or_else(|| (crc32(bytes), crc::shift_for(bytes.len() as u64))),
+                        .unwrap_or_else(|| (crc::of(bytes), crc::shift_for(bytes.len() as u64))),
                 };
                 crc = crc::combine(crc, record_crc, shift);
             }
@@ -301,14 +355,6 @@ pub(crate) fn pack(
             prefix.push(crc);
             ends.push(len);
         }
-        let rungs = depths
-            .iter()
-            .zip(joins)
-            .map(|(&depth, join)| {
-                let join = join.into_inner().unwrap_or_else(|p| p.into_inner());
-                join.finish(depth, placement)
-            })
-            .collect();
         placement.built(&pos);
         placement.built(&prefix);
         placement.built(&ends);
@@ -465,71 +511,21 @@ impl Packed {
     }
 }
 
-/// A piece of [`Packed::build`]'s work.
-#[derive(Clone, Copy)]
+/// A piece of [`Packed::build`]'s work: the solo fragments of some
+/// records, or some positions of rung `r` of chain `c`; the `piece`th of
+/// its stream.
+#[derive(Clone)]
 enum Unit {
-    Solo,
-    /// Positions `piece * CHUNK..` of rung `r` of chain `c`.
+    Solo {
+        range: Range<usize>,
+        piece: usize,
+    },
     Rung {
         c: usize,
         r: usize,
+        range: Range<usize>,
         piece: usize,
     },
-}
-
-/// Chain positions compressed in one piece of work (in tests, few and odd,
-/// so that small collections are joined from many pieces).
-const CHUNK: usize = if cfg!(test) { 37 } else { 8192 };
-
-/// Some consecutive chain positions of a rung, compressed.
-struct Chunk {
-    /// Where each position's fragment starts, from the chunk's first bit.
-    at: Vec<u64>,
-    /// The fragments, padded (see [`BitWriter::copy`]).
-    bits: Vec<u8>,
-    bit_len: u64,
-    /// How many of its fragments were compressed, not copied.
-    compressed: usize,
-}
-
-/// A rung being put together from its chunks, in order, as they come.
-struct Join {
-    next: usize,
-    waiting: BTreeMap<usize, Chunk>,
-    at: Vec<u64>,
-    bits: BitWriter,
-}
-
-impl Join {
-    fn new(positions: usize, plain: usize, placement: &impl Placement) -> Join {
-        Join {
-            next: 0,
-            waiting: BTreeMap::new(),
-            at: reserved(positions + 1, placement),
-            bits: BitWriter::new(reserved(plain * 7 / 16, placement)),
-        }
-    }
-
-    fn add(&mut self, piece: usize, chunk: Chunk) {
-        self.waiting.insert(piece, chunk);
-        while let Some(chunk) = self.waiting.remove(&self.next) {
-            let base = self.bits.bit_len();
-            self.at.extend(chunk.at.iter().map(|a| a + base));
-            self.bits.copy(&chunk.bits, 0, chunk.bit_len);
-            self.next += 1;
-        }
-    }
-
-    fn finish(mut self, depth: usize, placement: &impl Placement) -> Rung {
-        debug_assert!(self.waiting.is_empty());
-        self.at.push(self.bits.bit_len());
-        placement.built(&self.at);
-        Rung {
-            depth,
-            at: self.at,
-            bits: padded(self.bits, placement),
-        }
-    }
 }
 
 /// `record` less `trim` bytes at its end.
@@ -539,13 +535,6 @@ pub(crate) fn trimmed(record: &[u8], trim: usize) -> &[u8] {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The CRC-32 of `bytes` (vectorized where the processor can).
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = flate2::Crc::new();
-    crc.update(bytes);
-    crc.sum()
 }
 
 /// Fragments that a packing copies instead of compressing them: a
@@ -588,241 +577,5 @@ impl Reuse for () {
     #[inline]
     fn was_at(&self, _: usize, _: usize) -> Option<(usize, u32)> {
         None
-    }
-}
-
-/// What every pass of one [`pack`] shares.
-struct Pass<'a, F, R, P> {
-    /// Record `i`, trimmed.
-    record: &'a F,
-    /// The records' bytes, all told: what the streams are sized by.
-    plain: usize,
-    code: &'a Code,
-    reuse: &'a R,
-    placement: &'a P,
-    keep_going: &'a (dyn Fn() -> bool + Sync),
-}
-
-impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse, P: Placement> Pass<'_, F, R, P> {
-    /// Every record's solo fragment, CRC and shift, and how many of the
-    /// fragments were compressed.
-    fn solo(&self, n: usize, matcher: &mut Matcher) -> Option<(Vec<Piece>, Vec<u8>, usize)> {
-        let mut compressed = 0;
-        let mut symbols = Vec::new();
-        let mut pieces = reserved(n + 1, self.placement);
-        let mut bits = Stream::new(BitWriter::new(reserved(self.plain * 5 / 8, self.placement)));
-        for i in 0..n {
-            if i % CHECK_EVERY == 0 && !(self.keep_going)() {
-                return None;
-            }
-            if let Some((src, from, to, crc, shift)) = self.reuse.solo(i) {
-                pieces.push(Piece {
-                    solo: bits.bit_len(),
-                    crc,
-                    shift,
-                });
-                bits.copy(src, from, to);
-                continue;
-            }
-            compressed += 1;
-            let bytes = (self.record)(i);
-            pieces.push(Piece {
-                solo: bits.bit_len(),
-                crc: crc32(bytes),
-                shift: crc::shift_for(bytes.len() as u64),
-            });
-            matcher.parse(bytes, 0, &mut symbols);
-            encode(self.code, &symbols, bits.writer());
-        }
-        pieces.push(Piece {
-            solo: bits.bit_len(),
-            ..Piece::default()
-        });
-        Some((pieces, padded(bits.finish(), self.placement), compressed))
-    }
-
-    /// The records at positions `range` of chain `order` (chain `c`,
-    /// rung `r`), each compressed against the `depth` records before it
-    /// there.
-    fn rung(
-        &self,
-        order: &[u32],
-        (c, r, depth): (usize, usize, usize),
-        range: std::ops::Range<usize>,
-        matcher: &mut Matcher,
-    ) -> Option<Chunk> {
-        let (mut symbols, mut scratch) = (Vec::new(), Vec::new());
-        let mut compressed = 0;
-        let mut at = Vec::with_capacity(range.len());
-        let mut bits = Stream::new(BitWriter::default());
-        for k in range.clone() {
-            if (k - range.start) % CHECK_EVERY == 0 && !(self.keep_going)() {
-                return None;
-            }
-            at.push(bits.bit_len());
-            if k == 0 {
-                continue;
-            }
-            if let Some((src, from, to)) = self.reuse.chained(c, r, k) {
-                bits.copy(src, from, to);
-                continue;
-            }
-            compressed += 1;
-            let before = order[k.saturating_sub(depth)..k]
-                .iter()
-                .map(|&b| (self.record)(b as usize));
-            let start = with_predecessors(&mut scratch, before, (self.record)(order[k] as usize));
-            matcher.parse(&scratch, start, &mut symbols);
-            self.code.put_literal(bits.writer(), b',');
-            encode(self.code, &symbols, bits.writer());
-        }
-        let bits = bits.finish();
-        let bit_len = bits.bit_len();
-        let mut bits = bits.finish();
-        bits.extend_from_slice(&[0; PADDING]);
-        Some(Chunk {
-            at,
-            bits,
-            bit_len,
-            compressed,
-        })
-    }
-}
-
-/// A stream of fragments being written, in which copied fragments wait
-/// to go in one copy while each starts where the one before it ended in
-/// the same stream (a previous version's fragments do, between changes).
-struct Stream<'s> {
-    bits: BitWriter,
-    run: Option<(&'s [u8], u64, u64)>,
-}
-
-impl<'s> Stream<'s> {
-    fn new(bits: BitWriter) -> Stream<'s> {
-        Stream { bits, run: None }
-    }
-
-    /// Bits written so far, the waiting run included.
-    fn bit_len(&self) -> u64 {
-        self.bits.bit_len() + self.run.map_or(0, |(_, from, to)| to - from)
-    }
-
-    /// Copies bits `from..to` of `src` (see [`BitWriter::copy`]).
-    fn copy(&mut self, src: &'s [u8], from: u64, to: u64) {
-        if let Some((run, _, end)) = &mut self.run
-            && std::ptr::eq(*run, src)
-            && *end == from
-        {
-            *end = to;
-            return;
-        }
-        self.flush();
-        self.run = Some((src, from, to));
-    }
-
-    /// The writer, to write symbols after what was copied.
-    fn writer(&mut self) -> &mut BitWriter {
-        self.flush();
-        &mut self.bits
-    }
-
-    fn flush(&mut self) {
-        if let Some((src, from, to)) = self.run.take() {
-            self.bits.copy(src, from, to);
-        }
-    }
-
-    fn finish(mut self) -> BitWriter {
-        self.flush();
-        self.bits
-    }
-}
-
-/// A stream of fragments, written: padded for [`BitWriter::copy`], and
-/// placed.
-fn padded(w: BitWriter, placement: &impl Placement) -> Vec<u8> {
-    let mut bytes = w.finish();
-    bytes.extend_from_slice(&[0; PADDING]);
-    bytes.shrink_to_fit();
-    placement.built(&bytes);
-    bytes
-}
-
-/// An empty Vec with room for `n` items, shown to `placement`.
-fn reserved<T>(n: usize, placement: &impl Placement) -> Vec<T> {
-    let v = Vec::with_capacity(n);
-    placement.reserved(&v);
-    v
-}
-
-/// `dict ++ "," ++ record` in `scratch`; returns where the record starts.
-fn with_predecessor(scratch: &mut Vec<u8>, dict: &[u8], record: &[u8]) -> usize {
-    with_predecessors(scratch, std::iter::once(dict), record)
-}
-
-/// The records `before`, then `record`, comma-separated, in `scratch`, as
-/// a page has them; returns where `record` starts.
-fn with_predecessors<'r>(
-    scratch: &mut Vec<u8>,
-    before: impl Iterator<Item = &'r [u8]>,
-    record: &[u8],
-) -> usize {
-    scratch.clear();
-    for b in before {
-        scratch.extend_from_slice(b);
-        scratch.push(b',');
-    }
-    let start = scratch.len();
-    scratch.extend_from_slice(record);
-    start
-}
-
-/// A code from the symbols of about [`SAMPLE`] records: solo ones spread
-/// over the record order, and chained ones spread over each chain order.
-fn train<'r>(
-    record: &impl Fn(usize) -> &'r [u8],
-    n: usize,
-    chains: &[&[u32]],
-    matcher: &mut Matcher,
-) -> Code {
-    let (symbols, scratch) = (&mut Vec::new(), &mut Vec::new());
-    let mut literal = [0u32; LITERALS];
-    let mut distance = [0u32; DISTANCES];
-    let mut count = |symbols: &[Symbol]| {
-        for s in symbols {
-            match *s {
-                Symbol::Literal(b) => literal[b as usize] += 1,
-                Symbol::Match { len, dist } => {
-                    literal[length_symbol(u32::from(len)).0] += 1;
-                    distance[distance_symbol(u32::from(dist)).0] += 1;
-                }
-            }
-        }
-    };
-    for i in (0..n).step_by(n.div_ceil(SAMPLE).max(1)) {
-        matcher.parse(record(i), 0, symbols);
-        count(symbols);
-    }
-    let mut commas = 0;
-    for order in chains {
-        for k in (1..order.len()).step_by(order.len().div_ceil(SAMPLE).max(1)) {
-            let before = record(order[k - 1] as usize);
-            let start = with_predecessor(scratch, before, record(order[k] as usize));
-            matcher.parse(scratch, start, symbols);
-            count(symbols);
-            commas += 1;
-        }
-    }
-    literal[b',' as usize] += commas;
-    literal[END] += 1;
-    Code::from_counts(&literal, &distance)
-}
-
-fn encode(code: &Code, symbols: &[Symbol], out: &mut BitWriter) {
-    for s in symbols {
-        match *s {
-            Symbol::Literal(b) => code.put_literal(out, b),
-            Symbol::Match { len, dist } => code.put_match(out, u32::from(len), u32::from(dist)),
-        }
     }
 }

@@ -88,9 +88,8 @@ impl<'a> GzipPage<'a> {
             }
             None => {
                 literals(&packed.code, &mut self.out, bytes);
-                let mut crc = flate2::Crc::new();
-                crc.update(bytes);
-                self.crc = crc::combine(self.crc, crc.sum(), crc::shift_for(bytes.len() as u64));
+                let shift = crc::shift_for(bytes.len() as u64);
+                self.crc = crc::combine(self.crc, crc::of(bytes), shift);
             }
         }
         self.len += bytes.len() as u64;

@@ -9,6 +9,7 @@ use super::index::{
     Interner, breathe, group_by, group_by_pair, group_by_parent, index_ids, newest_first, sort_by,
 };
 use super::precompress::Precompression;
+use super::reuse::Kept;
 use super::{Builder, Built, BytesDigest, Key, Meta, Part, RepeatedId, Reusable};
 use crate::store::collection::{Collection, RecordCounts};
 use crate::store::id::{IdMap, format_id};
@@ -21,9 +22,9 @@ use crate::store::{
 /// Records of a dataset smaller than this are not kept for its next
 /// version to take over: loading a few hundred kilobytes takes a
 /// millisecond or two, while what reuse keeps (a key and a digest a
-/// record, about 80 bytes) cost a replica of 2,000 workspaces of 100 KB
-/// 12% more memory (1.71 times its JSON against 1.52, BENCHMARKS.md
-/// "Small changes").
+/// record: about 80 bytes when measured, about 50 since keys are kept
+/// compact) cost a replica of 2,000 workspaces of 100 KB 12% more memory
+/// (1.71 times its JSON against 1.52, BENCHMARKS.md "Small changes").
 const REUSED_FROM_BYTES: usize = 4 << 20;
 
 impl Builder {
@@ -139,7 +140,7 @@ impl Builder {
             let m = Collection::Metrics.index();
             keys[m] = latest.iter().map(|&i| keys[m][i as usize]).collect();
             digests[m] = latest.iter().map(|&i| digests[m][i as usize]).collect();
-            Reusable {
+            Reusable::keep(Kept {
                 keys,
                 digests,
                 texts: interner.into_texts(),
@@ -148,7 +149,7 @@ impl Builder {
                 task_fields,
                 feed_types,
                 metric_names: latest.iter().map(|&i| metric_names[i as usize]).collect(),
-            }
+            })
         });
         let (companies, tasks, roles, feed, notes, meeting_notes) = dataset_parts;
         let dataset = Dataset {
@@ -173,6 +174,7 @@ impl Builder {
             meeting_notes,
             reusable,
             precompression: Precompression::off(),
+            fragments_let_go: Default::default(),
         };
         Ok(Built { dataset, warnings })
     }

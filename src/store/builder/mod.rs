@@ -20,7 +20,9 @@ use super::key::KeyHash;
 use super::rendered::Renderer;
 use super::time::Instant;
 use index::Interner;
-pub(super) use precompress::{Precompression, chains, start as start_background};
+pub(super) use precompress::{
+    Precompression, again as precompress_again, chains, start as start_background,
+};
 pub(crate) use reuse::Reusable;
 pub use reuse::{BytesDigest, Previous};
 

@@ -211,6 +211,33 @@ pub fn start(dataset: &mut Dataset, precompress: bool) {
     };
 }
 
+/// Queues the precompression of `dataset`'s collections that have no
+/// fragments (they were let go for a load that failed; see
+/// `Dataset::precompress_again`). Nobody waits for it: the dataset serves,
+/// and its gzip answers are compressed per request until it is done.
+pub fn again(dataset: &Dataset) {
+    let jobs: Vec<Job> = precompression_jobs(dataset)
+        .into_iter()
+        .filter(|job| match job {
+            Job::Records { records, .. } => records.packed().is_none(),
+            Job::Whole { into, .. } => into.get().is_none(),
+        })
+        .collect();
+    if jobs.is_empty() {
+        return;
+    }
+    let task = Task {
+        jobs,
+        to_collapse: Vec::new(),
+        alive: Arc::downgrade(&dataset.precompression._alive),
+        done: Arc::new(Done::default()),
+        workspace: dataset.workspace_id.clone(),
+    };
+    if let Err(err) = queue(task) {
+        tracing::warn!(error = %err, "cannot precompress again; gzip answers are compressed per request");
+    }
+}
+
 /// Each collection's records to compress, chained in the order of its
 /// main list (or by parent), in the order of [`chains`]; the largest
 /// collections first; none under [`MIN_PRECOMPRESSED_BYTES`].
@@ -309,10 +336,10 @@ impl Job {
                     trim,
                     solo,
                 };
-                let built = match origin.as_ref().and_then(Origin::packed) {
+                let built = match origin.as_ref().and_then(|o| Some((o.packed()?, &o.of))) {
                     // Only what changed is compressed; the rest copied.
                     Some((old, of)) => Packed::rebuild(
-                        old, &*records, of, &packing, threads, &HugePages, keep_going,
+                        &old, &*records, of, &packing, threads, &HugePages, keep_going,
                     ),
                     None => Packed::build(&*records, &packing, threads, placement, keep_going),
                 };

@@ -23,6 +23,7 @@
 //! position (an edit in place keeps every other position), then through a
 //! map of the old digests built once per load, on the first miss.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rustc_hash::FxHashMap;
@@ -30,41 +31,176 @@ use rustc_hash::FxHashMap;
 use super::{Builder, Key};
 use crate::store::Dataset;
 use crate::store::collection::Collection;
+use crate::store::time::Instant;
 
 /// A 128-bit digest of a record's bytes as the snapshot file has them.
 pub type BytesDigest = u128;
 
 /// What a dataset keeps of its records for the next version to take over.
 /// Indices are record indices of the dataset's `Rendered` (for metrics,
-/// the latest values it kept).
+/// the latest values it kept). Kept compact: it stays as long as the
+/// dataset serves, and a workspace of 100 MB has some 160,000 records.
 pub(crate) struct Reusable {
-    pub(super) keys: [Vec<Key>; Collection::COUNT],
-    pub(super) digests: [Vec<BytesDigest>; Collection::COUNT],
-    /// The texts that the values below number.
-    pub(super) texts: Vec<Box<str>>,
-    pub(super) company_names: Vec<Option<Box<str>>>,
-    pub(super) company_priorities: Vec<Option<u32>>,
-    pub(super) task_fields: Vec<(Option<u32>, Option<u32>)>,
-    pub(super) feed_types: Vec<Option<u32>>,
-    pub(super) metric_names: Vec<Option<u32>>,
+    keys: [KeptKeys; Collection::COUNT],
+    digests: [Vec<BytesDigest>; Collection::COUNT],
+    /// The texts that the values below number ([`NONE`] for none).
+    texts: Vec<Box<str>>,
+    company_names: Vec<Option<Box<str>>>,
+    company_priorities: Vec<u32>,
+    task_fields: Vec<[u32; 2]>,
+    feed_types: Vec<u32>,
+    metric_names: Vec<u32>,
+}
+
+/// What [`Reusable::keep`] is given: each collection's keys, digests and
+/// the builder's values, by record index.
+pub(super) struct Kept {
+    pub keys: [Vec<Key>; Collection::COUNT],
+    pub digests: [Vec<BytesDigest>; Collection::COUNT],
+    pub texts: Vec<Box<str>>,
+    pub company_names: Vec<Option<Box<str>>>,
+    pub company_priorities: Vec<Option<u32>>,
+    pub task_fields: Vec<(Option<u32>, Option<u32>)>,
+    pub feed_types: Vec<Option<u32>>,
+    pub metric_names: Vec<Option<u32>>,
+}
+
+impl Reusable {
+    pub(super) fn keep(kept: Kept) -> Reusable {
+        let numbers = |values: Vec<Option<u32>>| values.into_iter().map(to_number).collect();
+        Reusable {
+            keys: kept.keys.map(|keys| KeptKeys::keep(&keys)),
+            digests: kept.digests,
+            texts: kept.texts,
+            company_names: kept.company_names,
+            company_priorities: numbers(kept.company_priorities),
+            task_fields: kept
+                .task_fields
+                .into_iter()
+                .map(|(s, p)| [to_number(s), to_number(p)])
+                .collect(),
+            feed_types: numbers(kept.feed_types),
+            metric_names: numbers(kept.metric_names),
+        }
+    }
+}
+
+/// No text, as [`Reusable`] numbers them: an interner numbers fewer texts
+/// than a workspace has records, far below it.
+const NONE: u32 = u32::MAX;
+
+fn to_number(text: Option<u32>) -> u32 {
+    text.unwrap_or(NONE)
+}
+
+fn from_number(text: u32) -> Option<u32> {
+    (text != NONE).then_some(text)
+}
+
+/// A collection's [`Key`]s in 32 bytes each where a `Key` takes 64 (a
+/// `u128` is aligned to 16 bytes and an `Option<u128>` takes 32): the
+/// parent as an index into the collection's parents, few and repeated.
+#[derive(Default)]
+struct KeptKeys {
+    keys: Vec<KeptKey>,
+    parents: Vec<u128>,
+}
+
+#[derive(Clone, Copy)]
+struct KeptKey {
+    id: [u64; 2],
+    secs: i64,
+    nanos: u32,
+    /// Index into `parents`, or [`NONE`].
+    parent: u32,
+}
+
+impl KeptKeys {
+    fn keep(keys: &[Key]) -> KeptKeys {
+        let mut parents = Vec::new();
+        let mut numbered: FxHashMap<u128, u32> = FxHashMap::default();
+        let keys = keys
+            .iter()
+            .map(|key| KeptKey {
+                id: split(key.id),
+                secs: key.at.secs,
+                nanos: key.at.nanos,
+                parent: key.parent.map_or(NONE, |parent| {
+                    *numbered.entry(parent).or_insert_with(|| {
+                        parents.push(parent);
+                        (parents.len() - 1) as u32
+                    })
+                }),
+            })
+            .collect();
+        KeptKeys { keys, parents }
+    }
+
+    fn get(&self, i: usize) -> Key {
+        let kept = self.keys[i];
+        Key {
+            id: join(kept.id),
+            at: Instant {
+                secs: kept.secs,
+                nanos: kept.nanos,
+            },
+            parent: (kept.parent != NONE).then(|| self.parents[kept.parent as usize]),
+        }
+    }
+}
+
+fn split(id: u128) -> [u64; 2] {
+    [(id >> 64) as u64, id as u64]
+}
+
+fn join([hi, lo]: [u64; 2]) -> u128 {
+    (u128::from(hi) << 64) | u128::from(lo)
 }
 
 /// The version a load replaces, as the load's builders share it.
 pub struct Previous {
     dataset: Arc<Dataset>,
-    /// Old record index by digest, per collection, made on the first miss.
-    by_digest: [OnceLock<FxHashMap<BytesDigest, u32>>; Collection::COUNT],
+    /// Old record index by the low 64 bits of its digest, per collection,
+    /// made on the first miss; a hit is checked against the whole digest.
+    /// Half the size of a map by the whole digest (16 bytes an entry, not
+    /// 32), and built next to both versions at the peak of a reload. Two
+    /// old records sharing those bits keep one entry: the other is not
+    /// taken over, only built again.
+    by_digest: [OnceLock<FxHashMap<u64, u32>>; Collection::COUNT],
+    /// New records not found among the old ones, so far.
+    missed: AtomicUsize,
+    /// Once this many are missed, most of the old records are replaced:
+    /// the old version's fragments are let go ([`Previous::missed`]).
+    most: usize,
 }
 
 impl Previous {
     /// `dataset`'s records, for a load of its workspace's next version;
     /// `None` if it kept nothing to reuse.
     pub fn of(dataset: Arc<Dataset>) -> Option<Arc<Previous>> {
-        dataset.reusable.as_ref()?;
+        let kept = dataset.reusable.as_ref()?;
+        let most = kept.digests.iter().map(Vec::len).sum::<usize>() / 2 + 1;
         Some(Arc::new(Previous {
             dataset,
             by_digest: Default::default(),
+            missed: AtomicUsize::new(0),
+            most,
         }))
+    }
+
+    /// Counts a new record that is not an old one. Once most of the old
+    /// records are replaced, the old version's gzip fragments are let go
+    /// while it still serves (its gzip answers compressed per request
+    /// until the new version serves): they would otherwise sit next to the
+    /// new version's records at the peak of the reload, and copy few
+    /// fragments into the new version's. Measured on `medium` with every
+    /// record changed: a peak of 3.2 times the JSON with them, 2.7 without
+    /// (BENCHMARKS.md, "Small changes"). If the load fails, the loader has
+    /// the old version precompressed again ([`Dataset::precompress_again`]).
+    fn missed(&self) {
+        if self.missed.fetch_add(1, Ordering::Relaxed) + 1 == self.most {
+            self.dataset.let_go_of_fragments();
+        }
     }
 
     fn kept(&self) -> &Reusable {
@@ -83,10 +219,16 @@ impl Previous {
         }
         let map = self.by_digest[collection.index()].get_or_init(|| {
             let mut map = FxHashMap::with_capacity_and_hasher(digests.len(), Default::default());
-            map.extend(digests.iter().enumerate().map(|(i, &d)| (d, i as u32)));
+            map.extend(
+                digests
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &d)| (d as u64, i as u32)),
+            );
             map
         });
-        map.get(&digest).map(|&i| i as usize)
+        let i = *map.get(&(digest as u64))? as usize;
+        (digests[i] == digest).then_some(i)
     }
 }
 
@@ -121,6 +263,7 @@ impl Builder {
             return false;
         };
         let Some(i) = previous.find(collection, index, digest) else {
+            previous.missed();
             return false;
         };
         let kept = previous.kept();
@@ -128,7 +271,7 @@ impl Builder {
         let part = &mut self.parts[c];
         part.rendered
             .push_from(previous.dataset.records(collection), i);
-        part.keys.push(kept.keys[c][i]);
+        part.keys.push(kept.keys[c].get(i));
         part.digests.push(digest);
         self.reused += 1;
         let texts = &mut Texts {
@@ -139,20 +282,20 @@ impl Builder {
         match collection {
             Collection::Companies => {
                 self.company_names.push(kept.company_names[i].clone());
-                let priority = texts.remap(kept.company_priorities[i]);
+                let priority = texts.remap(from_number(kept.company_priorities[i]));
                 self.company_priorities.push(priority);
             }
             Collection::Tasks => {
-                let (status, priority) = kept.task_fields[i];
+                let [status, priority] = kept.task_fields[i].map(from_number);
                 let fields = (texts.remap(status), texts.remap(priority));
                 self.task_fields.push(fields);
             }
             Collection::Feed => {
-                let kind = texts.remap(kept.feed_types[i]);
+                let kind = texts.remap(from_number(kept.feed_types[i]));
                 self.feed_types.push(kind);
             }
             Collection::Metrics => {
-                let name = texts.remap(kept.metric_names[i]);
+                let name = texts.remap(from_number(kept.metric_names[i]));
                 self.metric_names.push(name);
             }
             Collection::Roles
@@ -182,5 +325,42 @@ impl Texts<'_> {
             self.seen[old] = self.into.intern(Some(&self.from[old]))?;
         }
         Some(self.seen[old])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_kept_compact_come_back_whole() {
+        let at = |secs, nanos| Instant { secs, nanos };
+        let keys = [
+            Key {
+                id: u128::MAX,
+                at: at(-62_135_596_800, 999_999_999),
+                parent: Some(7),
+            },
+            Key {
+                id: 0,
+                at: at(1_764_000_000, 0),
+                parent: None,
+            },
+            Key {
+                id: 1 << 64,
+                at: at(0, 1),
+                parent: Some(u128::MAX - 1),
+            },
+            Key {
+                id: (1 << 64) - 1,
+                at: at(253_402_300_799, 5),
+                parent: Some(7),
+            },
+        ];
+        let kept = KeptKeys::keep(&keys);
+        assert_eq!(kept.parents, [7, u128::MAX - 1], "each parent once");
+        let back: Vec<Key> = (0..keys.len()).map(|i| kept.get(i)).collect();
+        assert_eq!(back, keys);
+        assert_eq!(size_of::<KeptKey>(), 32);
     }
 }

@@ -295,3 +295,77 @@ async fn a_chain_of_edits_serves_what_a_fresh_load_serves_and_reuses_the_rest() 
     );
     assert_same_as_fresh(&server, &snap, "after a rejected repeat").await;
 }
+
+/// A replacement that changes most records lets the serving version's
+/// gzip fragments go while it loads (they would sit next to the new
+/// records at the peak of the reload). When that replacement is then
+/// rejected, the version that keeps serving has its fragments made again:
+/// its answers, plain and gzip, stay what they were throughout. The real
+/// binary, whose log says both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_replacement_of_most_records_leaves_gzip_as_it_was() {
+    let snap = world("whole");
+    let dir = tempdir();
+    write_json(dir.path(), "acme.json", &snap);
+    let bin = Binary::start(dir.path(), &[], &[]).await;
+    let precompressed = || bin.stderr_text().matches("records precompressed").count();
+    assert_eq!(precompressed(), 1, "ready means precompressed");
+
+    let probes = ["/tasks?limit=50&offset=300", "/feed?limit=20", "/tasks"];
+    let answers = async || {
+        let mut seen = Vec::new();
+        for path in probes {
+            let auth = format!("Bearer {KEY}");
+            let plain = request_from(bin.api, path, &[("Authorization", &auth)]).await;
+            let gz = request_from(
+                bin.api,
+                path,
+                &[("Authorization", &auth), ("Accept-Encoding", "gzip")],
+            )
+            .await;
+            assert_eq!(gz.header("content-encoding"), Some("gzip"), "{path}");
+            assert_eq!(
+                gunzip(&gz.body),
+                plain.body,
+                "{path}: gzip decodes to plain"
+            );
+            seen.push((
+                plain.status,
+                plain.header("etag").map(str::to_owned),
+                plain.body,
+            ));
+        }
+        seen
+    };
+    let before = answers().await;
+
+    // Every task's title changed, and the last task's id repeated: the
+    // file is rejected only once it has been read whole.
+    let mut bad = snap.clone();
+    for t in tasks(&mut bad).iter_mut() {
+        let title = t["attributes"]["title"].as_str().unwrap().to_owned();
+        t["attributes"]["title"] = json!(format!("Rewritten: {title}"));
+    }
+    let copy = tasks(&mut bad)[0].clone();
+    tasks(&mut bad).push(copy);
+    bad["version"] = json!("rejected");
+    replace_json(dir.path(), "acme.json", &bad);
+
+    eventually("the rejection and the fragments made again", async || {
+        let log = bin.stderr_text();
+        match (
+            log.contains("gzip fragments are let go"),
+            log.contains("snapshot rejected"),
+            precompressed(),
+        ) {
+            (true, true, 2) => Ok(()),
+            seen => Err(format!("let go, rejected, precompressed: {seen:?}\n{log}")),
+        }
+    })
+    .await;
+    assert_eq!(
+        answers().await,
+        before,
+        "the serving version answers as before"
+    );
+}
