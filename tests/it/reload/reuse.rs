@@ -315,15 +315,7 @@ async fn a_rejected_replacement_of_most_records_leaves_gzip_as_it_was() {
     let answers = async || {
         let mut seen = Vec::new();
         for path in probes {
-            let auth = format!("Bearer {KEY}");
-            let plain = request_from(bin.api, path, &[("Authorization", &auth)]).await;
-            let gz = request_from(
-                bin.api,
-                path,
-                &[("Authorization", &auth), ("Accept-Encoding", "gzip")],
-            )
-            .await;
-            assert_eq!(gz.header("content-encoding"), Some("gzip"), "{path}");
+            let (plain, gz) = plain_and_gzip(bin.api, path, KEY).await;
             assert_eq!(
                 gunzip(&gz.body),
                 plain.body,

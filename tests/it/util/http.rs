@@ -626,3 +626,18 @@ fn dechunk_prefix(rest: &[u8]) -> Result<Option<(Vec<u8>, usize)>, String> {
         at += size + 2;
     }
 }
+
+/// `GET path` from the binary at `addr` with `key`, plainly and asking for
+/// gzip: both answers, the second checked to be gzip-encoded.
+pub async fn plain_and_gzip(addr: SocketAddr, path: &str, key: &str) -> (Response, Response) {
+    let auth = format!("Bearer {key}");
+    let plain = request_from(addr, path, &[("Authorization", &auth)]).await;
+    let gz = request_from(
+        addr,
+        path,
+        &[("Authorization", &auth), ("Accept-Encoding", "gzip")],
+    )
+    .await;
+    assert_eq!(gz.header("content-encoding"), Some("gzip"), "GET {path}");
+    (plain, gz)
+}
