@@ -100,16 +100,7 @@ async fn check(server: &TestServer, key: &str, path: &str) -> (Vec<u8>, Option<u
 /// every company's lists, records by id, every meeting with its notes, the
 /// feed by cursor.
 async fn paths(server: &TestServer, key: &str, snapshot: &Value) -> Vec<String> {
-    let ids = |collection: &str| -> Vec<String> {
-        snapshot[collection]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|r| r["id"].as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let ids = |collection: &str| record_ids(snapshot, collection);
     let values = |collection: &str, attr: &str| -> BTreeSet<String> {
         snapshot[collection]
             .as_array()

@@ -76,17 +76,10 @@ async fn no_id_of_another_workspace_is_found() {
     let (acme, globex_key) = (key_of("ws-acme"), key_of("ws-globex"));
     let server = TestServer::start_in(dir, |_| {}).await;
 
-    let ids = |collection: &str| -> Vec<String> {
-        globex[collection]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["id"].as_str().unwrap().to_owned())
-            .collect()
-    };
+    let ids = |collection: &str| record_ids(&globex, collection);
     let mut cases = Vec::new();
     for id in ids("companies") {
-        for suffix in ["", "/tasks", "/roles", "/notes", "/metrics"] {
+        for suffix in COMPANY_PATHS {
             cases.push(format!("/portfolio/{id}{suffix}"));
         }
     }

@@ -182,16 +182,7 @@ fn sample_values(schema: &Value) -> Vec<String> {
 
 /// Every page of every list, filters, cursors and records by id of one workspace.
 pub(super) async fn traffic(c: &mut Checker<'_>, server: &TestServer, key: &str, snap: &Value) {
-    let ids = |collection: &str| -> Vec<String> {
-        snap[collection]
-            .as_array()
-            .map(|list| {
-                list.iter()
-                    .filter_map(|r| r["id"].as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let ids = |collection: &str| record_ids(snap, collection);
     let distinct = |collection: &str, attribute: &str| -> BTreeSet<String> {
         snap[collection]
             .as_array()

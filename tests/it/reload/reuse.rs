@@ -100,19 +100,9 @@ fn paths(snap: &Value) -> Vec<String> {
         };
         paths.push(format!("{list}?{query}&limit=9"));
     }
-    let ids = |collection: &str| -> Vec<String> {
-        snap[collection]
-            .as_array()
-            .map(|records| {
-                records
-                    .iter()
-                    .map(|r| r["id"].as_str().unwrap().to_owned())
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let ids = |collection: &str| record_ids(snap, collection);
     for c in ids("companies") {
-        for sub in ["", "/tasks", "/roles", "/notes", "/metrics"] {
+        for sub in COMPANY_PATHS {
             paths.push(format!("/portfolio/{c}{sub}"));
         }
     }

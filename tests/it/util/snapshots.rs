@@ -536,3 +536,21 @@ pub fn in_flight_title_len() -> usize {
         .unwrap_or(4 << 20);
     (wmem_max * 3 / 2 / 100).max(60_000)
 }
+
+/// The ids of `snap`'s records of `collection`, in file order (none if it
+/// has no such list).
+pub fn record_ids(snap: &Value, collection: &str) -> Vec<String> {
+    snap[collection]
+        .as_array()
+        .map(|records| {
+            records
+                .iter()
+                .filter_map(|r| r["id"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What follows `/portfolio/{id}`: the company itself, then each of its
+/// lists (docs/api.md).
+pub const COMPANY_PATHS: [&str; 5] = ["", "/tasks", "/roles", "/notes", "/metrics"];
