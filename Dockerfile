@@ -15,9 +15,11 @@
 FROM docker.io/library/rust:1.95-slim-bookworm AS build
 WORKDIR /build
 # Only what `cargo build --release` reads: the manifest and lock file, the
-# library and binary, and benches/ (Cargo.toml names a [[bench]] target, and
-# cargo refuses a manifest whose declared target file is missing).
+# workspace's crates, the binary, and benches/ (Cargo.toml names a [[bench]]
+# target, and cargo refuses a manifest whose declared target file is
+# missing).
 COPY Cargo.toml Cargo.lock ./
+COPY crates ./crates
 COPY src ./src
 COPY benches ./benches
 RUN --mount=type=cache,target=/usr/local/cargo/registry \

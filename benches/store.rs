@@ -15,9 +15,9 @@ use std::sync::Arc;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::sync::atomic::AtomicBool;
 
-use portfolio_replica::api::{ApiState, bearer_key_hash, respond as respond_fn};
-use portfolio_replica::generate::{Scale, generate};
+use portfolio_generate::{Scale, generate};
 use portfolio_replica::metrics::Metrics;
+use portfolio_replica::serve::api::{ApiState, bearer_key_hash, respond as respond_fn};
 use portfolio_replica::snapshot::load as load_snapshot;
 use portfolio_replica::snapshot::{self, SnapshotError, Source};
 use portfolio_replica::store::id::format_id;
@@ -44,8 +44,8 @@ fn fixture() -> Fixture {
     let started = std::time::Instant::now();
     let mut dataset = load_snapshot("bench.json", &json).expect("load").dataset;
     let loaded = started.elapsed();
-    dataset.start_background(true);
-    dataset.wait_precompressed();
+    portfolio_replica::serve::loader::warm::start(&mut dataset, true);
+    dataset.wait_warmed();
     eprintln!(
         "fixture: {} MB loaded in {loaded:.2?}, precompressed {:.2?} later into {} MB of fragments",
         json.len() / 1_000_000,
@@ -216,7 +216,7 @@ fn auth(c: &mut Criterion, f: &Fixture) {
 /// answer of the same page, side by side in one run (the ratios are the
 /// point).
 fn respond(c: &mut Criterion, f: &Fixture) {
-    let metrics = Arc::new(Metrics::new(&portfolio_replica::api::Route::LABELS));
+    let metrics = Arc::new(Metrics::new(&portfolio_replica::serve::api::Route::LABELS));
     let state_of = |dataset: Arc<Dataset>| {
         let store = Arc::new(Store::default());
         store.publish(Catalog::new([dataset]));
@@ -362,7 +362,13 @@ fn load(c: &mut Criterion, f: &Fixture) {
     });
     group.bench_function("snapshot_gzip", |b| {
         b.iter(|| {
-            snapshot::load_from("bench.json.gz", &Gzipped(black_box(&gz)), &mut |_, _| {}).is_ok()
+            snapshot::load_from(
+                "bench.json.gz",
+                &Gzipped(black_box(&gz)),
+                &portfolio_replica::threads::Cores,
+                &mut |_, _| {},
+            )
+            .is_ok()
         })
     });
     group.finish();

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::api::Cors;
-use crate::loader::parse_bytes;
-use crate::server::HttpLimits;
+use crate::serve::api::Cors;
+use crate::serve::loader::parse_bytes;
+use crate::serve::server::HttpLimits;
 use crate::storage::StorageOptions;
 
 #[derive(Debug, Parser)]
@@ -123,7 +123,7 @@ pub enum Command {
             value_name = "URL",
             default_value = "http://127.0.0.1:8080/readyz"
         )]
-        url: crate::http_client::HttpUrl,
+        url: crate::tools::http_client::HttpUrl,
         /// Seconds to wait for the status line, connecting included (fractions allowed).
         #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_timeout)]
         timeout: Duration,
@@ -222,7 +222,7 @@ pub enum Command {
         /// http://HOST:PORT: show what it serves against the manifest
         /// (repeat for each replica).
         #[arg(long = "replica", value_name = "HOST:PORT")]
-        replicas: Vec<crate::http_client::HttpUrl>,
+        replicas: Vec<crate::tools::http_client::HttpUrl>,
         #[command(flatten)]
         storage: StorageArgs,
     },

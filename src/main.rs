@@ -4,8 +4,10 @@
 use std::process::ExitCode;
 
 use clap::CommandFactory;
+use portfolio_generate as generate;
+use portfolio_replica::ServeConfig;
 use portfolio_replica::config::{self, Cli, Command, LogFormat, ServeArgs};
-use portfolio_replica::{ServeConfig, commands, generate, publish};
+use portfolio_replica::tools::{commands, publish};
 
 fn main() -> ExitCode {
     let cli = Cli::parse_with_tips();
@@ -20,7 +22,7 @@ fn main() -> ExitCode {
     match command {
         Command::Serve(args) => serve(&args),
         Command::Check { files } => {
-            let ok = portfolio_replica::check::check(
+            let ok = portfolio_replica::tools::check::check(
                 &files,
                 &mut std::io::stdout(),
                 &mut std::io::stderr(),
@@ -64,7 +66,7 @@ fn main() -> ExitCode {
             json,
             to: None,
             storage: _,
-        } => exit(portfolio_replica::diff::files(
+        } => exit(portfolio_replica::tools::diff::files(
             &old,
             &new,
             json,
@@ -241,7 +243,7 @@ fn init_tracing(format: LogFormat) {
 /// with `--log-format json` a fatal error is one JSON line too, and the last
 /// line says the process stopped and with what exit status.
 fn serve(args: &ServeArgs) -> ExitCode {
-    portfolio_replica::os::fix_mmap_threshold();
+    portfolio_os::fix_mmap_threshold();
     init_tracing(args.log_format);
     let (code, exit_code) = match run_server(args) {
         Ok(()) => (ExitCode::SUCCESS, 0),

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::listing::ObjectVersion;
-use super::status::SourceStatus;
+use portfolio_wire::status::SourceStatus;
 
 /// What the cache records of one entry.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

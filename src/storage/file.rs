@@ -8,12 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::snapshot::{SnapshotError, Source};
 
-/// Whether a directory entry is a snapshot: `*.json` or `*.json.gz`, not
-/// hidden. Everything else (`*.tmp`, `*.part`, editor swap files) is a
-/// writer's scratch space and ignored (docs/snapshot-format.md#file-names).
-pub fn is_snapshot_name(name: &str) -> bool {
-    !name.starts_with('.') && (name.ends_with(".json") || name.ends_with(".json.gz"))
-}
+pub use crate::snapshot::is_snapshot_name;
 
 /// A snapshot file, as a source of its (decompressed) bytes.
 pub struct SnapshotFile {

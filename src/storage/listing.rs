@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use super::error::StorageError;
-use super::status::SourceStatus;
+use portfolio_wire::status::SourceStatus;
 
 /// What identifies an entry's content without reading it.
 #[derive(Clone, Debug, PartialEq, Eq)]

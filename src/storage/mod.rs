@@ -7,13 +7,12 @@
 //! error kinds, the manifest format, and reading one snapshot file as a
 //! stream ([`SnapshotFile`]).
 //!
-//! It knows nothing of the scan (`crate::loader`) that decides what to
-//! load, nor of conflicts or publishing a catalog. `crate::publish` writes
+//! It knows nothing of the scan (`crate::serve::loader`) that decides what to
+//! load, nor of conflicts or publishing a catalog. `crate::tools::publish` writes
 //! through it.
 
 mod cache;
 mod client;
-pub mod delta;
 mod dir;
 mod download;
 mod error;
@@ -21,11 +20,9 @@ mod file;
 mod follow;
 mod listing;
 pub mod location;
-pub mod manifest;
 mod objects;
 mod origin;
 mod rebuild;
-mod status;
 
 pub use download::{DownloadError, Downloaded, Expect, download};
 pub use error::{ErrorKind, ListError, StorageError};
@@ -34,4 +31,5 @@ pub use follow::RESYNC_EVERY;
 pub use listing::{Fetch, FileFingerprint, Fingerprint, Listing, Local, ObjectVersion};
 pub use location::{Location, StorageOptions};
 pub use origin::Origin;
-pub use status::{OriginStatus, SourceStatus};
+pub use portfolio_wire::status::{OriginStatus, SourceStatus};
+pub use portfolio_wire::{delta, manifest};

@@ -34,9 +34,9 @@ use super::follow::{self, Followed, Records};
 use super::listing::{Fetch, Fingerprint, Listing, Local, ObjectVersion};
 use super::location::{self, StorageOptions};
 use super::manifest::{self, MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest};
-use super::status::{OriginStatus, SourceStatus};
 use crate::metrics::Metrics;
 use crate::store::time::{utc_millis, utc_now};
+use portfolio_wire::status::{OriginStatus, SourceStatus};
 
 /// The longest a failing source waits between polls, unless the poll
 /// interval itself is longer.

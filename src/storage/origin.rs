@@ -1,5 +1,5 @@
 //! Where snapshots come from: a directory on disk, or a prefix of an object
-//! store (`objects.rs`). The scan (`crate::loader`) sees both alike: a
+//! store (`objects.rs`). The scan (`crate::serve::loader`) sees both alike: a
 //! listing of names, each with a fingerprint of its content, and for each
 //! changed name a file on local disk that it loads through the streaming
 //! `SnapshotFile`, so a download costs the same memory as a file dropped
@@ -14,8 +14,8 @@ use super::error::{ErrorKind, ListError, StorageError};
 use super::listing::{Fetch, Fingerprint, Listing, Local};
 use super::location::{Location, StorageOptions};
 use super::objects::ObjectOrigin;
-use super::status::OriginStatus;
 use crate::metrics::Metrics;
+use portfolio_wire::status::OriginStatus;
 
 /// Where the snapshots come from.
 pub enum Origin {

@@ -21,8 +21,8 @@ use super::download::{Expect, download};
 use super::listing::{Fetch, Local, ObjectVersion};
 use super::manifest::DeltaRef;
 use super::objects::ObjectOrigin;
-use super::status::SourceStatus;
 use crate::store::time::utc_now;
+use portfolio_wire::status::SourceStatus;
 
 impl ObjectOrigin {
     /// `version` of `name` rebuilt from the version this replica serves

@@ -273,8 +273,8 @@ fn load(path: &Path) -> Dataset {
     let mut dataset = portfolio_replica::snapshot::load("gzip.json", &bytes)
         .expect("load")
         .dataset;
-    dataset.start_background(true);
-    dataset.wait_precompressed();
+    portfolio_replica::serve::loader::warm::start(&mut dataset, true);
+    dataset.wait_warmed();
     dataset
 }
 

@@ -15,7 +15,7 @@ use crate::util::*;
 
 /// Serves the fixture with `limits` changed by `configure`.
 async fn hardened(
-    configure: impl FnOnce(&mut portfolio_replica::server::HttpLimits),
+    configure: impl FnOnce(&mut portfolio_replica::serve::server::HttpLimits),
 ) -> TestServer {
     let dir = tempdir();
     write_json(dir.path(), "acme.json", &fixture("ws-acme", &[KEY], 0));

@@ -5,7 +5,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use portfolio_replica::api::Cors;
+use portfolio_replica::serve::api::Cors;
 use serde_json::{Value, json};
 
 use crate::util::*;

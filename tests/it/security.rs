@@ -58,12 +58,8 @@ async fn a_wrong_prefix_a_wrong_secret_and_no_key_look_the_same() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_id_of_another_workspace_is_found() {
     let dir = tempdir();
-    let files = portfolio_replica::generate::generate(
-        dir.path(),
-        portfolio_replica::generate::Scale::Small,
-        7,
-    )
-    .unwrap();
+    let files =
+        portfolio_generate::generate(dir.path(), portfolio_generate::Scale::Small, 7).unwrap();
     let globex: Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("globex.json")).unwrap()).unwrap();
     let key_of = |ws: &str| {

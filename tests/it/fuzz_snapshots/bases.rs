@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use portfolio_replica::generate::{Scale, generate};
+use portfolio_generate::{Scale, generate};
 use serde_json::{Value, json};
 
 use crate::util::*;

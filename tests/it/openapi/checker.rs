@@ -408,7 +408,7 @@ impl<'d> Checker<'d> {
     pub(super) fn assert_no_failures(&self) {
         assert!(
             self.failures.is_empty(),
-            "{} of {} answers disagree with src/api/openapi.json; the first ones:\n{}",
+            "{} of {} answers disagree with src/serve/api/openapi.json; the first ones:\n{}",
             self.failures.len(),
             self.requests,
             self.failures[..self.failures.len().min(40)].join("\n")

@@ -1,4 +1,4 @@
-//! The OpenAPI document, `src/api/openapi.json`, kept true to the server.
+//! The OpenAPI document, `src/serve/api/openapi.json`, kept true to the server.
 //!
 //! One test checks that `GET /openapi.json` serves exactly that file, without
 //! a key. The other sends a broad set of real requests to every documented
@@ -23,7 +23,7 @@ mod requests;
 
 use std::time::{Duration, Instant};
 
-use portfolio_replica::generate::{Scale, generate};
+use portfolio_generate::{Scale, generate};
 use serde_json::Value;
 
 use crate::util::*;
@@ -32,7 +32,7 @@ use data::*;
 use requests::*;
 
 /// The document, as the server embeds it.
-const DOC: &str = include_str!("../../../src/api/openapi.json");
+const DOC: &str = include_str!("../../../src/serve/api/openapi.json");
 
 const WS: &str = "ws-openapi";
 /// Company with only a name.
@@ -114,7 +114,7 @@ async fn the_served_document_is_the_file_and_needs_no_key() {
         );
         assert!(
             resp.body == DOC.as_bytes(),
-            "{context}: the served document is not src/api/openapi.json ({} bytes served, {} in the file)",
+            "{context}: the served document is not src/serve/api/openapi.json ({} bytes served, {} in the file)",
             resp.body.len(),
             DOC.len()
         );
@@ -128,7 +128,7 @@ async fn the_served_document_is_the_file_and_needs_no_key() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_answer_matches_the_document() {
     let started = Instant::now();
-    let doc: Value = serde_json::from_str(DOC).expect("src/api/openapi.json is JSON");
+    let doc: Value = serde_json::from_str(DOC).expect("src/serve/api/openapi.json is JSON");
     let mut c = Checker::new(&doc);
 
     // The generated demo workspaces, and the edge cases in a file that keeps

@@ -3,7 +3,7 @@
 //! with a reference decoder written here from the WHATWG
 //! `application/x-www-form-urlencoded` rules.
 
-use portfolio_replica::api::Query;
+use portfolio_replica::serve::api::Query;
 use portfolio_replica::store::{Cursor, OffsetPage};
 use proptest::prelude::*;
 
@@ -294,7 +294,7 @@ pub(super) fn model_feed(pairs: &[(String, String)]) -> Result<FeedModel<'_>, ()
 fn agree<T: std::fmt::Debug, U: std::fmt::Debug>(
     what: &str,
     raw: &str,
-    got: Result<T, portfolio_replica::api::ApiError>,
+    got: Result<T, portfolio_replica::serve::api::ApiError>,
     want: Result<U, ()>,
     same: impl Fn(&T, &U) -> bool,
 ) -> Result<(), TestCaseError> {

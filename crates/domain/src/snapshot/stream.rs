@@ -1,0 +1,567 @@
+//! The streaming parse: a snapshot read through a window of a few
+//! megabytes, never held whole.
+//!
+//! A small structural scanner walks the top-level object and the arrays of
+//! records, finding where each value ends (it tracks strings and nesting,
+//! nothing else); serde_json then parses each value from the window, with
+//! the same wire types, checks and builder calls as the whole-buffer parse
+//! ([`super::parse`]). A record's bytes are dropped from the window once it
+//! is rendered, so a load holds the window and what the builder keeps.
+//!
+//! This pass only has to be right on good files. On anything it does not
+//! accept (a syntax error, a wrong type, a failed check, bytes it cannot
+//! read) it gives up, and the caller runs the whole-buffer parse, which
+//! finds the same first problem with the same message as it always has
+//! (docs/snapshot-format.md#order-of-reporting). If that parse accepts the
+//! file after all, its result is used: the fast path can cost speed, never
+//! correctness.
+
+use std::hash::Hasher;
+use std::io::Read;
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::value::RawValue;
+
+use super::batches::{Sink, Workers, worker_count};
+use super::format::{
+    ApiKeyDoc, CompanyAttrs, FeedAttrs, MeetingAttrs, MeetingNoteAttrs, MetricRecord, NoteAttrs,
+    Record, RoleAttrs, TaskAttrs, Text, WorkspaceDoc,
+};
+use super::header::{check_api_keys, check_format_version, check_version, check_workspace};
+use super::parse::{HasId, Header};
+use super::records::{self, RecordCheck};
+use crate::store::{Builder, Collection, Threads};
+
+/// How much the window reads at a time.
+const CHUNK: usize = 1 << 20;
+
+/// Why the streaming pass gave up; the whole-buffer parse says it properly.
+#[derive(Debug)]
+pub struct GaveUp;
+
+/// What a streaming pass read: the header, and a hash of the content (every
+/// value's bytes, so layout whitespace does not count) for ETags.
+pub struct Streamed {
+    pub header: Header,
+    pub content_hash: u64,
+}
+
+/// Parses a snapshot from `reader`, handing each record to `builder`;
+/// where `threads` gives more than one, records are built on the others
+/// while this one reads on ([`super::batches`]).
+pub fn parse_stream(
+    file: &str,
+    reader: impl Read,
+    size_hint: u64,
+    builder: &mut Builder,
+    threads: &dyn Threads,
+    progress: &mut dyn FnMut(Collection, usize),
+) -> Result<Streamed, GaveUp> {
+    match worker_count(size_hint, threads.count()) {
+        0 => scan(file, reader, Sink::Inline(builder), progress),
+        count => {
+            let (workers, jobs) = Workers::start(file, count, builder);
+            let mut streamed = Err(GaveUp);
+            let reading = || streamed = scan(file, reader, Sink::Workers(workers), progress);
+            threads.run(Box::new(reading), jobs);
+            streamed
+        }
+    }
+}
+
+/// The pass itself: each record's bytes go to `sink` as the scanner finds
+/// them (to be built, or only hashed: [`super::digests`]), and the header
+/// is checked at the end.
+pub fn scan<'b>(
+    file: &str,
+    reader: impl Read,
+    sink: Sink<'_, 'b>,
+    progress: &'b mut dyn FnMut(Collection, usize),
+) -> Result<Streamed, GaveUp> {
+    let mut s = Stream {
+        window: Window::new(reader),
+        file,
+        sink,
+        progress,
+        records: 0,
+        unreported: 0,
+        hash: rustc_hash::FxHasher::default(),
+    };
+    let top = s.document()?;
+    s.sink.finish()?;
+    // The same checks, in the same order, as the whole-buffer parse.
+    check_format_version(file, top.format_version.as_deref()).map_err(|_| GaveUp)?;
+    let (workspace_id, workspace_name) =
+        check_workspace(file, top.workspace.as_ref()).map_err(|_| GaveUp)?;
+    let version = check_version(file, top.version.as_deref()).map_err(|_| GaveUp)?;
+    let (key_hashes, keys_warning) =
+        check_api_keys(file, top.api_keys.as_deref().unwrap_or_default()).map_err(|_| GaveUp)?;
+    Ok(Streamed {
+        header: Header {
+            workspace_id,
+            workspace_name,
+            version,
+            key_hashes,
+            warnings: keys_warning.into_iter().collect(),
+        },
+        content_hash: s.hash.finish(),
+    })
+}
+
+/// The non-record parts of the document, as the whole-buffer parse keeps them.
+#[derive(Default)]
+struct Top {
+    format_version: Option<String>,
+    version: Option<String>,
+    workspace: Option<(Option<String>, Option<String>)>,
+    api_keys: Option<Vec<Option<String>>>,
+}
+
+/// Bytes of records after which progress is reported even before
+/// [`super::parse::PROGRESS_EVERY`] records (about 0.1 ms of parsing).
+const PROGRESS_BYTES: usize = 32 * 1024;
+
+struct Stream<'f, 's, 'b, R> {
+    window: Window<R>,
+    file: &'f str,
+    sink: Sink<'s, 'b>,
+    progress: &'b mut dyn FnMut(Collection, usize),
+    records: usize,
+    /// Bytes of records read since `progress` was last told.
+    unreported: usize,
+    hash: rustc_hash::FxHasher,
+}
+
+impl<R: Read> Stream<'_, '_, '_, R> {
+    /// `{ "key": value, ... }` and nothing after it but blanks.
+    fn document(&mut self) -> Result<Top, GaveUp> {
+        let mut top = Top::default();
+        let mut seen: Vec<String> = Vec::new();
+        self.expect(b'{')?;
+        if self.window.skip_blanks()? == Some(b'}') {
+            self.window.advance(1);
+        } else {
+            loop {
+                let key = self.key()?;
+                if seen.contains(&key) {
+                    return Err(GaveUp);
+                }
+                self.expect(b':')?;
+                self.window.skip_blanks()?;
+                self.member(&key, &mut top)?;
+                seen.push(key);
+                match self.window.skip_blanks()? {
+                    Some(b',') => self.window.advance(1),
+                    Some(b'}') => {
+                        self.window.advance(1);
+                        break;
+                    }
+                    _ => return Err(GaveUp),
+                }
+            }
+        }
+        match self.window.skip_blanks()? {
+            None => Ok(top),
+            Some(_) => Err(GaveUp),
+        }
+    }
+
+    fn expect(&mut self, byte: u8) -> Result<(), GaveUp> {
+        if self.window.skip_blanks()? != Some(byte) {
+            return Err(GaveUp);
+        }
+        self.window.advance(1);
+        Ok(())
+    }
+
+    /// A member name: a JSON string, escapes and all.
+    fn key(&mut self) -> Result<String, GaveUp> {
+        if self.window.skip_blanks()? != Some(b'"') {
+            return Err(GaveUp);
+        }
+        let len = self.window.value_len()?;
+        let key = serde_json::from_slice::<Text<'_>>(self.window.peek(len))
+            .map(|t| t.as_str().to_owned())
+            .map_err(|_| GaveUp)?;
+        self.window.advance(len);
+        Ok(key)
+    }
+
+    /// One top-level member's value.
+    fn member(&mut self, key: &str, top: &mut Top) -> Result<(), GaveUp> {
+        if let Some(collection) = Collection::from_name(key) {
+            return self.collection(collection);
+        }
+        let len = self.window.value_len()?;
+        let bytes = self.window.peek(len);
+        self.hash.write(bytes);
+        self.hash.write_u8(0);
+        let bad = |_| GaveUp;
+        match key {
+            "format_version" => {
+                let raw: &RawValue = serde_json::from_slice(bytes).map_err(bad)?;
+                top.format_version = Some(raw.get().to_owned());
+            }
+            "version" => {
+                let text: Option<Text<'_>> = serde_json::from_slice(bytes).map_err(bad)?;
+                top.version = text.map(|t| t.as_str().to_owned());
+            }
+            "workspace" => {
+                let doc: Option<WorkspaceDoc<'_>> = serde_json::from_slice(bytes).map_err(bad)?;
+                top.workspace = doc.map(|w| {
+                    (
+                        w.id.map(|t| t.as_str().to_owned()),
+                        w.name.map(|t| t.as_str().to_owned()),
+                    )
+                });
+            }
+            "api_keys" => {
+                let keys: Option<Vec<ApiKeyDoc<'_>>> =
+                    serde_json::from_slice(bytes).map_err(bad)?;
+                top.api_keys = keys.map(|keys| {
+                    keys.into_iter()
+                        .map(|k| k.sha256.map(|t| t.as_str().to_owned()))
+                        .collect()
+                });
+            }
+            _ => {
+                serde_json::from_slice::<IgnoredAny>(bytes).map_err(bad)?;
+            }
+        }
+        self.window.advance(len);
+        Ok(())
+    }
+
+    /// `null` (no records), or an array of records.
+    fn collection(&mut self, collection: Collection) -> Result<(), GaveUp> {
+        match self.window.skip_blanks()? {
+            Some(b'n') => {
+                let len = self.window.value_len()?;
+                if self.window.peek(len) != b"null" {
+                    return Err(GaveUp);
+                }
+                self.window.advance(len);
+                return Ok(());
+            }
+            Some(b'[') => self.window.advance(1),
+            _ => return Err(GaveUp),
+        }
+        if self.window.skip_blanks()? == Some(b']') {
+            self.window.advance(1);
+            return Ok(());
+        }
+        let mut index = 0;
+        loop {
+            self.window.skip_blanks()?;
+            let len = self.window.value_len()?;
+            self.record(collection, index, len)?;
+            self.window.advance(len);
+            index += 1;
+            self.records += 1;
+            self.unreported += len;
+            // Every few records, or sooner where records are large (a
+            // meeting's transcript): each report is a chance to pace.
+            if self.records.is_multiple_of(super::parse::PROGRESS_EVERY)
+                || self.unreported >= PROGRESS_BYTES
+            {
+                self.unreported = 0;
+                (self.progress)(collection, self.records);
+            }
+            match self.window.skip_blanks()? {
+                Some(b',') => self.window.advance(1),
+                Some(b']') => {
+                    self.window.advance(1);
+                    return Ok(());
+                }
+                _ => return Err(GaveUp),
+            }
+        }
+    }
+
+    /// Hands the record in the next `len` bytes to the sink.
+    fn record(&mut self, collection: Collection, index: usize, len: usize) -> Result<(), GaveUp> {
+        let offset = self.window.start + self.window.pos as u64;
+        let bytes = self.window.peek(len);
+        self.hash.write(bytes);
+        self.hash.write_u8(0);
+        self.sink
+            .record(self.file, collection, index, offset, bytes)
+    }
+}
+
+/// Parses, checks and builds one record of `collection` from `bytes`,
+/// unless the version this load replaces has a record of the same bytes,
+/// which the builder then takes over (`store::Previous`). The match is
+/// exhaustive: a new collection does not compile until it is read here too.
+pub fn build_record(
+    file: &str,
+    collection: Collection,
+    index: usize,
+    bytes: &[u8],
+    builder: &mut Builder,
+) -> Result<(), GaveUp> {
+    use records::*;
+    let digest = xxhash_rust::xxh3::xxh3_128(bytes);
+    if builder.reuse(collection, index, digest) {
+        return Ok(());
+    }
+    builder.digest_next(digest);
+    let c = collection;
+    match collection {
+        Collection::Companies => {
+            one::<Record<'_, CompanyAttrs<'_>>>(file, c, index, bytes, builder, company)
+        }
+        Collection::Tasks => one::<Record<'_, TaskAttrs<'_>>>(file, c, index, bytes, builder, task),
+        Collection::Roles => one::<Record<'_, RoleAttrs<'_>>>(file, c, index, bytes, builder, role),
+        Collection::Feed => {
+            one::<Record<'_, FeedAttrs<'_>>>(file, c, index, bytes, builder, feed_entry)
+        }
+        Collection::Notes => one::<Record<'_, NoteAttrs<'_>>>(file, c, index, bytes, builder, note),
+        Collection::Metrics => one::<MetricRecord<'_>>(file, c, index, bytes, builder, metric),
+        Collection::Meetings => {
+            one::<Record<'_, MeetingAttrs<'_>>>(file, c, index, bytes, builder, meeting)
+        }
+        Collection::MeetingNotes => {
+            one::<Record<'_, MeetingNoteAttrs<'_>>>(file, c, index, bytes, builder, meeting_note)
+        }
+    }
+}
+
+/// Parses one record of type `P` from `bytes`, checks it, and builds it.
+fn one<'de, P: Deserialize<'de> + HasId<'de>>(
+    file: &str,
+    collection: Collection,
+    index: usize,
+    bytes: &'de [u8],
+    builder: &mut Builder,
+    check: super::parse::Check<P>,
+) -> Result<(), GaveUp> {
+    let parsed: P = serde_json::from_slice(bytes).map_err(|_| GaveUp)?;
+    let id_text = parsed.id_text().map(Text::as_str);
+    let c = RecordCheck {
+        file,
+        collection: collection.name(),
+        index,
+        id: id_text,
+    };
+    records::check_id(&c, id_text)
+        .and_then(|id| check(&c, &parsed, id, builder))
+        .map_err(|_| GaveUp)
+}
+
+/// A window over a reader: the bytes not yet consumed, refilled a chunk at
+/// a time; consumed bytes are dropped at the next refill.
+struct Window<R> {
+    reader: R,
+    buf: Vec<u8>,
+    /// The first byte not yet consumed.
+    pos: usize,
+    /// Where `buf[0]` is in the input, so that a record's offset is known
+    /// (`super::digests` gives each record's span).
+    start: u64,
+    eof: bool,
+}
+
+impl<R: Read> Window<R> {
+    fn new(reader: R) -> Window<R> {
+        Window {
+            reader,
+            buf: Vec::with_capacity(2 * CHUNK),
+            pos: 0,
+            start: 0,
+            eof: false,
+        }
+    }
+
+    /// Drops the consumed bytes and reads one more chunk. Returns how far
+    /// the bytes moved (so scans can adjust their indices) and whether any
+    /// were read (`false` at the end of the input).
+    fn fill(&mut self) -> Result<(usize, bool), GaveUp> {
+        let shift = self.pos;
+        if shift > 0 {
+            self.buf.drain(..shift);
+            self.pos = 0;
+            self.start += shift as u64;
+        }
+        if self.eof {
+            return Ok((shift, false));
+        }
+        let len = self.buf.len();
+        self.buf.reserve(CHUNK);
+        // read_to_end fills the spare capacity without zeroing it first.
+        let read = loop {
+            match (&mut self.reader)
+                .take(CHUNK as u64)
+                .read_to_end(&mut self.buf)
+            {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    self.buf.truncate(len);
+                    return Err(GaveUp);
+                }
+            }
+        };
+        self.eof = read == 0;
+        Ok((shift, read > 0))
+    }
+
+    /// The next `len` bytes (which a scan has made sure are there).
+    fn peek(&self, len: usize) -> &[u8] {
+        &self.buf[self.pos..self.pos + len]
+    }
+
+    fn advance(&mut self, len: usize) {
+        self.pos += len;
+    }
+
+    /// Skips JSON blanks; the next byte, or `None` at the end of the input.
+    fn skip_blanks(&mut self) -> Result<Option<u8>, GaveUp> {
+        loop {
+            while let Some(&b) = self.buf.get(self.pos) {
+                if !matches!(b, b' ' | b'\n' | b'\t' | b'\r') {
+                    return Ok(Some(b));
+                }
+                self.pos += 1;
+            }
+            if !self.fill()?.1 {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// The length of the JSON value that starts at `pos`: a string, an
+    /// object or array (strings and nesting tracked), or a scalar up to the
+    /// next delimiter. Its content is left for serde_json to check.
+    fn value_len(&mut self) -> Result<usize, GaveUp> {
+        let mut i = self.pos;
+        let mut depth = 0usize;
+        let mut in_string = false;
+        let first = *self.buf.get(i).ok_or(GaveUp)?;
+        let scalar = !matches!(first, b'{' | b'[' | b'"');
+        loop {
+            if i >= self.buf.len() {
+                let (shift, more) = self.fill()?;
+                i -= shift;
+                if more {
+                    continue;
+                }
+                // A scalar may end the input; nothing else may.
+                return match i - self.pos {
+                    len if scalar && len > 0 => Ok(len),
+                    _ => Err(GaveUp),
+                };
+            }
+            if in_string {
+                match memchr::memchr2(b'"', b'\\', &self.buf[i..]) {
+                    None => i = self.buf.len(),
+                    Some(at) if self.buf[i + at] == b'\\' => {
+                        let backslash = i + at;
+                        if backslash + 1 < self.buf.len() {
+                            i = backslash + 2;
+                            continue;
+                        }
+                        // The escaped byte lies past the window's end.
+                        let (shift, more) = self.fill()?;
+                        if !more {
+                            return Err(GaveUp);
+                        }
+                        i = backslash - shift;
+                    }
+                    Some(at) => {
+                        i += at + 1;
+                        in_string = false;
+                        if depth == 0 {
+                            return Ok(i - self.pos);
+                        }
+                    }
+                }
+                continue;
+            }
+            let b = self.buf[i];
+            if scalar {
+                if matches!(b, b',' | b'}' | b']' | b' ' | b'\n' | b'\t' | b'\r') {
+                    return match i - self.pos {
+                        0 => Err(GaveUp),
+                        len => Ok(len),
+                    };
+                }
+                i += 1;
+                continue;
+            }
+            i += 1;
+            match b {
+                b'"' => in_string = true,
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth = depth.checked_sub(1).ok_or(GaveUp)?;
+                    if depth == 0 {
+                        return Ok(i - self.pos);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that hands out at most `step` bytes per read, so values
+    /// straddle every possible window boundary.
+    struct Trickle<'a> {
+        bytes: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.step.min(out.len()).min(self.bytes.len());
+            out[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    fn lengths(text: &str, step: usize) -> Result<Vec<usize>, GaveUp> {
+        let mut w = Window::new(Trickle {
+            bytes: text.as_bytes(),
+            step,
+        });
+        let mut out = Vec::new();
+        while w.skip_blanks()?.is_some() {
+            let len = w.value_len()?;
+            out.push(len);
+            w.advance(len);
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn values_end_where_json_says_whatever_the_chunking() {
+        let values = [
+            r#"{"a":"x\"}","b":[1,{"c":"]"}]}"#,
+            r#""\\""#,
+            "12.5e3",
+            "null",
+            "[]",
+            r#""é\u00e9""#,
+            "true",
+        ];
+        let text = values.join(" \n");
+        let expected: Vec<usize> = values.iter().map(|v| v.len()).collect();
+        for step in [1, 2, 3, 7, 64, CHUNK] {
+            assert_eq!(lengths(&text, step).unwrap(), expected, "step {step}");
+        }
+    }
+
+    #[test]
+    fn unfinished_values_give_up() {
+        for text in [r#"{"a":1"#, r#""abc"#, r#"["\"]"#, "]"] {
+            assert!(lengths(text, 3).is_err(), "{text}");
+        }
+    }
+}

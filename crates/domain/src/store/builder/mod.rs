@@ -1,0 +1,206 @@
+//! The builder: how a dataset is made from plain values.
+//!
+//! A snapshot reader (or a test, or any other source) hands the builder
+//! records one by one, in the order it reads them: each with its [`Key`],
+//! the few attribute values the store indexes, and a closure that writes
+//! the record's JSON as the API serves it. The builder renders the record
+//! right away and keeps only the key and the interned values, so a load
+//! holds its input and the rendered records, never a parsed document.
+//! [`Builder::finish`] then checks ids, sorts, indexes and assembles the
+//! [`Dataset`]. Pure and synchronous: run it off the async runtime.
+
+mod finish;
+mod index;
+mod reuse;
+
+use super::Dataset;
+use super::collection::Collection;
+use super::key::KeyHash;
+use super::rendered::Renderer;
+use super::time::Instant;
+use index::Interner;
+pub(crate) use reuse::Reusable;
+pub use reuse::{BytesDigest, Previous};
+
+/// What the store knows about a record besides its JSON: its id, the
+/// instant that orders its list (the default for companies, which are
+/// ordered by name), and the record it points at (a company, or a meeting
+/// for a meeting note), if the reference is a valid id.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Key {
+    pub id: u128,
+    pub at: Instant,
+    pub parent: Option<u128>,
+}
+
+/// Everything of a dataset that is not a record.
+#[derive(Clone, Debug)]
+pub struct Meta {
+    pub workspace_id: String,
+    pub workspace_name: Option<String>,
+    /// Sent as `X-Snapshot-Version` with every answer.
+    pub version: String,
+    pub key_hashes: Vec<KeyHash>,
+    /// A hash of the source's bytes: a strong ETag must change whenever a
+    /// body does, even if an exporter reuses a version label.
+    pub content_hash: u64,
+}
+
+/// A record id given twice within one collection.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("id repeats within {}: {}[{first}] has it too", .collection.name(), .collection.name())]
+pub struct RepeatedId {
+    pub collection: Collection,
+    /// Position of the repeat in its collection.
+    pub index: usize,
+    /// Position of the first record with the id.
+    pub first: usize,
+    pub id: u128,
+}
+
+/// A dataset and what its build noticed: records pointing at a company or
+/// meeting that the dataset does not hold, a workspace no key can read.
+pub struct Built {
+    pub dataset: Dataset,
+    pub warnings: Vec<String>,
+}
+
+/// One collection while it loads: rendered records and their keys, by index.
+#[derive(Default)]
+struct Part {
+    rendered: Renderer,
+    keys: Vec<Key>,
+    /// Each record's [`BytesDigest`], if every record came with one.
+    digests: Vec<BytesDigest>,
+}
+
+/// Receives the records of one dataset and turns them into a [`Dataset`].
+#[derive(Default)]
+pub struct Builder {
+    parts: [Part; Collection::COUNT],
+    interner: Interner,
+    /// Name of each company (it orders `/portfolio`).
+    company_names: Vec<Option<Box<str>>>,
+    company_priorities: Vec<Option<u32>>,
+    /// Status and priority of each task.
+    task_fields: Vec<(Option<u32>, Option<u32>)>,
+    feed_types: Vec<Option<u32>>,
+    metric_names: Vec<Option<u32>>,
+    /// The version this load replaces, whose records it may take over.
+    previous: Option<std::sync::Arc<Previous>>,
+    /// The previous version's interned texts numbered in `interner`.
+    remap: Vec<u32>,
+    /// The digest of the record about to be given ([`Builder::digest_next`]).
+    next_digest: Option<BytesDigest>,
+    /// Records taken over from `previous`.
+    reused: usize,
+}
+
+impl Builder {
+    /// Renders a record of `collection` with `json` and keeps its key.
+    fn push(&mut self, collection: Collection, key: Key, json: impl FnOnce(&mut Vec<u8>)) {
+        let part = &mut self.parts[collection.index()];
+        part.rendered.push_with(json);
+        part.keys.push(key);
+        if let Some(digest) = self.next_digest.take() {
+            part.digests.push(digest);
+        }
+    }
+
+    /// A company, with the name that orders `/portfolio` and the priority
+    /// it is filtered by.
+    pub fn company(
+        &mut self,
+        key: Key,
+        name: Option<&str>,
+        priority: Option<&str>,
+        json: impl FnOnce(&mut Vec<u8>),
+    ) {
+        self.push(Collection::Companies, key, json);
+        self.company_names.push(name.map(Into::into));
+        let priority = self.interner.intern(priority);
+        self.company_priorities.push(priority);
+    }
+
+    /// A task, with the status and priority it is filtered by.
+    pub fn task(
+        &mut self,
+        key: Key,
+        status: Option<&str>,
+        priority: Option<&str>,
+        json: impl FnOnce(&mut Vec<u8>),
+    ) {
+        self.push(Collection::Tasks, key, json);
+        let fields = (self.interner.intern(status), self.interner.intern(priority));
+        self.task_fields.push(fields);
+    }
+
+    pub fn role(&mut self, key: Key, json: impl FnOnce(&mut Vec<u8>)) {
+        self.push(Collection::Roles, key, json);
+    }
+
+    /// A feed entry, with the type it is filtered by.
+    pub fn feed_entry(&mut self, key: Key, kind: Option<&str>, json: impl FnOnce(&mut Vec<u8>)) {
+        self.push(Collection::Feed, key, json);
+        let kind = self.interner.intern(kind);
+        self.feed_types.push(kind);
+    }
+
+    pub fn note(&mut self, key: Key, json: impl FnOnce(&mut Vec<u8>)) {
+        self.push(Collection::Notes, key, json);
+    }
+
+    /// A reported metric value, with its metric's name: only the latest
+    /// value per (company, name) is served.
+    pub fn metric(&mut self, key: Key, name: Option<&str>, json: impl FnOnce(&mut Vec<u8>)) {
+        self.push(Collection::Metrics, key, json);
+        let name = self.interner.intern(name);
+        self.metric_names.push(name);
+    }
+
+    pub fn meeting(&mut self, key: Key, json: impl FnOnce(&mut Vec<u8>)) {
+        self.push(Collection::Meetings, key, json);
+    }
+
+    pub fn meeting_note(&mut self, key: Key, json: impl FnOnce(&mut Vec<u8>)) {
+        self.push(Collection::MeetingNotes, key, json);
+    }
+
+    /// Appends the records `other` received, as if they had been given to
+    /// this builder after its own: records can be built in batches on
+    /// several threads and joined in order.
+    pub fn append(&mut self, other: Builder) {
+        let Builder {
+            parts,
+            interner,
+            company_names,
+            company_priorities,
+            task_fields,
+            feed_types,
+            metric_names,
+            previous: _,
+            remap: _,
+            next_digest: _,
+            reused,
+        } = other;
+        self.reused += reused;
+        for (mine, theirs) in self.parts.iter_mut().zip(parts) {
+            mine.rendered.append(theirs.rendered);
+            mine.keys.extend(theirs.keys);
+            mine.digests.extend(theirs.digests);
+        }
+        let mut remap = |id: Option<u32>| self.interner.intern(id.map(|i| interner.text(i)));
+        let priorities: Vec<_> = company_priorities.into_iter().map(&mut remap).collect();
+        let tasks: Vec<_> = task_fields
+            .into_iter()
+            .map(|(status, priority)| (remap(status), remap(priority)))
+            .collect();
+        let types: Vec<_> = feed_types.into_iter().map(&mut remap).collect();
+        let names: Vec<_> = metric_names.into_iter().map(&mut remap).collect();
+        self.company_priorities.extend(priorities);
+        self.task_fields.extend(tasks);
+        self.feed_types.extend(types);
+        self.metric_names.extend(names);
+        self.company_names.extend(company_names);
+    }
+}

@@ -1,0 +1,280 @@
+//! The store: the domain layer, and the foundation of the crate.
+//!
+//! It owns the domain values (record ids, instants, API key hashes, feed
+//! cursors, the list of collections) and the [`Dataset`]: one workspace at
+//! one version, immutable, pre-sorted, pre-rendered and indexed. A dataset
+//! is made by the [`Builder`] from plain values and closures that write each
+//! record's JSON, so the store knows nothing of where records come from.
+//! A reload builds a new dataset and publishes a new [`Catalog`] through the
+//! [`Store`]'s `ArcSwap`. A request does exactly one `load` of the catalog
+//! and answers entirely from the dataset it found there, so it can never mix
+//! two versions.
+//!
+//! No IO, no HTTP and no file format here: the store imports nothing from
+//! the layers above it (checked by `tests/it/layers.rs`).
+
+mod builder;
+pub mod claims;
+pub mod collection;
+mod cursor;
+pub mod id;
+pub mod key;
+mod query;
+mod rendered;
+pub mod threads;
+pub mod time;
+pub mod warm;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use rustc_hash::FxHashMap;
+
+use id::IdMap;
+use key::KeyHash;
+use time::Instant;
+
+pub use builder::{Builder, Built, BytesDigest, Key, Meta, Previous, RepeatedId};
+pub use collection::{Collection, RecordCounts};
+pub use cursor::{Cursor, CursorError};
+pub use query::{Body, FeedQuery, OffsetPage};
+pub use rendered::Rendered;
+pub use threads::{OneThread, Threads};
+
+/// Record indices into a [`Rendered`], in list order.
+type Positions = Vec<u32>;
+
+/// Record indices by the exact text of an attribute (a filter value).
+/// FxHash: the keys come from the snapshot, and requests only look up.
+type TextIndex = FxHashMap<Box<str>, Positions>;
+
+/// One workspace at one snapshot version, ready to serve.
+///
+/// Records of each kind are rendered once, in the order they were given
+/// ([`Rendered`]); every list is an order of record indices over them,
+/// sorted at load, and every filter is a pre-built index in the same order.
+pub struct Dataset {
+    pub workspace_id: String,
+    pub workspace_name: Option<String>,
+    /// Sent as `X-Snapshot-Version` with every answer from this dataset.
+    pub version: String,
+    /// The same text as shared bytes: an answer carries it without a copy.
+    pub version_bytes: Bytes,
+    /// A hash of workspace id, version and content: the same on every
+    /// replica that loaded the same snapshot, so ETags made from it agree
+    /// fleet-wide.
+    pub fingerprint: u64,
+    pub key_hashes: Vec<KeyHash>,
+    pub counts: RecordCounts,
+    /// Records taken over from the version this one replaced, not parsed
+    /// again (`builder::reuse`); 0 for a first load.
+    pub reused_records: usize,
+    companies: Companies,
+    tasks: Tasks,
+    roles: Roles,
+    feed: Feed,
+    notes: Notes,
+    metrics: LatestMetrics,
+    meetings: Meetings,
+    meeting_notes: MeetingNotes,
+    /// What the next version may take over of its records (`builder::reuse`).
+    reusable: Option<builder::Reusable>,
+    /// Its warming ([`warm`]): the gzip fragments of its records, made by
+    /// whoever drives it.
+    warming: warm::Warming,
+    /// Whether [`Dataset::let_go_of_fragments`] let some go.
+    fragments_let_go: AtomicBool,
+}
+
+struct Companies {
+    records: Arc<Rendered>,
+    /// Name ascending (code-point order), then id.
+    order: Positions,
+    at: IdMap<u32>,
+    by_priority: TextIndex,
+}
+
+struct Tasks {
+    records: Arc<Rendered>,
+    /// Newest `created_at` first, then id descending; so is every index.
+    order: Positions,
+    at: IdMap<u32>,
+    by_status: TextIndex,
+    by_priority: TextIndex,
+    by_status_priority: FxHashMap<Box<str>, TextIndex>,
+    by_company: IdMap<Positions>,
+}
+
+struct Roles {
+    records: Arc<Rendered>,
+    /// The whole `/roles` body (newest `opened_at` first, then id
+    /// descending), built once and shared by every answer.
+    body: Bytes,
+    /// Its gzip form, once precompressed.
+    gzip: Arc<OnceLock<Bytes>>,
+    by_company: IdMap<Positions>,
+}
+
+struct Feed {
+    records: Arc<Rendered>,
+    /// Newest `published_at` first, then id descending.
+    order: Positions,
+    /// `(published_at, id)` of each entry, by record index: the cursor seeks on it.
+    keys: Vec<(Instant, u128)>,
+    by_type: TextIndex,
+}
+
+struct Notes {
+    records: Arc<Rendered>,
+    at: IdMap<u32>,
+    /// Newest `created_at` first, then id descending.
+    by_company: IdMap<Positions>,
+}
+
+/// Only the latest value per (company, name), grouped by company and
+/// ordered by name within it, so a company's list is one run.
+struct LatestMetrics {
+    records: Arc<Rendered>,
+    /// Every record index in order: a company's list is a slice of it.
+    all: Positions,
+    by_company: IdMap<(u32, u32)>,
+}
+
+struct Meetings {
+    records: Arc<Rendered>,
+    at: IdMap<u32>,
+}
+
+struct MeetingNotes {
+    records: Arc<Rendered>,
+    /// `created_at` then id ascending within each meeting.
+    by_meeting: IdMap<Positions>,
+}
+
+/// Every published workspace, and the index from key hash to workspace.
+#[derive(Default)]
+pub struct Catalog {
+    /// FxHash: the keys are SHA-256 digests, and requests only look up.
+    by_key: FxHashMap<KeyHash, Arc<Dataset>>,
+    /// FxHash too: ids come from the operator's snapshots, and a scan
+    /// rebuilds this map for every batch it publishes.
+    by_workspace: FxHashMap<String, Arc<Dataset>>,
+}
+
+impl Dataset {
+    /// Bytes held by the records' gzip fragments (0 without precompression).
+    pub fn precompressed_bytes(&self) -> usize {
+        let packed: usize = Collection::ALL
+            .iter()
+            .filter_map(|&c| self.records(c).packed().as_deref().map(|p| p.heap_bytes()))
+            .sum();
+        packed + self.roles.gzip.get().map_or(0, Bytes::len)
+    }
+
+    /// A collection's rendered records: the one place that maps the list
+    /// of collections to the dataset's parts.
+    fn records(&self, collection: Collection) -> &Arc<Rendered> {
+        match collection {
+            Collection::Companies => &self.companies.records,
+            Collection::Tasks => &self.tasks.records,
+            Collection::Roles => &self.roles.records,
+            Collection::Feed => &self.feed.records,
+            Collection::Notes => &self.notes.records,
+            Collection::Metrics => &self.metrics.records,
+            Collection::Meetings => &self.meetings.records,
+            Collection::MeetingNotes => &self.meeting_notes.records,
+        }
+    }
+
+    /// Lets the records' gzip fragments go while this version serves
+    /// (`builder::reuse`: a load replacing most of its records is under
+    /// way); its gzip answers are compressed per request from then on.
+    fn let_go_of_fragments(&self) {
+        let bytes: usize = Collection::ALL
+            .iter()
+            .map(|&c| self.records(c).let_go_of_packed())
+            .sum();
+        if bytes > 0 {
+            self.fragments_let_go.store(true, Ordering::Relaxed);
+            tracing::info!(
+                workspace = %self.workspace_id,
+                bytes,
+                "most records are replaced: the serving version's gzip fragments are let go while the new one loads"
+            );
+        }
+    }
+}
+
+impl Catalog {
+    /// Builds a catalog from datasets whose workspace ids and key hashes are
+    /// already known to be distinct (the loader resolves conflicts).
+    pub fn new(datasets: impl IntoIterator<Item = Arc<Dataset>>) -> Catalog {
+        let datasets = datasets.into_iter();
+        let mut catalog = Catalog::default();
+        catalog
+            .by_workspace
+            .reserve(datasets.size_hint().1.unwrap_or(0));
+        catalog.by_key.reserve(datasets.size_hint().1.unwrap_or(0));
+        for dataset in datasets {
+            for hash in &dataset.key_hashes {
+                catalog.by_key.insert(*hash, Arc::clone(&dataset));
+            }
+            catalog
+                .by_workspace
+                .insert(dataset.workspace_id.clone(), dataset);
+        }
+        catalog
+    }
+
+    /// The workspace that `key_hash` (the SHA-256 of a whole API key) opens.
+    pub fn by_key(&self, key_hash: &KeyHash) -> Option<&Dataset> {
+        self.by_key.get(key_hash).map(Arc::as_ref)
+    }
+
+    /// How many workspaces serve.
+    pub fn len(&self) -> usize {
+        self.by_workspace.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_workspace.is_empty()
+    }
+
+    pub fn workspace(&self, id: &str) -> Option<&Arc<Dataset>> {
+        self.by_workspace.get(id)
+    }
+
+    pub fn workspaces(&self) -> impl Iterator<Item = &Arc<Dataset>> {
+        self.by_workspace.values()
+    }
+}
+
+/// The published catalog. Readers `load` it once per request; the loader
+/// `publish`es a new one with a single atomic swap.
+pub struct Store {
+    current: ArcSwap<Catalog>,
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store {
+            current: ArcSwap::from_pointee(Catalog::default()),
+        }
+    }
+}
+
+impl Store {
+    /// The catalog as of now. Keep the guard on the stack for one request,
+    /// never across an `.await`.
+    pub fn load(&self) -> arc_swap::Guard<Arc<Catalog>> {
+        self.current.load()
+    }
+
+    /// Replaces the catalog. Requests that already loaded the old one finish
+    /// on it; its datasets are freed when the last of them is done.
+    pub fn publish(&self, catalog: Catalog) {
+        self.current.store(Arc::new(catalog));
+    }
+}

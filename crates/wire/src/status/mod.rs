@@ -1,0 +1,200 @@
+//! The body of the admin listener's `GET /snapshots`: the loader keeps each
+//! file's [`FileStatus`], `ops` writes the body, and `versions --replica`
+//! (`publish::fleet`) reads it back, so it is one type for both ends, below
+//! all three.
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+
+use crate::store::time::utc_now;
+
+mod source;
+
+use crate::store::RecordCounts;
+pub use source::{OriginStatus, SourceStatus};
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SnapshotsStatus {
+    /// Every entry, in all, whatever the filter.
+    #[serde(default)]
+    pub summary: Summary,
+    /// The entries the filter keeps (all of them without one), by name.
+    pub files: Vec<FileStatus>,
+    /// Object storage only: the state of the polls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<OriginStatus>,
+}
+
+/// Entries counted by state; an entry may be in more than one (a rejected
+/// replacement of a serving workspace is `serving` and `error`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    pub files: usize,
+    pub serving: usize,
+    pub error: usize,
+    pub stale: usize,
+}
+
+/// The states `?state=` selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Serving a version.
+    Serving,
+    /// The current content was rejected (the previous version may serve).
+    Error,
+    /// Object storage: a newer version cannot be downloaded now.
+    Stale,
+}
+
+impl State {
+    const ALL: [(&str, State); 3] = [
+        ("serving", State::Serving),
+        ("error", State::Error),
+        ("stale", State::Stale),
+    ];
+
+    pub fn of(self, file: &FileStatus) -> bool {
+        match self {
+            State::Serving => file.serving_version.is_some(),
+            State::Error => file.error.is_some(),
+            State::Stale => file.source_error.is_some(),
+        }
+    }
+}
+
+/// `GET /snapshots?workspace=ID&state=serving|error|stale`: which entries
+/// to list. Both may be given; each may be left out.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatusFilter {
+    pub workspace: Option<String>,
+    pub state: Option<State>,
+}
+
+impl StatusFilter {
+    /// Reads a query string; an unknown parameter or state is refused,
+    /// naming what is accepted.
+    pub fn parse(query: &str) -> Result<StatusFilter, String> {
+        let mut filter = StatusFilter::default();
+        for (name, value) in form_urlencoded::parse(query.as_bytes()) {
+            match name.as_ref() {
+                "workspace" => filter.workspace = Some(value.into_owned()),
+                "state" => {
+                    let state = State::ALL
+                        .iter()
+                        .find(|(n, _)| *n == value)
+                        .map(|(_, s)| *s);
+                    filter.state = Some(state.ok_or_else(|| {
+                        format!("state {value:?} is not one of serving, error, stale")
+                    })?);
+                }
+                other => {
+                    return Err(format!(
+                        "unknown parameter {other:?}: /snapshots takes workspace and state"
+                    ));
+                }
+            }
+        }
+        Ok(filter)
+    }
+
+    pub fn keeps(&self, file: &FileStatus) -> bool {
+        self.workspace
+            .as_ref()
+            .is_none_or(|w| file.workspace.as_ref() == Some(w))
+            && self.state.is_none_or(|s| s.of(file))
+    }
+}
+
+impl SnapshotsStatus {
+    /// The body for `files` (every entry) under `filter`.
+    pub fn new(
+        files: Vec<FileStatus>,
+        source: Option<OriginStatus>,
+        filter: &StatusFilter,
+    ) -> SnapshotsStatus {
+        let count = |state: State| files.iter().filter(|f| state.of(f)).count();
+        let summary = Summary {
+            files: files.len(),
+            serving: count(State::Serving),
+            error: count(State::Error),
+            stale: count(State::Stale),
+        };
+        SnapshotsStatus {
+            summary,
+            files: files.into_iter().filter(|f| filter.keeps(f)).collect(),
+            source,
+        }
+    }
+}
+
+/// What `GET /snapshots` shows for one file (read back by `versions --replica`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FileStatus {
+    pub file: String,
+    pub workspace: Option<String>,
+    /// The version serving from this file: always `serving_version`'s
+    /// value. It was the field's first name; clients read it, so it stays.
+    pub version: Option<String>,
+    /// When the version now serving was loaded (RFC 3339, UTC).
+    pub loaded_at: Option<String>,
+    pub records: Option<RecordCounts>,
+    /// Records of the serving version taken over from the version before
+    /// it, unchanged, without parsing them again; 0 for a first load.
+    pub records_reused: Option<usize>,
+    pub warnings: Vec<String>,
+    /// Why the file's current content was rejected; `null` when it serves.
+    pub error: Option<String>,
+    /// When the current content was rejected (RFC 3339, UTC); `null` when
+    /// it serves.
+    pub failed_at: Option<String>,
+    /// The version this file serves now, whatever happened to its newer
+    /// content: after a rejected replacement, the previous version; `null`
+    /// when the file serves nothing. The same as `version`, under a name
+    /// that cannot be read as the version of the rejected content.
+    pub serving_version: Option<String>,
+    /// Object storage: the object the serving version came from (key, ETag
+    /// or SHA-256, manifest revision, when it was fetched); `null` for a
+    /// directory, or when nothing serves.
+    pub source: Option<SourceStatus>,
+    /// Object storage: seconds since a successful poll last found this
+    /// entry serving what storage names; `null` for a directory.
+    pub stale_seconds: Option<f64>,
+    /// Object storage: why newer content could not be downloaded (the
+    /// serving version keeps serving); `null` when nothing is wrong.
+    pub source_error: Option<String>,
+    /// Its kind, as `portfolio_replica_source_errors_total` labels it.
+    pub source_error_kind: Option<Cow<'static, str>>,
+    /// Since when that problem has lasted (RFC 3339, UTC).
+    pub source_error_since: Option<String>,
+}
+
+impl FileStatus {
+    /// A file the loader has just met: nothing known of it yet.
+    pub fn new(name: &str) -> FileStatus {
+        FileStatus {
+            file: name.to_owned(),
+            workspace: None,
+            version: None,
+            loaded_at: None,
+            records: None,
+            records_reused: None,
+            warnings: Vec::new(),
+            error: None,
+            failed_at: None,
+            serving_version: None,
+            source: None,
+            stale_seconds: None,
+            source_error: None,
+            source_error_kind: None,
+            source_error_since: None,
+        }
+    }
+
+    /// Records that the file's current content was rejected; what it
+    /// served before (if anything) keeps serving.
+    pub fn fail(&mut self, message: String) {
+        self.error = Some(message);
+        self.failed_at = Some(utc_now());
+    }
+}

@@ -1,0 +1,553 @@
+//! What a successful answer carries besides its body: `X-Snapshot-Version`,
+//! a strong `ETag` and conditional requests, cache headers, and compression.
+//!
+//! The ETag is not a hash of the body. A response is a pure function of the
+//! dataset (workspace and snapshot version) and the request's path and query,
+//! so the tag is the dataset's fingerprint, computed once at load, followed by
+//! a hash of path and query; a gzip body is another representation and gets
+//! its own tag.
+//!
+//! A gzip body is assembled from records compressed at load (see
+//! `store::Body::write_gzip`), into a buffer kept from an earlier answer
+//! (`buffers`) as plain pages are; only when precompression is off, not done yet, or
+//! the page is in an order its records are not chained in (tasks by
+//! company or filter) is it compressed here, per request, and kept in a
+//! small cache ([`CACHE_BYTES`]) for the next request of the same page. A
+//! 304 writes no body at all.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::{LazyLock, Mutex};
+
+use bytes::Bytes;
+use flate2::{Compress, Compression, FlushCompress, Status};
+use warp::http::header::{
+    ACCEPT_ENCODING, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE, ETAG, HeaderName, HeaderValue,
+    IF_NONE_MATCH, VARY,
+};
+use warp::http::{HeaderMap, StatusCode};
+use warp::reply::Response;
+
+use super::buffers;
+use crate::serve::reply;
+use crate::store::{Body, Dataset};
+
+/// Bodies smaller than this are sent as they are: compressing them costs
+/// more CPU than the bytes it saves on the wire.
+pub const COMPRESS_MIN_BYTES: usize = 1024;
+
+/// A 200 answer from `dataset`, or a 304 if the client's copy is current.
+pub fn ok(
+    dataset: &Dataset,
+    path: &str,
+    query: &str,
+    headers: &HeaderMap,
+    body: Body<'_>,
+    compression: bool,
+) -> Response {
+    // O(limit) for a page (its records' lengths are summed): once.
+    let len = body.len();
+    let gzip = compression && len >= COMPRESS_MIN_BYTES && accepts_gzip(headers);
+    let request = request_hash(path, query);
+    let (tag, tag_len) = etag(dataset.fingerprint, request, gzip);
+    let tag = &tag[..tag_len];
+    let not_modified = headers
+        .get(IF_NONE_MATCH)
+        .is_some_and(|h| matches_etag(h, tag));
+    if not_modified {
+        let mut response = Response::new(Bytes::new().into());
+        *response.status_mut() = StatusCode::NOT_MODIFIED;
+        let h = response.headers_mut();
+        if let Ok(version) = HeaderValue::from_maybe_shared(dataset.version_bytes.clone()) {
+            h.insert(X_SNAPSHOT_VERSION.clone(), version);
+        }
+        if let Ok(tag) = HeaderValue::from_bytes(tag) {
+            h.insert(ETAG, tag);
+        }
+        h.insert(CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL_VALUE));
+        h.insert(VARY, HeaderValue::from_static(VARY_VALUE));
+        return response;
+    }
+    let (body, encoded) = if gzip {
+        let page = Page {
+            dataset: dataset.fingerprint,
+            request,
+            path,
+            query,
+        };
+        let assembled = || buffers::try_filled(|out| body.write_gzip(out));
+        match body
+            .shared_gzip()
+            .or_else(assembled)
+            .or_else(|| compressed(&CACHE, &page, &body))
+        {
+            Some(compressed) => (compressed, true),
+            None => (plain(&body, len), false),
+        }
+    } else {
+        (plain(&body, len), false)
+    };
+    let mut response = Response::new(body.into());
+    *response.headers_mut() = heads(dataset, encoded);
+    // In the place the ETag has among the headers (a tag is quotes, hex
+    // digits and dashes: always a header value).
+    match HeaderValue::from_bytes(tag) {
+        Ok(tag) => response.headers_mut().insert(ETAG, tag),
+        Err(_) => response.headers_mut().remove(ETAG),
+    };
+    response
+}
+
+const CACHE_CONTROL_VALUE: &str = "private, no-cache";
+const VARY_VALUE: &str = "Authorization, Accept-Encoding";
+
+/// The headers of a 200 from `dataset`, gzip-encoded or not, in the order
+/// they are sent, with an empty ETag to be replaced in place: made once per
+/// dataset and thread, cloned for each answer (a clone costs two
+/// allocations, as an empty map filled per answer did, but none of the
+/// hashing and checking of names and values).
+fn heads(dataset: &Dataset, gzip: bool) -> HeaderMap {
+    HEADS.with_borrow_mut(|heads| {
+        let slot = match heads.iter().position(|h| h.is_for(dataset)) {
+            Some(slot) => slot,
+            None if heads.len() < KEPT_HEADS => {
+                heads.push(Heads::of(dataset));
+                heads.len() - 1
+            }
+            None => {
+                // Another dataset's slot, chosen by fingerprint.
+                let slot = (dataset.fingerprint % KEPT_HEADS as u64) as usize;
+                heads[slot] = Heads::of(dataset);
+                slot
+            }
+        };
+        let h = &heads[slot];
+        if gzip {
+            h.gzip.clone()
+        } else {
+            h.plain.clone()
+        }
+    })
+}
+
+/// Datasets whose headers a thread keeps: a replica serves many
+/// workspaces, but a thread's requests of a moment come from a few.
+const KEPT_HEADS: usize = 4;
+
+thread_local! {
+    static HEADS: RefCell<Vec<Heads>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A dataset's response headers, plain and gzip.
+struct Heads {
+    /// Which dataset: its fingerprint and its version text, both compared,
+    /// so that a header never carries another dataset's version.
+    fingerprint: u64,
+    version: Bytes,
+    plain: HeaderMap,
+    gzip: HeaderMap,
+}
+
+impl Heads {
+    fn is_for(&self, dataset: &Dataset) -> bool {
+        self.fingerprint == dataset.fingerprint && self.version == dataset.version_bytes
+    }
+
+    fn of(dataset: &Dataset) -> Heads {
+        let version = HeaderValue::from_maybe_shared(dataset.version_bytes.clone()).ok();
+        let map = |gzip: bool| {
+            let mut h = HeaderMap::with_capacity(6);
+            h.insert(CONTENT_TYPE, HeaderValue::from_static(reply::JSON));
+            if gzip {
+                h.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            }
+            // A version that is no header value is left out, as before.
+            if let Some(version) = &version {
+                h.insert(X_SNAPSHOT_VERSION.clone(), version.clone());
+            }
+            h.insert(ETAG, HeaderValue::from_static(""));
+            h.insert(CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL_VALUE));
+            h.insert(VARY, HeaderValue::from_static(VARY_VALUE));
+            h
+        };
+        Heads {
+            fingerprint: dataset.fingerprint,
+            version: dataset.version_bytes.clone(),
+            plain: map(false),
+            gzip: map(true),
+        }
+    }
+}
+
+/// The plain JSON of `body` (`len` bytes): shared if it is, else copied
+/// into a kept buffer.
+fn plain(body: &Body<'_>, len: usize) -> Bytes {
+    body.shared_plain()
+        .unwrap_or_else(|| buffers::filled(len, |out| body.write(out)))
+}
+
+static X_SNAPSHOT_VERSION: HeaderName = HeaderName::from_static("x-snapshot-version");
+
+/// The longest tag: quotes, two 16-digit hashes, a dash and `-gz`.
+const ETAG_MAX: usize = 38;
+
+/// A hash of path and query: what, with the dataset's fingerprint, names a
+/// response.
+fn request_hash(path: &str, query: &str) -> u64 {
+    let mut hasher = rustc_hash::FxBuildHasher.build_hasher();
+    hasher.write(path.as_bytes());
+    hasher.write_u8(b'?');
+    hasher.write(query.as_bytes());
+    hasher.finish()
+}
+
+/// `"<dataset fingerprint>-<request hash>[-gz]"`, written on the stack
+/// (and its length).
+fn etag(fingerprint: u64, request: u64, gzip: bool) -> ([u8; ETAG_MAX], usize) {
+    let mut tag = [b'"'; ETAG_MAX];
+    hex(fingerprint, &mut tag[1..17]);
+    tag[17] = b'-';
+    hex(request, &mut tag[18..34]);
+    let mut len = 34;
+    if gzip {
+        tag[len..len + 3].copy_from_slice(b"-gz");
+        len += 3;
+    }
+    tag[len] = b'"';
+    (tag, len + 1)
+}
+
+/// `n` as 16 lower-case hex digits.
+fn hex(n: u64, out: &mut [u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for (i, d) in out.iter_mut().enumerate() {
+        *d = DIGITS[((n >> (60 - 4 * i)) & 0xF) as usize];
+    }
+}
+
+/// Whether an `If-None-Match` value names `tag` (or is `*`). Weak
+/// comparison, as RFC 9110 asks for `If-None-Match`.
+fn matches_etag(header: &HeaderValue, tag: &[u8]) -> bool {
+    let Ok(text) = header.to_str() else {
+        return false;
+    };
+    text.split(',').map(str::trim).any(|candidate| {
+        candidate == "*" || candidate.strip_prefix("W/").unwrap_or(candidate).as_bytes() == tag
+    })
+}
+
+/// Whether `Accept-Encoding` lists gzip (or `*`) with a non-zero weight.
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|value| {
+            value.split(',').any(|item| {
+                let mut parts = item.split(';').map(str::trim);
+                let coding = parts.next().unwrap_or("");
+                let zero = parts.any(|p| {
+                    p.strip_prefix("q=")
+                        .is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0))
+                });
+                (coding.eq_ignore_ascii_case("gzip") || coding == "*") && !zero
+            })
+        })
+}
+
+/// A gzip header as flate2's `GzEncoder` writes it at the fastest level:
+/// no name, no time, XFL = 4 (fastest), OS = unknown.
+const GZIP_HEADER: [u8; 10] = [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 4, 0xFF];
+
+thread_local! {
+    /// One deflate state per thread, reset for each answer. A new state
+    /// per answer is some 270 KB allocated and freed: besides the cost,
+    /// each one left a hole below the page cache's next entry, and the
+    /// heap grew by 47 MiB over 200 cached pages.
+    static DEFLATE: RefCell<Compress> = RefCell::new(Compress::new(Compression::fast(), false));
+}
+
+/// gzip at the fastest level, when the page is not assembled from
+/// precompressed records: the CPU spent here is spent on every answer.
+fn compress(body: &[u8]) -> Option<Bytes> {
+    DEFLATE.with_borrow_mut(|deflate| {
+        deflate.reset();
+        let mut out = Vec::with_capacity(body.len() / 3 + 64);
+        out.extend_from_slice(&GZIP_HEADER);
+        loop {
+            let read = deflate.total_in() as usize;
+            let status = deflate
+                .compress_vec(&body[read..], &mut out, FlushCompress::Finish)
+                .ok()?;
+            if status == Status::StreamEnd {
+                break;
+            }
+            // Out of room (the body does not compress much): double it.
+            out.reserve(out.capacity());
+        }
+        let mut crc = flate2::Crc::new();
+        crc.update(body);
+        out.extend_from_slice(&crc.sum().to_le_bytes());
+        // ISIZE is the length modulo 2^32 (RFC 1952).
+        out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        // The page cache may keep it: no spare capacity (shrinking is done
+        // in place).
+        out.shrink_to_fit();
+        Some(Bytes::from(out))
+    })
+}
+
+/// The gzip answer of `page`, from `cache` or compressed (and kept there).
+fn compressed(cache: &PageCache, page: &Page<'_>, body: &Body<'_>) -> Option<Bytes> {
+    if let Some(hit) = cache.get(page) {
+        return Some(hit);
+    }
+    let gzip = compress(&plain(body, body.len()))?;
+    cache.insert(page, gzip.clone());
+    Some(gzip)
+}
+
+/// Bytes of gzip answers compressed per request that are kept, in the
+/// whole process. Such a page (a company's tasks, tasks filtered by
+/// status) costs several times a plain answer to compress; a client that
+/// asks for it again (a dashboard, another user of the workspace) gets
+/// the copy. 4 MiB holds about 500 pages of 50 tasks, and is 0.04 of the
+/// `medium` dataset's JSON (BENCHMARKS.md, "gzip by default").
+pub const CACHE_BYTES: usize = 4 << 20;
+
+/// What each entry costs besides its body and names (map slot, queue slot,
+/// allocation headers), for the bound.
+const ENTRY_OVERHEAD: usize = 96;
+
+static CACHE: LazyLock<PageCache> = LazyLock::new(|| PageCache::new(CACHE_BYTES));
+
+/// A response's name: the dataset (a new version is a new fingerprint, so
+/// a reload leaves the old entries to age out) and its path and query.
+struct Page<'a> {
+    dataset: u64,
+    request: u64,
+    path: &'a str,
+    query: &'a str,
+}
+
+/// gzip answers by page, at most `capacity` bytes, evicted in CLOCK order
+/// (first in, first out, but an entry read since it was last passed over
+/// gets another round). A std Mutex: nothing awaits while it is held, and
+/// only answers compressed per request take it.
+struct PageCache {
+    capacity: usize,
+    inner: Mutex<Entries>,
+}
+
+#[derive(Default)]
+struct Entries {
+    map: rustc_hash::FxHashMap<(u64, u64), Entry>,
+    /// Keys in CLOCK order, oldest first.
+    order: VecDeque<(u64, u64)>,
+    bytes: usize,
+}
+
+struct Entry {
+    /// Path and query, compared on a hit: the key is a hash.
+    path: Box<str>,
+    query: Box<str>,
+    gzip: Bytes,
+    read: bool,
+}
+
+impl Entry {
+    fn cost(&self) -> usize {
+        self.gzip.len() + self.path.len() + self.query.len() + ENTRY_OVERHEAD
+    }
+}
+
+impl PageCache {
+    fn new(capacity: usize) -> PageCache {
+        PageCache {
+            capacity,
+            inner: Mutex::new(Entries::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn get(&self, page: &Page<'_>) -> Option<Bytes> {
+        let mut entries = self.lock();
+        let entry = entries.map.get_mut(&(page.dataset, page.request))?;
+        if &*entry.path != page.path || &*entry.query != page.query {
+            return None;
+        }
+        entry.read = true;
+        Some(entry.gzip.clone())
+    }
+
+    fn insert(&self, page: &Page<'_>, gzip: Bytes) {
+        let entry = Entry {
+            path: page.path.into(),
+            query: page.query.into(),
+            gzip,
+            read: false,
+        };
+        let cost = entry.cost();
+        // One page may take at most an eighth: a few huge pages must not
+        // push out every other.
+        if cost > self.capacity / 8 {
+            return;
+        }
+        let key = (page.dataset, page.request);
+        let mut entries = self.lock();
+        if entries.map.contains_key(&key) {
+            return;
+        }
+        entries.map.insert(key, entry);
+        entries.order.push_back(key);
+        entries.bytes += cost;
+        while entries.bytes > self.capacity {
+            let Some(oldest) = entries.order.pop_front() else {
+                break;
+            };
+            let Some(entry) = entries.map.get_mut(&oldest) else {
+                continue;
+            };
+            if entry.read {
+                entry.read = false;
+                entries.order.push_back(oldest);
+            } else if let Some(gone) = entries.map.remove(&oldest) {
+                entries.bytes -= gone.cost();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn answers_compressed_per_request_are_one_gzip_member_of_the_body() {
+        use std::io::Read;
+        // Text that compresses, bytes that do not (the output outgrows its
+        // first guess), nothing; twice each, through one reused state.
+        let mut noise = Vec::new();
+        let mut x = 1u32;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            noise.push(x as u8);
+        }
+        let text = b"{\"data\":[{\"id\":1}],\"pagination\":{}}".repeat(500);
+        for body in [&text[..], &noise, b"", &text, &noise] {
+            let gz = compress(body).expect("compressed");
+            let mut decoder = flate2::read::GzDecoder::new(&gz[..]);
+            let mut plain = Vec::new();
+            decoder.read_to_end(&mut plain).expect("valid gzip");
+            assert_eq!(plain, body);
+            assert!(decoder.into_inner().is_empty(), "one member");
+        }
+    }
+
+    #[test]
+    fn gzip_is_accepted_unless_refused() {
+        for (value, expected) in [
+            ("gzip", true),
+            ("br, gzip;q=0.5", true),
+            ("GZIP", true),
+            ("*", true),
+            ("gzip;q=0", false),
+            ("gzip; q=0.0, br", false),
+            ("br, deflate", false),
+            ("identity", false),
+        ] {
+            assert_eq!(
+                accepts_gzip(&headers(&[("accept-encoding", value)])),
+                expected,
+                "{value}"
+            );
+        }
+        assert!(!accepts_gzip(&HeaderMap::new()));
+    }
+
+    const PATHS: [&str; 10] = [
+        "/p/0", "/p/1", "/p/2", "/p/3", "/p/4", "/p/5", "/p/6", "/p/7", "/p/8", "/p/9",
+    ];
+
+    fn page(n: usize) -> Page<'static> {
+        Page {
+            dataset: 7,
+            request: n as u64,
+            path: PATHS[n],
+            query: "limit=50",
+        }
+    }
+
+    #[test]
+    fn the_page_cache_keeps_what_is_read_and_drops_the_oldest_within_its_bound() {
+        // Each entry costs 1000 bytes (its body, "/p/N" and "limit=50"):
+        // eight fill the cache.
+        let body = Bytes::from(vec![b'x'; 1000 - ENTRY_OVERHEAD - 12]);
+        let cache = PageCache::new(8000);
+        for n in 0..8 {
+            cache.insert(&page(n), body.clone());
+        }
+        assert_eq!(cache.get(&page(0)), Some(body.clone()));
+        // The same hash under another path is another page, and so is the
+        // same page of another dataset.
+        assert!(
+            cache
+                .get(&Page {
+                    path: "/q",
+                    ..page(0)
+                })
+                .is_none()
+        );
+        assert!(
+            cache
+                .get(&Page {
+                    dataset: 8,
+                    ..page(0)
+                })
+                .is_none()
+        );
+        cache.insert(&page(8), body.clone());
+        // Full: the oldest entry not read since (1) went; 0 got another round.
+        assert!(cache.get(&page(1)).is_none());
+        for n in [0, 2, 3, 4, 5, 6, 7, 8] {
+            assert!(cache.get(&page(n)).is_some(), "{}", PATHS[n]);
+        }
+        assert_eq!(cache.lock().bytes, 8000);
+        // More than an eighth of the cache: not kept.
+        cache.insert(&page(9), Bytes::from(vec![0; 1000]));
+        assert!(cache.get(&page(9)).is_none());
+    }
+
+    #[test]
+    fn if_none_match_compares_weakly_and_in_lists() {
+        let tag = b"\"abc-def\"";
+        for (value, expected) in [
+            ("\"abc-def\"", true),
+            ("W/\"abc-def\"", true),
+            ("\"x\", \"abc-def\"", true),
+            ("*", true),
+            ("\"abc-deg\"", false),
+            ("abc-def", false),
+        ] {
+            assert_eq!(
+                matches_etag(&HeaderValue::from_static(value), tag),
+                expected,
+                "{value}"
+            );
+        }
+    }
+}

@@ -1,0 +1,319 @@
+//! The Portfolio API over HTTP (the admin listener is `crate::serve::ops`).
+//!
+//! [`ApiService`], a hyper service, hands what a request carries (method,
+//! path, query, headers) to [`respond`], a plain function that applies the
+//! contract's order of checks: method (405), readiness (503), key (401), path
+//! and query (400), lookup (404). Routing is a `match` on path segments rather
+//! than a tree of warp filters, because the order of checks cuts across
+//! routes (a bad id on an unknown key is a 401, not a 400) and warp's
+//! rejection merging would blur it. Handlers return replies; nothing rejects.
+
+mod auth;
+mod buffers;
+mod cors;
+mod error;
+mod http;
+mod query;
+mod routes;
+
+use std::convert::Infallible;
+use std::future::{Ready, ready};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use bytes::Bytes;
+use warp::http::header::{ALLOW, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
+use warp::http::{HeaderMap, Method, Request, StatusCode};
+use warp::reply::Response;
+
+pub use auth::bearer_key_hash;
+pub use cors::Cors;
+pub use error::ApiError;
+pub use query::Query;
+
+use crate::metrics::Metrics;
+use crate::serve::reply::json;
+use crate::store::id::parse_id;
+use crate::store::{Body, Dataset, Store};
+pub use routes::Route;
+
+/// The OpenAPI 3.1 document of exactly what this server does.
+pub const OPENAPI: &[u8] = include_bytes!("openapi.json");
+
+/// The message of every 401, the public service's own text.
+pub const UNAUTHORIZED_MESSAGE: &str = "Invalid or missing API key";
+
+/// What the API needs to answer requests.
+pub struct ApiState {
+    pub store: Arc<Store>,
+    /// Keys are `<key_prefix>_<secret>`.
+    pub key_prefix: String,
+    /// Set once the first scan of the snapshot directory has finished.
+    pub ready: Arc<AtomicBool>,
+    /// Set once the datasets of the first scan are precompressed for gzip
+    /// answers: until then `/readyz` still says `starting`, so that a new
+    /// replica takes traffic only when it can answer it at full speed.
+    /// Datasets published later precompress in the background.
+    pub warm: AtomicBool,
+    /// Set when shutdown begins: `/readyz` answers 503 so the balancer
+    /// drains this replica, while requests still being sent are answered.
+    pub draining: Arc<AtomicBool>,
+    pub metrics: Arc<Metrics>,
+    /// Whether bodies may be gzipped for clients that ask.
+    pub compression: bool,
+    /// `/readyz` answers 503 while fewer workspaces than this serve.
+    pub require_workspaces: usize,
+    /// Cross-origin access for browser clients, when allowed.
+    pub cors: Option<Cors>,
+}
+
+/// The Portfolio API, `/healthz` and `/readyz`, as a hyper service: each
+/// request is answered by [`respond`] in the poll that received its head.
+///
+/// Not a warp filter: a request passed through warp's filters (method,
+/// full path, raw query, headers) cost a clone of the header map, the query
+/// as a `String`, a boxed request body, a boxed future and warp's route
+/// state, about 5% of the server's CPU on a company's notes (BENCHMARKS.md,
+/// "The request path against the bare server"); [`respond`] reads them
+/// where hyper put them. Answers are still warp's `Response`,
+/// and the admin listener still warp's filters (`crate::serve::ops`).
+#[derive(Clone)]
+pub struct ApiService {
+    state: Arc<ApiState>,
+}
+
+impl ApiService {
+    pub fn new(state: Arc<ApiState>) -> ApiService {
+        ApiService { state }
+    }
+
+    /// Answers `request`, counted in the metrics and traced.
+    fn answer<B>(&self, request: &Request<B>) -> Response {
+        let state = &self.state;
+        let started = std::time::Instant::now();
+        state.metrics.start();
+        let (method, uri, headers) = (request.method(), request.uri(), request.headers());
+        let query = uri.query().unwrap_or("");
+        let (mut response, route) = respond(state, method, uri.path(), query, headers);
+        if let Some(cors) = &state.cors {
+            cors.decorate(headers, &mut response);
+        }
+        let elapsed = started.elapsed();
+        let status = response.status().as_u16();
+        state.metrics.finish(route.index(), status, elapsed);
+        // Never the query's values or a header: only what identifies
+        // the endpoint. Keys travel in a header and are never logged.
+        tracing::debug!(
+            method = %method,
+            route = route.label(),
+            status,
+            elapsed_us = elapsed.as_micros() as u64,
+            "request"
+        );
+        response
+    }
+}
+
+impl<B> hyper::service::Service<Request<B>> for ApiService {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Ready<Result<Response, Infallible>>;
+
+    fn call(&self, request: Request<B>) -> Self::Future {
+        ready(Ok(self.answer(&request)))
+    }
+}
+
+/// Answers one request; also says which route answered, for the metrics.
+pub fn respond(
+    state: &ApiState,
+    method: &Method,
+    path: &str,
+    query: &str,
+    headers: &HeaderMap,
+) -> (Response, Route) {
+    let (route, id) = Route::classify(path);
+    (
+        answer(state, method, route, path, id, query, headers),
+        route,
+    )
+}
+
+fn answer(
+    state: &ApiState,
+    method: &Method,
+    route: Route,
+    path: &str,
+    id: &str,
+    query: &str,
+    headers: &HeaderMap,
+) -> Response {
+    // A browser's preflight carries no key: it is answered before anything
+    // else, when cross-origin access is on.
+    if let Some(cors) = &state.cors
+        && method == Method::OPTIONS
+    {
+        return cors.preflight(headers);
+    }
+    if method != Method::GET && method != Method::HEAD {
+        let mut response = json_error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Method not allowed: this API is read-only",
+        );
+        response
+            .headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return response;
+    }
+    let ready = state.ready.load(Ordering::Acquire);
+    match route {
+        Route::Health => return json(StatusCode::OK, Bytes::from_static(b"{\"status\":\"ok\"}")),
+        Route::OpenApi => return json(StatusCode::OK, Bytes::from_static(OPENAPI)),
+        Route::Ready if state.draining.load(Ordering::Acquire) => {
+            return json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Bytes::from_static(b"{\"status\":\"draining\"}"),
+            );
+        }
+        Route::Ready if ready => return readiness(state),
+        Route::Ready => {
+            return json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Bytes::from_static(b"{\"status\":\"starting\"}"),
+            );
+        }
+        _ => {}
+    }
+    if !ready {
+        let mut response = json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Service is starting: snapshots are still loading",
+        );
+        response
+            .headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+        return response;
+    }
+    let Some(key_hash) = auth::bearer_key_hash(headers, &state.key_prefix) else {
+        return unauthorized();
+    };
+    // The one load of the catalog for this request; the guard lives until
+    // the body is built, and the body comes from this one dataset.
+    let catalog = state.store.load();
+    let Some(dataset) = catalog.by_key(&key_hash) else {
+        return unauthorized();
+    };
+    match endpoint(dataset, route, id, &Query::parse(query)) {
+        Ok(body) => http::ok(dataset, path, query, headers, body, state.compression),
+        Err(err) => json(err.status, err.body().into()),
+    }
+}
+
+/// Answers an authenticated request from one dataset.
+fn endpoint<'d>(
+    ds: &'d Dataset,
+    route: Route,
+    id: &str,
+    q: &Query<'_>,
+) -> Result<Body<'d>, ApiError> {
+    let company = || path_id(id, "company");
+    match route {
+        Route::Portfolio => {
+            let priority = q.filter("filter[priority]")?;
+            Ok(ds.portfolio_body(priority.as_deref(), q.offset_page(100, 50)?))
+        }
+        Route::Company => ds.company_body(company()?).ok_or_else(company_not_found),
+        Route::CompanyTasks => {
+            let id = company()?;
+            ds.company_tasks_body(id, q.offset_page(100, 50)?)
+                .ok_or_else(company_not_found)
+        }
+        Route::CompanyRoles => ds
+            .company_roles_body(company()?)
+            .ok_or_else(company_not_found),
+        Route::CompanyNotes => {
+            let id = company()?;
+            ds.company_notes_body(id, q.offset_page(100, 50)?)
+                .ok_or_else(company_not_found)
+        }
+        Route::CompanyMetrics => ds
+            .company_metrics_body(company()?)
+            .ok_or_else(company_not_found),
+        Route::Tasks => {
+            let status = q.filter("filter[status]")?;
+            let priority = q.filter("filter[priority]")?;
+            let page = q.offset_page(100, 50)?;
+            Ok(ds.tasks_body(status.as_deref(), priority.as_deref(), page))
+        }
+        Route::Task => ds
+            .task_body(path_id(id, "task")?)
+            .ok_or_else(|| ApiError::not_found("Task not found")),
+        Route::Roles => Ok(ds.roles_body()),
+        Route::Note => ds
+            .note_body(path_id(id, "note")?)
+            .ok_or_else(|| ApiError::not_found("Note not found")),
+        Route::Feed => {
+            let mut kind = None;
+            Ok(ds.feed_body(q.feed(&mut kind)?))
+        }
+        Route::Meeting => {
+            let id = path_id(id, "meeting")?;
+            let include_notes = q.include_notes()?;
+            ds.meeting_body(id, include_notes)
+                .ok_or_else(|| ApiError::not_found("Meeting not found"))
+        }
+        Route::Health | Route::Ready | Route::OpenApi | Route::Other => {
+            Err(ApiError::not_found("Not found"))
+        }
+    }
+}
+
+/// `/readyz` once the first scan is done: 200, unless the first scan's
+/// datasets are still being precompressed, or `--require-workspaces` asks
+/// for more workspaces than serve now.
+fn readiness(state: &ApiState) -> Response {
+    let catalog = state.store.load();
+    if !state.warm.load(Ordering::Acquire) {
+        if !catalog.workspaces().all(|d| d.warming_done()) {
+            return json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Bytes::from_static(b"{\"status\":\"starting\"}"),
+            );
+        }
+        state.warm.store(true, Ordering::Release);
+    }
+    let serving = catalog.len();
+    drop(catalog);
+    if serving >= state.require_workspaces {
+        return json(
+            StatusCode::OK,
+            Bytes::from_static(b"{\"status\":\"ready\"}"),
+        );
+    }
+    let body = format!(
+        "{{\"status\":\"waiting for workspaces\",\"serving\":{serving},\"required\":{}}}",
+        state.require_workspaces
+    );
+    json(StatusCode::SERVICE_UNAVAILABLE, body.into())
+}
+
+fn path_id(text: &str, what: &str) -> Result<u128, ApiError> {
+    parse_id(text)
+        .ok_or_else(|| ApiError::bad_request(format!("Invalid {what} id: must be a UUID")))
+}
+
+fn company_not_found() -> ApiError {
+    ApiError::not_found("Company not found")
+}
+
+fn unauthorized() -> Response {
+    let mut response = json_error(StatusCode::UNAUTHORIZED, UNAUTHORIZED_MESSAGE);
+    response
+        .headers_mut()
+        .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
+fn json_error(status: StatusCode, message: &str) -> Response {
+    json(status, error::error_body(message).into())
+}

@@ -1,0 +1,207 @@
+//! The warm-up stage the loader drives for each dataset it builds, as
+//! tantivy's reader drives its warmers: the jobs the domain describes
+//! (`store::warm`: the records' gzip fragments, `--precompress on`) run
+//! here, and then, where the process has more than one core and the
+//! records fill huge pages, the records move onto huge pages.
+//!
+//! One background thread does it for every dataset in turn (a packing
+//! spreads over the cores itself): a first scan of thousands of small
+//! workspaces must not start a thread for each. Compressing every record
+//! takes several times as long as parsing the snapshot, so it does not
+//! hold up publishing: a new dataset serves at once, its gzip answers
+//! compressed per request, and switches to precompressed fragments
+//! collection by collection as they are made. The thread runs at a low
+//! priority (nice 10), so that on a busy core requests go first, and
+//! stops early when its dataset is dropped (replaced by a newer version)
+//! before it is done. A small change (`WarmJob::is_small_change`) is
+//! repacked on the loader's thread before its dataset serves instead.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::time::Instant as Clock;
+
+use gzip_fragments::Placement;
+
+use crate::os;
+use crate::store::warm::{WarmJob, WarmTicket};
+use crate::store::{Dataset, Rendered};
+
+/// Datasets' records smaller than this are not moved onto huge pages.
+const MIN_COLLAPSED_BYTES: usize = 4 << 20;
+
+/// Starts warming `dataset` (its gzip fragments if `precompress`, then
+/// huge pages if [`os::collapse_is_worth_it`]); only the fragments are
+/// waited for (`Dataset::wait_warmed`). Call it once, before the dataset
+/// is shared.
+///
+/// Huge pages make a page scattered over a gigabyte of records about a
+/// fifth cheaper to copy (random 50-task pages of the `medium` dataset,
+/// in-process: 5.8-6.1 us against 7.5), and cost about 5 s of a core per
+/// gigabyte after each load; on a single core they are not worth the
+/// requests' wait (see `os`).
+pub fn start(dataset: &mut Dataset, precompress: bool) {
+    let records_bytes: usize = dataset
+        .records_largest_first()
+        .iter()
+        .map(|r| r.bytes())
+        .sum();
+    // Records smaller than a huge page or two gain nothing from one.
+    let collapse = os::collapse_is_worth_it() && records_bytes >= MIN_COLLAPSED_BYTES;
+    if !precompress {
+        // Nothing copies fragments from the version before: let it go.
+        dataset.forget_origins();
+    }
+    if !precompress && !collapse {
+        return;
+    }
+    let mut jobs = if precompress {
+        dataset.warm_jobs()
+    } else {
+        Vec::new()
+    };
+    // The small changes now, on the loader's thread; the rest queued.
+    // One thread: a small change is mostly copies, and threads started
+    // for it at every reload leave their heaps behind.
+    for job in jobs.extract_if(.., |job| job.is_small_change()) {
+        let _ = job.run(1, &HugePages, &|| true);
+    }
+    let to_collapse = if collapse {
+        dataset.records_largest_first()
+    } else {
+        Vec::new()
+    };
+    let workspace = dataset.workspace_id.clone();
+    let ticket = dataset.start_warming();
+    let task = Task {
+        jobs,
+        to_collapse,
+        ticket,
+        workspace,
+    };
+    if let Err(err) = queue(task) {
+        // The task (and its ticket, which says done) was dropped.
+        tracing::warn!(error = %err, "cannot start precompressing; gzip answers are compressed per request");
+    }
+}
+
+/// Queues the making again of the gzip fragments `dataset` let go for a
+/// load that then failed (`Previous::missed`). Nobody waits for it: the
+/// dataset serves, its gzip answers compressed per request until then.
+pub fn again(dataset: &Dataset) {
+    let Some((jobs, ticket)) = dataset.warm_again() else {
+        return;
+    };
+    let task = Task {
+        jobs,
+        to_collapse: Vec::new(),
+        ticket,
+        workspace: dataset.workspace_id.clone(),
+    };
+    if let Err(err) = queue(task) {
+        tracing::warn!(error = %err, "cannot precompress again; gzip answers are compressed per request");
+    }
+}
+
+/// What the background thread does for one dataset.
+struct Task {
+    jobs: Vec<WarmJob>,
+    to_collapse: Vec<Arc<Rendered>>,
+    /// Says whether the dataset is still wanted; says done when dropped.
+    ticket: WarmTicket,
+    workspace: String,
+}
+
+/// Tasks queued and not yet done.
+static PENDING: AtomicUsize = AtomicUsize::new(0);
+
+/// Hands `task` to the background thread, starting it the first time
+/// (at nice 10, for as long as the process lives).
+fn queue(task: Task) -> std::io::Result<()> {
+    static QUEUE: OnceLock<Mutex<mpsc::Sender<Task>>> = OnceLock::new();
+    if QUEUE.get().is_none() {
+        let (tx, rx) = mpsc::channel::<Task>();
+        std::thread::Builder::new()
+            .name("precompress".to_owned())
+            .spawn(move || {
+                os::lower_priority();
+                while let Ok(task) = rx.recv() {
+                    // A panic in one dataset's packing (its waiters are
+                    // released by the ticket's drop) must not stop the
+                    // others'.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(task)));
+                    // The packings' scratch memory goes back to the OS once
+                    // the queue is empty (the scan's own trim came before).
+                    if PENDING.fetch_sub(1, Ordering::AcqRel) == 1 {
+                        os::release_free_memory();
+                    }
+                }
+            })?;
+        // Two datasets racing to start it: the loser's thread ends at once,
+        // its channel's sender dropped here.
+        let _ = QUEUE.set(Mutex::new(tx));
+    }
+    let sender = QUEUE
+        .get()
+        .expect("set above")
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    PENDING.fetch_add(1, Ordering::AcqRel);
+    sender.send(task).map_err(|_| {
+        PENDING.fetch_sub(1, Ordering::AcqRel);
+        std::io::Error::other("the precompression thread has stopped")
+    })
+}
+
+fn run(task: Task) {
+    let Task {
+        jobs,
+        to_collapse,
+        ticket,
+        workspace,
+    } = task;
+    let workspace = workspace.as_str();
+    let keep_going = || ticket.keep_going();
+    let started = Clock::now();
+    let mut bytes = 0;
+    for job in jobs {
+        if !keep_going() {
+            tracing::debug!(workspace, "dataset replaced; precompression stopped");
+            return;
+        }
+        match job.run(os::cores(), &HugePages, &keep_going) {
+            Some(made) => bytes += made,
+            None => return,
+        }
+    }
+    if bytes > 0 {
+        tracing::info!(
+            workspace,
+            bytes,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "records precompressed for gzip answers"
+        );
+    }
+    // Whoever waits for the precompression may go on; huge pages are
+    // not waited for.
+    ticket.finish();
+    for records in to_collapse {
+        if !keep_going() {
+            return;
+        }
+        records.collapse_to_huge_pages(&keep_going);
+    }
+}
+
+/// The fragments on huge pages, like the records they are made from: a
+/// page reads them from all over the collection.
+struct HugePages;
+
+impl Placement for HugePages {
+    fn reserved<T>(&self, buf: &Vec<T>) {
+        os::prefer_huge_pages(buf);
+    }
+
+    fn built<T>(&self, data: &[T]) {
+        os::collapse_to_huge_pages(data);
+    }
+}

@@ -1,0 +1,136 @@
+//! The server: what `portfolio-replica serve` runs, wired in [`run`].
+//!
+//! - [`loader`]: the scan, on the reloader thread: what changed, reading
+//!   and loading it, conflicts, warming, publishing the catalog, each
+//!   file's status.
+//! - [`reload`]: the reloader thread: file events (debounced), polling and
+//!   SIGHUP trigger scans.
+//! - [`api`]: the Portfolio API: its hyper service, auth, query parsing,
+//!   routing, error replies.
+//! - [`ops`]: the operators' listener (`/metrics`, `/snapshots`).
+//! - [`server`]: the accept loop around hyper: connection cap, header
+//!   limits and timeouts, graceful shutdown with a grace period.
+//! - [`reply`]: the JSON replies both listeners share.
+//!
+//! With [`crate::storage`] (where snapshots come from) and
+//! [`crate::metrics`], that is the whole server; the command line's other
+//! tools are in [`crate::tools`].
+
+pub mod api;
+pub mod loader;
+pub mod ops;
+pub mod reload;
+pub mod reply;
+pub mod server;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+/// Runs the server until `shutdown` completes.
+///
+/// `api` serves the Portfolio API plus `/healthz` and `/readyz`; `admin`
+/// serves the operators' endpoints. The first scan of the snapshot directory
+/// runs in the background: `/readyz` answers 503 until it has finished.
+/// On shutdown both listeners stop accepting and in-flight requests finish.
+pub async fn run(
+    config: crate::config::ServeConfig,
+    api: TcpListener,
+    admin: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let store = Arc::new(crate::store::Store::default());
+    let location = crate::storage::Location::parse(&config.snapshots.to_string_lossy())
+        .map_err(anyhow::Error::msg)?;
+    let mut metrics =
+        crate::metrics::Metrics::with_options(&api::Route::LABELS, config.metrics_per_workspace);
+    if let crate::storage::Location::Url(_) = location {
+        metrics = metrics.with_object_store();
+    }
+    let metrics = Arc::new(metrics);
+    let origin = crate::storage::Origin::open(&location, &config.storage, Arc::clone(&metrics))
+        .map_err(anyhow::Error::msg)?;
+    let snapshots = Arc::new(loader::Snapshots::new(
+        origin,
+        Arc::clone(&store),
+        Arc::clone(&metrics),
+        loader::MemoryLimit::given_or_cgroup(config.memory_limit),
+        config.precompress,
+    ));
+    let ready = Arc::new(AtomicBool::new(false));
+    let draining = Arc::new(AtomicBool::new(false));
+
+    let reloader = reload::Reloader::start(
+        Arc::clone(&snapshots),
+        config.poll_interval,
+        Arc::clone(&ready),
+    )
+    .context("cannot start the snapshot reloader")?;
+    let sighup = config
+        .rescan_on_sighup
+        .then(|| rescan_on_sighup(reloader.handle()))
+        .transpose()?;
+
+    let state = Arc::new(api::ApiState {
+        store,
+        key_prefix: config.key_prefix.clone(),
+        ready,
+        warm: AtomicBool::new(false),
+        draining: Arc::clone(&draining),
+        metrics: Arc::clone(&metrics),
+        compression: config.compression,
+        require_workspaces: config.require_workspaces,
+        cors: config.cors.clone(),
+    });
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let limits = config.limits;
+    // Said once everything that can fail at startup has not.
+    tracing::info!(
+        listen = %api.local_addr()?,
+        admin_listen = %admin.local_addr()?,
+        snapshots = %config.snapshots.display(),
+        "serving"
+    );
+    let api_task = tokio::spawn(server::serve_service(
+        api,
+        api::ApiService::new(state),
+        limits,
+        stop_rx.clone(),
+    ));
+    let admin_task = tokio::spawn(server::serve(
+        admin,
+        ops::routes(snapshots, metrics),
+        limits,
+        stop_rx,
+    ));
+
+    shutdown.await;
+    tracing::info!(
+        grace_ms = limits.shutdown_grace.as_millis() as u64,
+        "shutting down: /readyz is 503, no new connections, finishing in-flight requests"
+    );
+    draining.store(true, std::sync::atomic::Ordering::Release);
+    let _ = stop_tx.send(true);
+    let _ = api_task.await;
+    let _ = admin_task.await;
+    if let Some(task) = sighup {
+        task.abort();
+    }
+    drop(reloader);
+    Ok(())
+}
+
+/// Forwards every SIGHUP to the reloader as a full rescan.
+fn rescan_on_sighup(handle: reload::RescanHandle) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangups = signal(SignalKind::hangup()).context("cannot listen for SIGHUP")?;
+    Ok(tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            tracing::info!("SIGHUP: rescanning the snapshot directory");
+            handle.rescan();
+        }
+    }))
+}

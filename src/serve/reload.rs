@@ -1,0 +1,227 @@
+//! Hot reload: what makes the loader scan the snapshot directory again.
+//!
+//! One thread, the reloader, does every scan, so scans never overlap and
+//! never run on the async runtime. It scans when
+//!
+//! - file events arrive (notify, debounced: a burst of events is one scan),
+//!   for any name in the directory, hidden ones included, since a Kubernetes
+//!   volume update is a rename of the hidden `..data` symlink;
+//! - the poll interval passes, with `--poll-interval` (network filesystems
+//!   and some container volumes deliver no events);
+//! - [`RescanHandle::rescan`] is called (SIGHUP);
+//! - a file it skipped because it was still being written has settled.
+//!
+//! Scans are cheap when nothing changed: a `stat` per file.
+//!
+//! An object store has no events: it is polled, every `--poll-interval`
+//! (10 s by default) jittered by ±20%, and less often while it fails
+//! (`storage::Origin::next_poll`).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use notify::RecursiveMode;
+use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
+
+use crate::serve::loader::{ScanReport, Snapshots};
+
+/// How long file events must pause before a scan: long enough to coalesce a
+/// burst (write, chmod, rename), short enough to serve a new snapshot at once.
+const DEBOUNCE: Duration = Duration::from_millis(100);
+
+/// How soon to look again at files that were still being written.
+const SETTLE_RETRY: Duration = Duration::from_millis(200);
+
+/// How long the first scan waits for files that are still being written
+/// before it reads them anyway.
+const FIRST_SCAN_PATIENCE: Duration = Duration::from_secs(10);
+
+/// How often an object store is polled without `--poll-interval`.
+const OBJECT_STORE_POLL: Duration = Duration::from_secs(10);
+
+enum Message {
+    Rescan,
+    Stop,
+}
+
+/// Owns the reloader thread and the file watcher; dropping it stops both.
+pub struct Reloader {
+    tx: mpsc::Sender<Message>,
+    thread: Option<JoinHandle<()>>,
+    /// Kept alive for as long as the reloader: dropping it stops the events.
+    _watcher: Option<Debouncer<notify::RecommendedWatcher, RecommendedCache>>,
+}
+
+impl Reloader {
+    /// Starts the reloader: the first scan right away (setting `ready` when
+    /// it has finished), then a scan on every trigger.
+    pub fn start(
+        snapshots: Arc<Snapshots>,
+        poll_interval: Option<Duration>,
+        ready: Arc<AtomicBool>,
+    ) -> std::io::Result<Reloader> {
+        let (tx, rx) = mpsc::channel();
+        let (watcher, poll_interval) = match (poll_interval, snapshots.origin().directory()) {
+            (Some(interval), _) => (None, Some(interval)),
+            (None, None) => (None, Some(OBJECT_STORE_POLL)),
+            (None, Some(dir)) => match watch(dir, tx.clone()) {
+                Ok(watcher) => (Some(watcher), None),
+                Err(err) => {
+                    let fallback = Duration::from_secs(1);
+                    tracing::warn!(
+                        dir = %dir.display(),
+                        error = %err,
+                        poll_interval_ms = fallback.as_millis() as u64,
+                        "cannot watch the snapshot directory; polling instead"
+                    );
+                    (None, Some(fallback))
+                }
+            },
+        };
+        let thread = std::thread::Builder::new()
+            .name("snapshot-reloader".into())
+            .spawn(move || run(&snapshots, &rx, poll_interval, &ready))?;
+        Ok(Reloader {
+            tx,
+            thread: Some(thread),
+            _watcher: watcher,
+        })
+    }
+
+    /// A handle that asks for a rescan (what SIGHUP does).
+    pub fn handle(&self) -> RescanHandle {
+        RescanHandle(self.tx.clone())
+    }
+}
+
+/// Asks the reloader for a full rescan; cheap to clone and to call.
+#[derive(Clone)]
+pub struct RescanHandle(mpsc::Sender<Message>);
+
+impl RescanHandle {
+    pub fn rescan(&self) {
+        let _ = self.0.send(Message::Rescan);
+    }
+}
+
+impl Drop for Reloader {
+    /// Stops the watcher at once and the thread after the scan in progress,
+    /// without waiting for it: shutdown must not wait for a large load.
+    fn drop(&mut self) {
+        let _ = self.tx.send(Message::Stop);
+        self.thread.take();
+    }
+}
+
+fn watch(
+    dir: &Path,
+    tx: mpsc::Sender<Message>,
+) -> notify::Result<Debouncer<notify::RecommendedWatcher, RecommendedCache>> {
+    let mut debouncer =
+        new_debouncer(
+            DEBOUNCE,
+            None,
+            move |result: DebounceEventResult| match result {
+                Ok(events) if events.is_empty() => {}
+                Ok(_) => {
+                    let _ = tx.send(Message::Rescan);
+                }
+                Err(errors) => {
+                    for error in errors {
+                        tracing::warn!(error = %error, "file watcher error; rescanning");
+                    }
+                    let _ = tx.send(Message::Rescan);
+                }
+            },
+        )
+        .map_err(|e| notify::Error::generic(&e.to_string()))?;
+    debouncer.watch(dir, RecursiveMode::NonRecursive)?;
+    Ok(debouncer)
+}
+
+/// The reloader thread's loop.
+fn run(
+    snapshots: &Snapshots,
+    rx: &mpsc::Receiver<Message>,
+    poll: Option<Duration>,
+    ready: &AtomicBool,
+) {
+    if !first_scan(snapshots, rx, poll) {
+        return;
+    }
+    ready.store(true, Ordering::Release);
+    let mut retry_at: Option<std::time::Instant> = None;
+    loop {
+        let wait = match (poll, retry_at) {
+            (_, Some(at)) => at.saturating_duration_since(std::time::Instant::now()),
+            (Some(interval), None) => snapshots.origin().next_poll(interval),
+            (None, None) => Duration::from_secs(3600),
+        };
+        match rx.recv_timeout(wait) {
+            Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+            Ok(Message::Rescan) => {
+                // Coalesce whatever else is queued into this one scan.
+                while let Ok(message) = rx.try_recv() {
+                    if let Message::Stop = message {
+                        return;
+                    }
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                if poll.is_none() && retry_at.is_none() {
+                    continue;
+                }
+            }
+        }
+        let report = scan(snapshots);
+        retry_at = (!report.settling.is_empty()).then(|| std::time::Instant::now() + SETTLE_RETRY);
+    }
+}
+
+/// The first scan waits (within reason) for files still being written, so
+/// that ready means "every file present at startup has been judged". An
+/// object store must have been listed (or, while unreachable, the cache
+/// restored) first: it is polled again, backing off, until then. Returns
+/// false if the reloader was stopped meanwhile.
+fn first_scan(snapshots: &Snapshots, rx: &mpsc::Receiver<Message>, poll: Option<Duration>) -> bool {
+    let started = std::time::Instant::now();
+    let is_directory = snapshots.origin().directory().is_some();
+    loop {
+        let report = scan(snapshots);
+        let wait = if !is_directory && !report.listed {
+            snapshots
+                .origin()
+                .next_poll(poll.unwrap_or(OBJECT_STORE_POLL))
+        } else if report.settling.is_empty() {
+            tracing::info!(
+                dir = %snapshots.origin().describe(),
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "first scan finished"
+            );
+            return true;
+        } else if started.elapsed() > FIRST_SCAN_PATIENCE {
+            tracing::warn!(files = ?report.settling, "files still changing after the first scan's patience; ready anyway");
+            return true;
+        } else {
+            SETTLE_RETRY
+        };
+        match rx.recv_timeout(wait) {
+            Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return false,
+            Ok(Message::Rescan) | Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+fn scan(snapshots: &Snapshots) -> ScanReport {
+    match snapshots.scan() {
+        Ok(report) => report,
+        Err(err) => {
+            tracing::error!(dir = %snapshots.origin().describe(), error = %err, "cannot scan the snapshot directory");
+            ScanReport::default()
+        }
+    }
+}
