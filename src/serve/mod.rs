@@ -33,9 +33,13 @@ use tokio::net::TcpListener;
 /// Runs the server until `shutdown` completes.
 ///
 /// `api` serves the Portfolio API plus `/healthz` and `/readyz`; `admin`
-/// serves the operators' endpoints. The first scan of the snapshot directory
-/// runs in the background: `/readyz` answers 503 until it has finished.
-/// On shutdown both listeners stop accepting and in-flight requests finish.
+/// serves the operators' endpoints. The first scan of the snapshots (a
+/// directory or an object store) runs in the background on the reloader
+/// thread: `/readyz` answers 503 until it has judged every entry, then
+/// until the datasets it loaded are warmed (their gzip fragments, with
+/// `--precompress on`), and, with `--require-workspaces N`, while fewer
+/// than N workspaces serve (docs/reload.md#readiness). On shutdown both
+/// listeners stop accepting and in-flight requests finish.
 pub async fn run(
     config: crate::config::ServeConfig,
     api: TcpListener,
