@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::serve::api::Cors;
 use crate::serve::loader::parse_bytes;
 use crate::serve::server::HttpLimits;
-use crate::storage::StorageOptions;
+use crate::storage::{Location, StorageOptions};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -281,9 +281,10 @@ pub struct ServeArgs {
         long,
         env = "PORTFOLIO_SNAPSHOTS",
         value_name = "DIR|URL",
-        default_value = "./snapshots"
+        default_value = "./snapshots",
+        value_parser = Location::parse
     )]
-    pub snapshots: PathBuf,
+    pub snapshots: Location,
     /// Address of the API (and /healthz, /readyz).
     #[arg(
         long,
@@ -525,7 +526,8 @@ fn parse_poll_interval(text: &str) -> Result<u64, String> {
 /// What the server needs, independent of how it was asked for.
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
-    pub snapshots: PathBuf,
+    /// Where the snapshots come from, typed by the command line.
+    pub snapshots: Location,
     pub key_prefix: String,
     /// Poll instead of relying on file events.
     pub poll_interval: Option<Duration>,
@@ -552,7 +554,7 @@ pub struct ServeConfig {
 
 impl ServeConfig {
     /// Defaults of the command line: prefix `cura`, file events.
-    pub fn new(snapshots: impl Into<PathBuf>) -> ServeConfig {
+    pub fn new(snapshots: impl Into<Location>) -> ServeConfig {
         ServeConfig {
             snapshots: snapshots.into(),
             key_prefix: "cura".to_owned(),

@@ -18,7 +18,9 @@ use url::Url;
 use super::client::{ClientLog, Connector};
 use crate::metrics::Metrics;
 
-/// What `--snapshots` names.
+/// What `--snapshots` names, typed once by the command line (clap's
+/// `value_parser`) so that nothing later parses text: a directory, or the
+/// URL of an object store prefix.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Location {
     Directory(PathBuf),
@@ -27,7 +29,8 @@ pub enum Location {
 
 impl Location {
     /// A `scheme://` text is a URL of a supported store; anything else is a
-    /// directory.
+    /// directory. The error says what is wrong with the text; clap puts the
+    /// flag's name before it.
     pub fn parse(text: &str) -> Result<Location, String> {
         let Some((scheme, _)) = text.split_once("://") else {
             return Ok(Location::Directory(PathBuf::from(text)));
@@ -42,6 +45,31 @@ impl Location {
             )),
             Ok(_) => Ok(Location::Url(url)),
         }
+    }
+}
+
+/// The directory as given, or the URL without user or password: what the
+/// `serving` log line shows.
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Directory(dir) => dir.display().fmt(f),
+            Location::Url(url) => f.write_str(&display(url)),
+        }
+    }
+}
+
+/// A path is a directory, whatever it spells: library users and tests
+/// that hold a `Path` mean the directory.
+impl From<PathBuf> for Location {
+    fn from(dir: PathBuf) -> Location {
+        Location::Directory(dir)
+    }
+}
+
+impl From<&std::path::Path> for Location {
+    fn from(dir: &std::path::Path) -> Location {
+        Location::Directory(dir.to_owned())
     }
 }
 
