@@ -93,6 +93,9 @@ fn tip_for(flag: &str, args: &[std::ffi::OsString]) -> Option<String> {
 }
 
 #[derive(Debug, Subcommand)]
+// One `Command` is parsed per process and matched once: the size of `Serve`
+// (its typed `--snapshots` URL included) costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Serve the API (the default).
     Serve(ServeArgs),
