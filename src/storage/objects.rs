@@ -34,6 +34,7 @@ use super::follow::{self, Followed, Records};
 use super::listing::{Fetch, Fingerprint, Listing, Local, ObjectVersion};
 use super::location::{self, StorageOptions};
 use super::manifest::{self, MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest};
+use super::origin::Source;
 use crate::metrics::Metrics;
 use crate::store::time::{utc_millis, utc_now};
 use portfolio_wire::status::{OriginStatus, SourceStatus};
@@ -49,7 +50,8 @@ const NO_ETAG: &str = "modified:";
 /// match or exceed).
 const LIST_PAGE: usize = 1000;
 
-pub struct ObjectOrigin {
+/// A prefix of an object store, polled.
+pub struct ObjectSource {
     pub(super) store: Arc<dyn ObjectStore>,
     prefix: ObjectPath,
     url: String,
@@ -102,15 +104,15 @@ enum Polled {
     Unmodified(Option<Records>),
 }
 
-impl ObjectOrigin {
+impl ObjectSource {
     /// The source `url` names, configured by `options` and the environment.
     pub fn open(
         url: &Url,
         options: &StorageOptions,
         metrics: Arc<Metrics>,
-    ) -> Result<ObjectOrigin, String> {
+    ) -> Result<ObjectSource, String> {
         let opened = location::open(url, options, Some(Arc::clone(&metrics)))?;
-        ObjectOrigin::new(
+        ObjectSource::new(
             opened.store,
             opened.prefix,
             opened.display,
@@ -128,7 +130,7 @@ impl ObjectOrigin {
         log: Arc<ClientLog>,
         options: &StorageOptions,
         metrics: Arc<Metrics>,
-    ) -> Result<ObjectOrigin, String> {
+    ) -> Result<ObjectSource, String> {
         let cache = Cache::open(options.cache_dir.as_deref()).map_err(|e| {
             let dir = options
                 .cache_dir
@@ -145,7 +147,7 @@ impl ObjectOrigin {
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64)
             ^ (u64::from(std::process::id()) << 32);
-        Ok(ObjectOrigin {
+        Ok(ObjectSource {
             store,
             prefix,
             url,
@@ -161,10 +163,6 @@ impl ObjectOrigin {
         })
     }
 
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -174,55 +172,6 @@ impl ObjectOrigin {
             .as_ref()
             .expect("the runtime lives as long as the origin")
             .block_on(future)
-    }
-
-    /// Polls storage: the manifest if there is one, else the prefix.
-    pub fn list(&self) -> Result<Listing, ListError> {
-        let (in_prefix_mode, manifest_etag) = {
-            let state = self.state();
-            let etag = state.manifest.as_ref().and_then(|m| m.etag.clone());
-            (state.ever_listed && state.manifest.is_none(), etag)
-        };
-        self.log.clear();
-        // The poll's own requests are bounded together; reading thousands
-        // of workspace records is bounded per request (`follow`), as a
-        // download is.
-        let polled = self.block_on(async {
-            let polled =
-                tokio::time::timeout(self.timeout, self.poll(in_prefix_mode, manifest_etag))
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(StorageError::new(
-                            ErrorKind::Timeout,
-                            format!("no answer from {} within {:?}", self.url, self.timeout),
-                        ))
-                    })?;
-            self.with_records(polled).await
-        });
-        tracing::debug!(
-            url = %self.url,
-            outcome = match &polled {
-                Ok(Polled::Objects(objects)) => format!("listed {} objects", objects.len()),
-                Ok(Polled::Manifest(_, etag, records)) => format!("manifest changed, etag {etag:?}, records read: {}", records.is_some()),
-                Ok(Polled::Unmodified(records)) => format!("manifest unmodified, records read: {}", records.is_some()),
-                Err(e) => e.to_string(),
-            },
-            "polled the object store"
-        );
-        let mut state = self.state();
-        let listing = polled.and_then(|polled| self.read_poll(&mut state, polled));
-        match listing {
-            Ok(listing) => {
-                self.succeeded(&mut state);
-                Ok(listing)
-            }
-            Err(error) => {
-                let backs_off = error.kind.backs_off();
-                self.failed(&mut state, error);
-                self.restore_from_cache(&mut state)
-                    .ok_or(ListError::Source { backs_off })
-            }
-        }
     }
 
     /// One poll's requests: a conditional GET of the manifest (unless the
@@ -489,9 +438,125 @@ impl ObjectOrigin {
         Some(listing)
     }
 
+    fn download_failed(
+        &self,
+        version: &ObjectVersion,
+        in_manifest: bool,
+        error: DownloadError,
+    ) -> Fetch {
+        let key = &version.key;
+        let (kind, message) = match error {
+            // Replaced after the listing: the next poll lists the new one.
+            DownloadError::Replaced => return Fetch::Settling,
+            DownloadError::Request(e) => match classify(&e, &self.log) {
+                ErrorKind::NotFound if in_manifest => (
+                    ErrorKind::NotFound,
+                    format!("the manifest names {key}, which does not exist"),
+                ),
+                ErrorKind::NotFound => (
+                    ErrorKind::NotFound,
+                    format!("{key} was deleted between the listing and the download"),
+                ),
+                kind => (kind, format!("cannot download {key}: {e}")),
+            },
+            DownloadError::Body(e, got) => {
+                let kind = match classify(&e, &self.log) {
+                    ErrorKind::Timeout => ErrorKind::Timeout,
+                    _ => ErrorKind::Incomplete,
+                };
+                let size = version.size;
+                (
+                    kind,
+                    format!("the download of {key} broke off after {got} of {size} bytes: {e}"),
+                )
+            }
+            DownloadError::Length { got, expected } => (
+                ErrorKind::Incomplete,
+                format!("{key}: got {got} bytes where {expected} were expected"),
+            ),
+            DownloadError::Digest { got, expected } => (
+                ErrorKind::Incomplete,
+                format!(
+                    "{key} is not the object the manifest names: its sha256 is {got}, not {expected}"
+                ),
+            ),
+            DownloadError::Disk(e) => (
+                ErrorKind::Disk,
+                format!("cannot write the download of {key}: {e}"),
+            ),
+        };
+        self.fetch_failed(kind, message)
+    }
+
+    fn fetch_failed(&self, kind: ErrorKind, message: String) -> Fetch {
+        self.metrics.source_error(kind.label());
+        Fetch::Failed(StorageError::new(kind, message))
+    }
+}
+
+impl Source for ObjectSource {
+    fn describe(&self) -> String {
+        self.url.clone()
+    }
+
+    /// Polls storage: the manifest if there is one, else the prefix.
+    fn list(&self) -> Result<Listing, ListError> {
+        let (in_prefix_mode, manifest_etag) = {
+            let state = self.state();
+            let etag = state.manifest.as_ref().and_then(|m| m.etag.clone());
+            (state.ever_listed && state.manifest.is_none(), etag)
+        };
+        self.log.clear();
+        // The poll's own requests are bounded together; reading thousands
+        // of workspace records is bounded per request (`follow`), as a
+        // download is.
+        let polled = self.block_on(async {
+            let polled =
+                tokio::time::timeout(self.timeout, self.poll(in_prefix_mode, manifest_etag))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(StorageError::new(
+                            ErrorKind::Timeout,
+                            format!("no answer from {} within {:?}", self.url, self.timeout),
+                        ))
+                    })?;
+            self.with_records(polled).await
+        });
+        tracing::debug!(
+            url = %self.url,
+            outcome = match &polled {
+                Ok(Polled::Objects(objects)) => format!("listed {} objects", objects.len()),
+                Ok(Polled::Manifest(_, etag, records)) => format!("manifest changed, etag {etag:?}, records read: {}", records.is_some()),
+                Ok(Polled::Unmodified(records)) => format!("manifest unmodified, records read: {}", records.is_some()),
+                Err(e) => e.to_string(),
+            },
+            "polled the object store"
+        );
+        let mut state = self.state();
+        let listing = polled.and_then(|polled| self.read_poll(&mut state, polled));
+        match listing {
+            Ok(listing) => {
+                self.succeeded(&mut state);
+                Ok(listing)
+            }
+            Err(error) => {
+                let backs_off = error.kind.backs_off();
+                self.failed(&mut state, error);
+                self.restore_from_cache(&mut state)
+                    .ok_or(ListError::Source { backs_off })
+            }
+        }
+    }
+
     /// The object `version` of `name` on local disk: the cached copy, or a
     /// fresh download into the cache directory.
-    pub fn fetch(&self, name: &str, version: &ObjectVersion) -> Fetch {
+    fn fetch(&self, name: &str, fingerprint: &Fingerprint) -> Fetch {
+        let Fingerprint::Object(version) = fingerprint else {
+            return Fetch::Failed(StorageError::new(
+                ErrorKind::Other,
+                "a fingerprint of another kind of source",
+            ));
+        };
         if let Some((path, record)) = self.cache.lookup(name, version) {
             return Fetch::Ready(Local {
                 path,
@@ -573,64 +638,9 @@ impl ObjectOrigin {
         })
     }
 
-    fn download_failed(
-        &self,
-        version: &ObjectVersion,
-        in_manifest: bool,
-        error: DownloadError,
-    ) -> Fetch {
-        let key = &version.key;
-        let (kind, message) = match error {
-            // Replaced after the listing: the next poll lists the new one.
-            DownloadError::Replaced => return Fetch::Settling,
-            DownloadError::Request(e) => match classify(&e, &self.log) {
-                ErrorKind::NotFound if in_manifest => (
-                    ErrorKind::NotFound,
-                    format!("the manifest names {key}, which does not exist"),
-                ),
-                ErrorKind::NotFound => (
-                    ErrorKind::NotFound,
-                    format!("{key} was deleted between the listing and the download"),
-                ),
-                kind => (kind, format!("cannot download {key}: {e}")),
-            },
-            DownloadError::Body(e, got) => {
-                let kind = match classify(&e, &self.log) {
-                    ErrorKind::Timeout => ErrorKind::Timeout,
-                    _ => ErrorKind::Incomplete,
-                };
-                let size = version.size;
-                (
-                    kind,
-                    format!("the download of {key} broke off after {got} of {size} bytes: {e}"),
-                )
-            }
-            DownloadError::Length { got, expected } => (
-                ErrorKind::Incomplete,
-                format!("{key}: got {got} bytes where {expected} were expected"),
-            ),
-            DownloadError::Digest { got, expected } => (
-                ErrorKind::Incomplete,
-                format!(
-                    "{key} is not the object the manifest names: its sha256 is {got}, not {expected}"
-                ),
-            ),
-            DownloadError::Disk(e) => (
-                ErrorKind::Disk,
-                format!("cannot write the download of {key}: {e}"),
-            ),
-        };
-        self.fetch_failed(kind, message)
-    }
-
-    fn fetch_failed(&self, kind: ErrorKind, message: String) -> Fetch {
-        self.metrics.source_error(kind.label());
-        Fetch::Failed(StorageError::new(kind, message))
-    }
-
     /// A download that loaded becomes the cached copy of `name`; one that
     /// was rejected is deleted.
-    pub fn loaded(&self, name: &str, local: Local, ok: bool) {
+    fn loaded(&self, name: &str, local: Local, ok: bool) {
         if !local.download {
             return;
         }
@@ -668,13 +678,13 @@ impl ObjectOrigin {
         }
     }
 
-    pub fn forgotten(&self, name: &str) {
+    fn forgotten(&self, name: &str) {
         self.cache.forget(name);
     }
 
     /// Records whether the poll that just ended had trouble that calls for
     /// backing off.
-    pub fn polled(&self, trouble: bool) {
+    fn polled(&self, trouble: bool) {
         let mut state = self.state();
         state.backoff_steps = if trouble {
             state.backoff_steps.saturating_add(1)
@@ -687,7 +697,7 @@ impl ObjectOrigin {
     /// the LIST requests a listing takes), doubled for each poll in a row
     /// that had trouble (up to 30 s, or the interval if longer), then
     /// jittered by up to ±20%.
-    pub fn next_poll(&self, interval: Duration) -> Duration {
+    fn next_poll(&self, interval: Duration) -> Duration {
         let mut state = self.state();
         let interval = match state.manifest {
             None if state.list_pages > 1 => interval * state.list_pages,
@@ -701,7 +711,7 @@ impl ObjectOrigin {
         jittered(base, next_random(&mut state.jitter))
     }
 
-    pub fn status(&self) -> OriginStatus {
+    fn status(&self) -> Option<OriginStatus> {
         let state = self.state();
         let now = SystemTime::now();
         let manifest = state.manifest.as_ref();
@@ -710,7 +720,7 @@ impl ObjectOrigin {
             (true, None) => "prefix",
             (false, None) => "unknown",
         };
-        OriginStatus {
+        Some(OriginStatus {
             url: self.url.clone(),
             mode: mode.into(),
             manifest_revision: manifest.and_then(|m| m.good.as_ref()).map(|f| f.revision),
@@ -725,11 +735,11 @@ impl ObjectOrigin {
             error_since: state.failing.as_ref().map(|(_, since)| since.clone()),
             serving_from_cache: state.restored_from_cache,
             cache_dir: self.cache.kept_dir().map(|d| d.display().to_string()),
-        }
+        })
     }
 }
 
-impl Drop for ObjectOrigin {
+impl Drop for ObjectSource {
     fn drop(&mut self) {
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
