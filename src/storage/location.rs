@@ -12,9 +12,10 @@ use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
-use object_store::{BackoffConfig, ClientConfigKey, ObjectStore, ObjectStoreScheme, RetryConfig};
+use object_store::{ClientConfigKey, ObjectStore, ObjectStoreScheme};
 use url::Url;
 
+use super::backoff::request_retries;
 use super::client::{ClientLog, Connector};
 use crate::metrics::Metrics;
 
@@ -181,7 +182,7 @@ pub fn open_for(
         ObjectStoreScheme::parse(url).map_err(|e| format!("{}: {e}", display(url)))?;
     let log = Arc::new(ClientLog::default());
     let connector = Connector::new(Arc::clone(&log), metrics);
-    let retry = retry_config(options.timeout);
+    let retry = request_retries(options.timeout);
     let client = client_settings(options.timeout);
     let store: Arc<dyn ObjectStore> = match scheme {
         ObjectStoreScheme::AmazonS3 => {
@@ -319,22 +320,6 @@ pub fn display(url: &Url) -> String {
     let _ = shown.set_username("");
     let _ = shown.set_password(None);
     shown.to_string()
-}
-
-/// The object_store crate retries a failed request itself (10 times over 3
-/// minutes by default). A poll must fail within its timeout instead: the
-/// reloader retries on the next poll, with its own backoff, and a replica
-/// whose storage is down stays responsive to shutdown and SIGHUP.
-fn retry_config(timeout: Duration) -> RetryConfig {
-    RetryConfig {
-        backoff: BackoffConfig {
-            init_backoff: Duration::from_millis(100),
-            max_backoff: Duration::from_secs(1),
-            base: 2.0,
-        },
-        max_retries: 2,
-        retry_timeout: timeout,
-    }
 }
 
 /// Connections time out after 5 s; a response that stops sending bytes for

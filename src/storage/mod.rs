@@ -12,6 +12,7 @@
 //! load, nor of conflicts or publishing a catalog. `crate::tools::publish` writes
 //! through it.
 
+mod backoff;
 mod cache;
 mod client;
 mod dir;

@@ -25,6 +25,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, ObjectMeta, ObjectStore};
 use url::Url;
 
+use super::backoff::PollBackoff;
 use super::cache::{Cache, Plain, Record};
 use super::client::{ClientLog, classify};
 use super::download::{DownloadError, Expect, download};
@@ -38,10 +39,6 @@ use super::origin::Source;
 use crate::metrics::Metrics;
 use crate::store::time::{utc_millis, utc_now};
 use portfolio_wire::status::{OriginStatus, SourceStatus};
-
-/// The longest a failing source waits between polls, unless the poll
-/// interval itself is longer.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Tags of objects the store lists without an ETag start with this.
 const NO_ETAG: &str = "modified:";
@@ -76,14 +73,12 @@ struct State {
     /// Polls that failed in a row, and the problem of the last one.
     failures: u32,
     failing: Option<(StorageError, String)>,
-    /// Polls in a row in which a request failed in a way that calls for
-    /// backing off (the listing or a download).
-    backoff_steps: u32,
+    /// The wait before the next poll, longer while polls have trouble.
+    backoff: PollBackoff,
     /// Prefix mode: the LIST requests the last listing took. The interval
     /// is stretched by it, so that a prefix of 10,000 objects costs one
     /// request per poll interval, as one of 100 does.
     list_pages: u32,
-    jitter: u64,
 }
 
 /// The manifest as last read.
@@ -143,10 +138,6 @@ impl ObjectSource {
             .thread_name("object-store")
             .build()
             .map_err(|e| format!("cannot start the object store client: {e}"))?;
-        let seed = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64)
-            ^ (u64::from(std::process::id()) << 32);
         Ok(ObjectSource {
             store,
             prefix,
@@ -156,10 +147,7 @@ impl ObjectSource {
             cache,
             metrics,
             timeout: options.timeout,
-            state: Mutex::new(State {
-                jitter: seed | 1,
-                ..State::default()
-            }),
+            state: Mutex::new(State::default()),
         })
     }
 
@@ -685,30 +673,19 @@ impl Source for ObjectSource {
     /// Records whether the poll that just ended had trouble that calls for
     /// backing off.
     fn polled(&self, trouble: bool) {
-        let mut state = self.state();
-        state.backoff_steps = if trouble {
-            state.backoff_steps.saturating_add(1)
-        } else {
-            0
-        };
+        self.state().backoff.polled(trouble);
     }
 
     /// The wait before the next poll: the interval (in prefix mode, times
-    /// the LIST requests a listing takes), doubled for each poll in a row
-    /// that had trouble (up to 30 s, or the interval if longer), then
-    /// jittered by up to ±20%.
+    /// the LIST requests a listing takes), backed off while polls have
+    /// trouble and jittered ([`PollBackoff`]).
     fn next_poll(&self, interval: Duration) -> Duration {
         let mut state = self.state();
         let interval = match state.manifest {
             None if state.list_pages > 1 => interval * state.list_pages,
             _ => interval,
         };
-        let cap = MAX_BACKOFF.max(interval);
-        let base = interval
-            .checked_mul(1 << state.backoff_steps.min(16))
-            .unwrap_or(cap)
-            .min(cap);
-        jittered(base, next_random(&mut state.jitter))
+        state.backoff.next_poll(interval)
     }
 
     fn status(&self) -> Option<OriginStatus> {
@@ -763,18 +740,4 @@ fn manifest_listing(state: &State) -> Result<Listing, StorageError> {
         .as_ref()
         .ok_or_else(|| StorageError::new(ErrorKind::Manifest, "no valid manifest was read"))?;
     Ok(followed.listing())
-}
-
-/// xorshift64*: enough to spread a fleet's polls, no dependency needed.
-fn next_random(state: &mut u64) -> u64 {
-    *state ^= *state >> 12;
-    *state ^= *state << 25;
-    *state ^= *state >> 27;
-    state.wrapping_mul(0x2545_f491_4f6c_dd1d)
-}
-
-/// `base` scaled by a factor from 0.8 to 1.2 drawn from `random`.
-fn jittered(base: Duration, random: u64) -> Duration {
-    let unit = (random >> 11) as f64 / (1u64 << 53) as f64;
-    base.mul_f64(0.8 + 0.4 * unit)
 }
