@@ -14,6 +14,7 @@
 
 mod backoff;
 mod cache;
+mod cached;
 mod client;
 mod dir;
 mod download;
@@ -26,6 +27,7 @@ mod objects;
 mod origin;
 mod rebuild;
 
+pub use cached::Cached;
 pub use dir::Directory;
 pub use download::{DownloadError, Downloaded, Expect, download};
 pub use error::{ErrorKind, ListError, StorageError};

@@ -13,9 +13,11 @@
 //!
 //! A failed poll changes nothing that serves: it is logged once per change
 //! of kind, counted, shown in `/snapshots`, and retried with a capped,
-//! jittered backoff. At startup with storage unreachable, the entries of
-//! `--cache-dir` serve. All IO runs on a small runtime of its own, driven by
-//! the reloader thread, away from the request path.
+//! jittered backoff (`backoff.rs`). At startup with storage unreachable,
+//! the entries of `--cache-dir` serve: that, and keeping each download, is
+//! the cache in front of this source (`cached.rs`). All IO runs on a small
+//! runtime of its own, driven by the reloader thread, away from the request
+//! path.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -26,7 +28,8 @@ use object_store::{GetOptions, ObjectMeta, ObjectStore};
 use url::Url;
 
 use super::backoff::PollBackoff;
-use super::cache::{Cache, Plain, Record};
+use super::cache::Cache;
+use super::cached::Cached;
 use super::client::{ClientLog, classify};
 use super::download::{DownloadError, Expect, download};
 use super::error::{ErrorKind, ListError, StorageError};
@@ -56,7 +59,9 @@ pub struct ObjectSource {
     /// `Option` so that `Drop` can shut it down without blocking: the last
     /// reference may go on an async thread.
     runtime: Option<tokio::runtime::Runtime>,
-    pub(super) cache: Cache,
+    /// Where downloads go and deltas find their base; the cache in front
+    /// of this source (`Cached`) keeps and restores entries.
+    pub(super) cache: Arc<Cache>,
     pub(super) metrics: Arc<Metrics>,
     timeout: Duration,
     /// Never held across IO, so `/snapshots` answers during a slow poll.
@@ -68,7 +73,6 @@ struct State {
     manifest: Option<ManifestSeen>,
     /// A poll has read the listing from storage.
     ever_listed: bool,
-    restored_from_cache: bool,
     last_success: Option<SystemTime>,
     /// Polls that failed in a row, and the problem of the last one.
     failures: u32,
@@ -100,14 +104,15 @@ enum Polled {
 }
 
 impl ObjectSource {
-    /// The source `url` names, configured by `options` and the environment.
+    /// The source `url` names, configured by `options` and the
+    /// environment, with the download cache (`--cache-dir`) in front.
     pub fn open(
         url: &Url,
         options: &StorageOptions,
         metrics: Arc<Metrics>,
-    ) -> Result<ObjectSource, String> {
+    ) -> Result<Cached<ObjectSource>, String> {
         let opened = location::open(url, options, Some(Arc::clone(&metrics)))?;
-        ObjectSource::new(
+        ObjectSource::cached(
             opened.store,
             opened.prefix,
             opened.display,
@@ -117,15 +122,16 @@ impl ObjectSource {
         )
     }
 
-    /// The source over a store made elsewhere (tests use an in-memory one).
-    pub fn new(
+    /// The source over a store made elsewhere (tests use an in-memory
+    /// one), with the download cache in front.
+    pub fn cached(
         store: Arc<dyn ObjectStore>,
         prefix: ObjectPath,
         url: String,
         log: Arc<ClientLog>,
         options: &StorageOptions,
         metrics: Arc<Metrics>,
-    ) -> Result<ObjectSource, String> {
+    ) -> Result<Cached<ObjectSource>, String> {
         let cache = Cache::open(options.cache_dir.as_deref()).map_err(|e| {
             let dir = options
                 .cache_dir
@@ -133,6 +139,28 @@ impl ObjectSource {
                 .unwrap_or(std::path::Path::new("$TMPDIR"));
             format!("cache directory {}: {e}", dir.display())
         })?;
+        let cache = Arc::new(cache);
+        let source = ObjectSource::new(
+            store,
+            prefix,
+            url,
+            log,
+            Arc::clone(&cache),
+            options,
+            metrics,
+        )?;
+        Ok(Cached::new(source, cache))
+    }
+
+    fn new(
+        store: Arc<dyn ObjectStore>,
+        prefix: ObjectPath,
+        url: String,
+        log: Arc<ClientLog>,
+        cache: Arc<Cache>,
+        options: &StorageOptions,
+        metrics: Arc<Metrics>,
+    ) -> Result<ObjectSource, String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .thread_name("object-store")
@@ -365,7 +393,6 @@ impl ObjectSource {
     fn succeeded(&self, state: &mut State) {
         let now = SystemTime::now();
         state.ever_listed = true;
-        state.restored_from_cache = false;
         state.last_success = Some(now);
         if let Some((error, since)) = state.failing.take() {
             tracing::info!(
@@ -398,32 +425,6 @@ impl ObjectSource {
         } else if let Some((seen, _)) = &mut state.failing {
             seen.message = error.message;
         }
-    }
-
-    /// At startup, with storage unreachable: the entries the cache holds.
-    fn restore_from_cache(&self, state: &mut State) -> Option<Listing> {
-        if state.ever_listed || state.restored_from_cache {
-            return None;
-        }
-        let records = self.cache.records();
-        if records.is_empty() {
-            return None;
-        }
-        state.restored_from_cache = true;
-        tracing::warn!(
-            url = %self.url,
-            cache_dir = %self.cache.kept_dir().map(|d| d.display().to_string()).unwrap_or_default(),
-            entries = records.len(),
-            "object store unreachable at startup; serving the last good objects from the cache until it answers"
-        );
-        let mut listing = Listing::default();
-        for record in records {
-            listing.entries.insert(
-                record.name.clone(),
-                Ok(Fingerprint::Object(record.version())),
-            );
-        }
-        Some(listing)
     }
 
     fn download_failed(
@@ -530,14 +531,14 @@ impl Source for ObjectSource {
             Err(error) => {
                 let backs_off = error.kind.backs_off();
                 self.failed(&mut state, error);
-                self.restore_from_cache(&mut state)
-                    .ok_or(ListError::Source { backs_off })
+                Err(ListError::Source { backs_off })
             }
         }
     }
 
-    /// The object `version` of `name` on local disk: the cached copy, or a
-    /// fresh download into the cache directory.
+    /// The object `version` of `name` on local disk: a fresh download into
+    /// the cache directory (the cache in front answers for a version it
+    /// holds), or rebuilt from a delta.
     fn fetch(&self, name: &str, fingerprint: &Fingerprint) -> Fetch {
         let Fingerprint::Object(version) = fingerprint else {
             return Fetch::Failed(StorageError::new(
@@ -545,17 +546,6 @@ impl Source for ObjectSource {
                 "a fingerprint of another kind of source",
             ));
         };
-        if let Some((path, record)) = self.cache.lookup(name, version) {
-            return Fetch::Ready(Local {
-                path,
-                label: version.key.clone(),
-                len: version.size,
-                source: Some(record.source()),
-                download: false,
-                written: version.written,
-                plain: record.plain.map(|p| (p.len, p.sha256)),
-            });
-        }
         let (revisions, delta) = {
             let state = self.state();
             let followed = state.manifest.as_ref().and_then(|m| m.good.as_ref());
@@ -626,50 +616,6 @@ impl Source for ObjectSource {
         })
     }
 
-    /// A download that loaded becomes the cached copy of `name`; one that
-    /// was rejected is deleted.
-    fn loaded(&self, name: &str, local: Local, ok: bool) {
-        if !local.download {
-            return;
-        }
-        let (true, Some(source)) = (ok, local.source) else {
-            self.cache.discard(&local.path);
-            return;
-        };
-        let record = Record {
-            name: name.to_owned(),
-            key: source.key,
-            tag: source
-                .sha256
-                .clone()
-                .or(source.etag.clone())
-                .unwrap_or_default(),
-            size: source.size,
-            etag: source.etag,
-            sha256: source.sha256,
-            manifest_revision: source.manifest_revision,
-            workspace_revision: source.workspace_revision,
-            fetched_at: source.fetched_at,
-            written_ms: local
-                .written
-                .and_then(|at| at.duration_since(std::time::SystemTime::UNIX_EPOCH).ok())
-                .map(|d| d.as_millis() as u64),
-            data: String::new(),
-            plain: local.plain.map(|p| Plain {
-                len: p.0,
-                sha256: p.1,
-            }),
-        };
-        if let Err(e) = self.cache.commit(name, &local.path, record) {
-            tracing::warn!(file = %name, error = %e, "cannot keep the download in the cache directory");
-            self.cache.discard(&local.path);
-        }
-    }
-
-    fn forgotten(&self, name: &str) {
-        self.cache.forget(name);
-    }
-
     /// Records whether the poll that just ended had trouble that calls for
     /// backing off.
     fn polled(&self, trouble: bool) {
@@ -710,8 +656,9 @@ impl Source for ObjectSource {
             error: state.failing.as_ref().map(|(e, _)| e.message.clone()),
             error_kind: state.failing.as_ref().map(|(e, _)| e.kind.label().into()),
             error_since: state.failing.as_ref().map(|(_, since)| since.clone()),
-            serving_from_cache: state.restored_from_cache,
-            cache_dir: self.cache.kept_dir().map(|d| d.display().to_string()),
+            // The cache in front (`Cached`) says these.
+            serving_from_cache: false,
+            cache_dir: None,
         })
     }
 }

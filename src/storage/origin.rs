@@ -99,7 +99,7 @@ impl Origin {
         options: &StorageOptions,
         metrics: Arc<Metrics>,
     ) -> Result<Origin, String> {
-        let source = ObjectSource::new(
+        let source = ObjectSource::cached(
             store,
             object_store::path::Path::from(prefix),
             url,
