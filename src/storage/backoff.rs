@@ -1,8 +1,10 @@
 //! Retry and backoff, in one place: how long a replica waits before the
-//! next poll while storage fails ([`PollBackoff`]), and how object_store
-//! retries one request itself ([`request_retries`]). Each retried call of
-//! the storage layer takes its policy from here, so that the waits a fleet
-//! puts on its storage are read, and changed, together.
+//! next poll while storage fails ([`PollBackoff`]), how object_store
+//! retries one request itself ([`request_retries`]), and how long a
+//! publisher waits before another attempt at a conditional write that lost
+//! a race ([`after_conflict`]). Every retried call takes its policy from
+//! here, so that the waits a fleet puts on its storage are read, and
+//! changed, together.
 
 use std::time::{Duration, SystemTime};
 
@@ -80,6 +82,17 @@ pub fn request_retries(timeout: Duration) -> RetryConfig {
         max_retries: 2,
         retry_timeout: timeout,
     }
+}
+
+/// The wait before attempt `attempt + 1` at a write that lost a race to
+/// another publisher: 50 ms doubling to 1.6 s, with up to 50% more at
+/// random, so that publishers that collided do not collide again in step.
+pub fn after_conflict(attempt: u32) -> Duration {
+    let base = Duration::from_millis(50) * (1 << attempt.min(5));
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    base + base.mul_f64(f64::from(nanos % 1000) / 2000.0)
 }
 
 /// xorshift64*: enough to spread a fleet's polls, no dependency needed.

@@ -27,6 +27,7 @@ mod objects;
 mod origin;
 mod rebuild;
 
+pub use backoff::after_conflict;
 pub use cached::Cached;
 pub use dir::Directory;
 pub use download::{DownloadError, Downloaded, Expect, download};
