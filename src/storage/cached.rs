@@ -144,3 +144,115 @@ impl<S: Source> Source for Cached<S> {
         Some(status)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+    use portfolio_wire::status::SourceStatus;
+
+    /// A source whose listing fails while `down`, and which never has a
+    /// file to give: whatever is fetched comes from the cache.
+    struct Flaky {
+        down: AtomicBool,
+    }
+
+    impl Source for Flaky {
+        fn describe(&self) -> String {
+            "memory:///flaky/".to_owned()
+        }
+
+        fn list(&self) -> Result<Listing, ListError> {
+            if self.down.load(Ordering::Relaxed) {
+                Err(ListError::Source { backs_off: true })
+            } else {
+                Ok(Listing::default())
+            }
+        }
+
+        fn fetch(&self, _name: &str, _fingerprint: &Fingerprint) -> Fetch {
+            Fetch::Settling
+        }
+
+        fn status(&self) -> Option<OriginStatus> {
+            Some(OriginStatus {
+                url: self.describe(),
+                mode: "prefix".into(),
+                manifest_revision: None,
+                manifest_etag: None,
+                last_success_at: None,
+                stale_seconds: None,
+                consecutive_failures: 0,
+                error: None,
+                error_kind: None,
+                error_since: None,
+                serving_from_cache: false,
+                cache_dir: None,
+            })
+        }
+    }
+
+    #[test]
+    fn the_cache_stands_in_once_at_startup_and_answers_for_what_it_holds() {
+        let dir = std::env::temp_dir().join(format!("cached-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cache = Arc::new(Cache::open(Some(&dir)).unwrap());
+        // A download of an earlier process, kept once it loaded.
+        let download = cache.download_path("fleet/a.json");
+        std::fs::write(&download, b"12345").unwrap();
+        let source = SourceStatus {
+            key: "fleet/a.json".to_owned(),
+            etag: Some("e1".to_owned()),
+            sha256: None,
+            size: 5,
+            manifest_revision: None,
+            workspace_revision: None,
+            fetched_at: "2026-11-23T10:00:00.000Z".to_owned(),
+            from_cache: false,
+            from_delta: None,
+        };
+        let local = Local {
+            path: download,
+            label: "fleet/a.json".to_owned(),
+            len: 5,
+            source: Some(source),
+            download: true,
+            written: None,
+            plain: None,
+        };
+        let inner = Flaky {
+            down: AtomicBool::new(true),
+        };
+        let cached = Cached::new(inner, Arc::clone(&cache));
+        cached.loaded("a.json", local, true);
+
+        // Storage down at startup: the cache's listing, once.
+        let listing = cached.list().expect("the cache's listing");
+        let Some(Ok(fingerprint)) = listing.entries.get("a.json") else {
+            panic!("{listing:?}");
+        };
+        let status = cached.status().unwrap();
+        assert!(status.serving_from_cache && status.cache_dir.is_some());
+        assert!(matches!(
+            cached.list(),
+            Err(ListError::Source { backs_off: true })
+        ));
+        // The version it holds is fetched from it, not from the source.
+        let Fetch::Ready(local) = cached.fetch("a.json", fingerprint) else {
+            panic!("not from the cache");
+        };
+        assert!(local.source.is_some_and(|s| s.from_cache));
+        assert_eq!(std::fs::read(&local.path).unwrap(), b"12345");
+
+        // Storage back: its listing, and the cache no longer stands in.
+        cached.inner.down.store(false, Ordering::Relaxed);
+        assert!(cached.list().unwrap().entries.is_empty());
+        assert!(!cached.status().unwrap().serving_from_cache);
+        cached.forgotten("a.json");
+        assert!(cache.records().is_empty());
+        drop(cached);
+        drop(cache);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

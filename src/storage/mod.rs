@@ -28,7 +28,6 @@ mod origin;
 mod rebuild;
 
 pub use backoff::after_conflict;
-pub use cached::Cached;
 pub use dir::Directory;
 pub use download::{DownloadError, Downloaded, Expect, download};
 pub use error::{ErrorKind, ListError, StorageError};
@@ -36,7 +35,6 @@ pub use file::{SnapshotFile, is_snapshot_name};
 pub use follow::RESYNC_EVERY;
 pub use listing::{Fetch, FileFingerprint, Fingerprint, Listing, Local, ObjectVersion};
 pub use location::{Location, StorageOptions};
-pub use objects::ObjectSource;
 pub use origin::{Origin, Source};
 pub use portfolio_wire::status::{OriginStatus, SourceStatus};
 pub use portfolio_wire::{delta, manifest};
