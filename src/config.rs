@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::serve::api::Cors;
 use crate::serve::loader::parse_bytes;
 use crate::serve::server::HttpLimits;
-use crate::storage::StorageOptions;
+use crate::storage::{Location, StorageOptions};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -93,6 +93,9 @@ fn tip_for(flag: &str, args: &[std::ffi::OsString]) -> Option<String> {
 }
 
 #[derive(Debug, Subcommand)]
+// One `Command` is parsed per process and matched once: the size of `Serve`
+// (its typed `--snapshots` URL included) costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Serve the API (the default).
     Serve(ServeArgs),
@@ -281,9 +284,10 @@ pub struct ServeArgs {
         long,
         env = "PORTFOLIO_SNAPSHOTS",
         value_name = "DIR|URL",
-        default_value = "./snapshots"
+        default_value = "./snapshots",
+        value_parser = Location::parse
     )]
-    pub snapshots: PathBuf,
+    pub snapshots: Location,
     /// Address of the API (and /healthz, /readyz).
     #[arg(
         long,
@@ -525,7 +529,8 @@ fn parse_poll_interval(text: &str) -> Result<u64, String> {
 /// What the server needs, independent of how it was asked for.
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
-    pub snapshots: PathBuf,
+    /// Where the snapshots come from, typed by the command line.
+    pub snapshots: Location,
     pub key_prefix: String,
     /// Poll instead of relying on file events.
     pub poll_interval: Option<Duration>,
@@ -552,7 +557,7 @@ pub struct ServeConfig {
 
 impl ServeConfig {
     /// Defaults of the command line: prefix `cura`, file events.
-    pub fn new(snapshots: impl Into<PathBuf>) -> ServeConfig {
+    pub fn new(snapshots: impl Into<Location>) -> ServeConfig {
         ServeConfig {
             snapshots: snapshots.into(),
             key_prefix: "cura".to_owned(),

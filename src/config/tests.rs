@@ -199,7 +199,7 @@ fn precompression_is_on_unless_turned_off_or_compression_is() {
     };
     assert!(config(&[]).precompress);
     assert!(
-        ServeConfig::new("snapshots").precompress,
+        ServeConfig::new(std::path::Path::new("snapshots")).precompress,
         "as on the command line"
     );
     assert!(config(&["--precompress", "on"]).precompress);
@@ -215,4 +215,26 @@ fn precompression_is_on_unless_turned_off_or_compression_is() {
         );
     }
     assert!(Cli::try_parse_from(["portfolio-replica", "--precompress", "maybe"]).is_err());
+}
+
+#[test]
+fn snapshots_are_a_directory_or_a_store_url_typed_by_the_command_line() {
+    let parse = |args: &[&str]| Cli::try_parse_from([&["portfolio-replica"], args].concat());
+    let location = |args: &[&str]| ServeConfig::from(&parse(args).unwrap().serve).snapshots;
+    assert_eq!(
+        location(&[]),
+        Location::Directory(std::path::PathBuf::from("./snapshots"))
+    );
+    assert!(matches!(
+        location(&["--snapshots", "s3://fleet/prefix/"]),
+        Location::Url(url) if url.as_str() == "s3://fleet/prefix/"
+    ));
+    // A bad URL stops the command line, naming the flag and the problem.
+    let error = parse(&["--snapshots", "ftp://host/x/"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("--snapshots <DIR|URL>") && error.contains("unsupported storage URL"),
+        "{error}"
+    );
 }

@@ -47,16 +47,15 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let store = Arc::new(crate::store::Store::default());
-    let location = crate::storage::Location::parse(&config.snapshots.to_string_lossy())
-        .map_err(anyhow::Error::msg)?;
     let mut metrics =
         crate::metrics::Metrics::with_options(&api::Route::LABELS, config.metrics_per_workspace);
-    if let crate::storage::Location::Url(_) = location {
+    if let crate::storage::Location::Url(_) = config.snapshots {
         metrics = metrics.with_object_store();
     }
     let metrics = Arc::new(metrics);
-    let origin = crate::storage::Origin::open(&location, &config.storage, Arc::clone(&metrics))
-        .map_err(anyhow::Error::msg)?;
+    let origin =
+        crate::storage::Origin::open(&config.snapshots, &config.storage, Arc::clone(&metrics))
+            .map_err(anyhow::Error::msg)?;
     let snapshots = Arc::new(loader::Snapshots::new(
         origin,
         Arc::clone(&store),
@@ -95,7 +94,7 @@ pub async fn run(
     tracing::info!(
         listen = %api.local_addr()?,
         admin_listen = %admin.local_addr()?,
-        snapshots = %config.snapshots.display(),
+        snapshots = %config.snapshots,
         "serving"
     );
     let api_task = tokio::spawn(server::serve_service(

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::listing::ObjectVersion;
+use super::listing::{Fingerprint, Listing, Local, ObjectVersion};
 use portfolio_wire::status::SourceStatus;
 
 /// What the cache records of one entry.
@@ -154,6 +154,58 @@ impl Cache {
         path.is_file().then_some((path, record))
     }
 
+    /// The cached copy of `name` at `version`, ready to load, if the cache
+    /// holds it.
+    pub fn local(&self, name: &str, version: &ObjectVersion) -> Option<Local> {
+        let (path, record) = self.lookup(name, version)?;
+        Some(Local {
+            path,
+            label: version.key.clone(),
+            len: version.size,
+            source: Some(record.source()),
+            download: false,
+            written: version.written,
+            plain: record.plain.map(|p| (p.len, p.sha256)),
+        })
+    }
+
+    /// A download that loaded (`ok`) becomes the cached copy of `name`;
+    /// one that was rejected is deleted.
+    pub fn settle(&self, name: &str, local: Local, ok: bool) {
+        let (true, Some(source)) = (ok, local.source) else {
+            self.discard(&local.path);
+            return;
+        };
+        let record = Record {
+            name: name.to_owned(),
+            key: source.key,
+            tag: source
+                .sha256
+                .clone()
+                .or(source.etag.clone())
+                .unwrap_or_default(),
+            size: source.size,
+            etag: source.etag,
+            sha256: source.sha256,
+            manifest_revision: source.manifest_revision,
+            workspace_revision: source.workspace_revision,
+            fetched_at: source.fetched_at,
+            written_ms: local
+                .written
+                .and_then(|at| at.duration_since(std::time::SystemTime::UNIX_EPOCH).ok())
+                .map(|d| d.as_millis() as u64),
+            data: String::new(),
+            plain: local.plain.map(|p| Plain {
+                len: p.0,
+                sha256: p.1,
+            }),
+        };
+        if let Err(e) = self.commit(name, &local.path, record) {
+            tracing::warn!(file = %name, error = %e, "cannot keep the download in the cache directory");
+            self.discard(&local.path);
+        }
+    }
+
     /// Keeps `download` as the last good object of `name` (without
     /// `--cache-dir`, in the private directory, for deltas only).
     pub fn commit(&self, name: &str, download: &Path, mut record: Record) -> std::io::Result<()> {
@@ -206,6 +258,23 @@ impl Cache {
             return Vec::new();
         }
         self.all_records()
+    }
+
+    /// The entries the cache holds as a listing, standing in for storage
+    /// at startup; `None` if it holds none.
+    pub fn listing(&self) -> Option<Listing> {
+        let records = self.records();
+        if records.is_empty() {
+            return None;
+        }
+        let mut listing = Listing::default();
+        for record in records {
+            listing.entries.insert(
+                record.name.clone(),
+                Ok(Fingerprint::Object(record.version())),
+            );
+        }
+        Some(listing)
     }
 
     fn all_records(&self) -> Vec<Record> {

@@ -1,21 +1,99 @@
-//! The snapshot directory on disk: which names are snapshots, what
-//! identifies a file's content without reading it, and when a file is
-//! settled enough to be read.
+//! The snapshot directory on disk as a [`Source`]: which names are
+//! snapshots, what identifies a file's content without reading it, and when
+//! a file is settled enough to be read. Files are read where they lie, so
+//! nothing is kept after a load, and the file watcher, not polling, says
+//! when to look again: the trait's defaults for those do nothing.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::error::{ErrorKind, ListError, StorageError};
 use super::file::is_snapshot_name;
 use super::listing::{Fetch, FileFingerprint, Fingerprint, Listing, Local};
+use super::origin::Source;
 
 /// How long a file must have been left alone before it is read: a writer
 /// that rewrites in place is given this long to finish.
 const SETTLE: Duration = Duration::from_millis(150);
 
+/// A directory of snapshot files, one per workspace.
+pub struct Directory {
+    dir: PathBuf,
+}
+
+impl Directory {
+    /// The directory `dir`, which must exist and be a directory: a
+    /// misspelled one would serve nothing.
+    pub fn open(dir: &Path) -> Result<Directory, String> {
+        let meta = std::fs::metadata(dir).map_err(|e| {
+            // A first start without snapshots is the likely case:
+            // say where they go and how to get some.
+            let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                format!(
+                    "; give the directory of snapshot files (or an object store URL) \
+                     with --snapshots (PORTFOLIO_SNAPSHOTS), or write the demo \
+                     snapshots there with `portfolio-replica generate --out {}`",
+                    dir.display()
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "snapshot directory {} cannot be read: {e}{hint}",
+                dir.display()
+            )
+        })?;
+        if !meta.is_dir() {
+            return Err(format!(
+                "{} is not a directory: --snapshots names the directory that holds \
+                 the snapshot files (one per workspace), not a file",
+                dir.display()
+            ));
+        }
+        Ok(Directory {
+            dir: dir.to_owned(),
+        })
+    }
+}
+
+impl Source for Directory {
+    fn describe(&self) -> String {
+        self.dir.display().to_string()
+    }
+
+    fn directory(&self) -> Option<&Path> {
+        Some(&self.dir)
+    }
+
+    fn list(&self) -> Result<Listing, ListError> {
+        list_snapshot_files(&self.dir).map_err(ListError::Io)
+    }
+
+    fn fetch(&self, name: &str, fingerprint: &Fingerprint) -> Fetch {
+        match fingerprint {
+            Fingerprint::File(fp) => fetch(&self.dir, name, fp),
+            Fingerprint::Object(_) => Fetch::Failed(StorageError::new(
+                ErrorKind::Other,
+                "a fingerprint of another kind of source",
+            )),
+        }
+    }
+
+    /// A file rewritten while it was read has another fingerprint now.
+    fn unchanged(&self, name: &str, fingerprint: &Fingerprint) -> bool {
+        match fingerprint {
+            Fingerprint::File(fp) => {
+                file_fingerprint(&self.dir.join(name)).ok().as_ref() == Some(fp)
+            }
+            Fingerprint::Object(_) => true,
+        }
+    }
+}
+
 /// The snapshot files in `dir` by name, each with its fingerprint or the
 /// reason it cannot be read; and how many other names the directory holds.
-pub fn list_snapshot_files(dir: &Path) -> std::io::Result<Listing> {
+fn list_snapshot_files(dir: &Path) -> std::io::Result<Listing> {
     let mut out = BTreeMap::new();
     let mut ignored = 0;
     for entry in std::fs::read_dir(dir)? {
@@ -52,7 +130,7 @@ pub fn list_snapshot_files(dir: &Path) -> std::io::Result<Listing> {
 
 /// A file is read where it lies, once it has settled: one modified too
 /// recently may still be being written, and is left for a later scan.
-pub fn fetch(dir: &Path, name: &str, fingerprint: &FileFingerprint) -> Fetch {
+fn fetch(dir: &Path, name: &str, fingerprint: &FileFingerprint) -> Fetch {
     if fingerprint
         .modified
         .is_some_and(|m| m.elapsed().is_ok_and(|age| age < SETTLE))
@@ -72,7 +150,7 @@ pub fn fetch(dir: &Path, name: &str, fingerprint: &FileFingerprint) -> Fetch {
 
 /// The fingerprint of a regular file, following symlinks (a Kubernetes
 /// volume is symlinks into `..data/`).
-pub fn file_fingerprint(path: &Path) -> std::io::Result<FileFingerprint> {
+fn file_fingerprint(path: &Path) -> std::io::Result<FileFingerprint> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path)?;
     if !meta.is_file() {

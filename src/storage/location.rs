@@ -12,13 +12,16 @@ use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
-use object_store::{BackoffConfig, ClientConfigKey, ObjectStore, ObjectStoreScheme, RetryConfig};
+use object_store::{ClientConfigKey, ObjectStore, ObjectStoreScheme};
 use url::Url;
 
+use super::backoff::request_retries;
 use super::client::{ClientLog, Connector};
 use crate::metrics::Metrics;
 
-/// What `--snapshots` names.
+/// What `--snapshots` names, typed once by the command line (clap's
+/// `value_parser`) so that nothing later parses text: a directory, or the
+/// URL of an object store prefix.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Location {
     Directory(PathBuf),
@@ -27,7 +30,8 @@ pub enum Location {
 
 impl Location {
     /// A `scheme://` text is a URL of a supported store; anything else is a
-    /// directory.
+    /// directory. The error says what is wrong with the text; clap puts the
+    /// flag's name before it.
     pub fn parse(text: &str) -> Result<Location, String> {
         let Some((scheme, _)) = text.split_once("://") else {
             return Ok(Location::Directory(PathBuf::from(text)));
@@ -42,6 +46,31 @@ impl Location {
             )),
             Ok(_) => Ok(Location::Url(url)),
         }
+    }
+}
+
+/// The directory as given, or the URL without user or password: what the
+/// `serving` log line shows.
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Directory(dir) => dir.display().fmt(f),
+            Location::Url(url) => f.write_str(&display(url)),
+        }
+    }
+}
+
+/// A path is a directory, whatever it spells: library users and tests
+/// that hold a `Path` mean the directory.
+impl From<PathBuf> for Location {
+    fn from(dir: PathBuf) -> Location {
+        Location::Directory(dir)
+    }
+}
+
+impl From<&std::path::Path> for Location {
+    fn from(dir: &std::path::Path) -> Location {
+        Location::Directory(dir.to_owned())
     }
 }
 
@@ -153,7 +182,7 @@ pub fn open_for(
         ObjectStoreScheme::parse(url).map_err(|e| format!("{}: {e}", display(url)))?;
     let log = Arc::new(ClientLog::default());
     let connector = Connector::new(Arc::clone(&log), metrics);
-    let retry = retry_config(options.timeout);
+    let retry = request_retries(options.timeout);
     let client = client_settings(options.timeout);
     let store: Arc<dyn ObjectStore> = match scheme {
         ObjectStoreScheme::AmazonS3 => {
@@ -291,22 +320,6 @@ pub fn display(url: &Url) -> String {
     let _ = shown.set_username("");
     let _ = shown.set_password(None);
     shown.to_string()
-}
-
-/// The object_store crate retries a failed request itself (10 times over 3
-/// minutes by default). A poll must fail within its timeout instead: the
-/// reloader retries on the next poll, with its own backoff, and a replica
-/// whose storage is down stays responsive to shutdown and SIGHUP.
-fn retry_config(timeout: Duration) -> RetryConfig {
-    RetryConfig {
-        backoff: BackoffConfig {
-            init_backoff: Duration::from_millis(100),
-            max_backoff: Duration::from_secs(1),
-            base: 2.0,
-        },
-        max_retries: 2,
-        retry_timeout: timeout,
-    }
 }
 
 /// Connections time out after 5 s; a response that stops sending bytes for

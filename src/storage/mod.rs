@@ -1,7 +1,8 @@
 //! Storage: where snapshot bytes come from and where `publish` puts them.
 //! A directory on disk or a prefix of an object store (S3, GCS, Azure,
-//! `file://`), seen by its users as one [`Origin`]: a [`Listing`] of names
-//! with fingerprints, and a [`Local`] file on disk for each changed entry.
+//! `file://`), each a [`Source`] (the one trait, as quickwit-storage has
+//! one), held by the scan as an [`Origin`]: a [`Listing`] of names with
+//! fingerprints, and a [`Local`] file on disk for each changed entry.
 //! It owns listing and fetching, downloads verified against the manifest,
 //! `--cache-dir`, backoff and jitter, the object store client and its
 //! error kinds, the manifest format, and reading one snapshot file as a
@@ -11,7 +12,9 @@
 //! load, nor of conflicts or publishing a catalog. `crate::tools::publish` writes
 //! through it.
 
+mod backoff;
 mod cache;
+mod cached;
 mod client;
 mod dir;
 mod download;
@@ -24,12 +27,14 @@ mod objects;
 mod origin;
 mod rebuild;
 
+pub use backoff::after_conflict;
+pub use dir::Directory;
 pub use download::{DownloadError, Downloaded, Expect, download};
 pub use error::{ErrorKind, ListError, StorageError};
 pub use file::{SnapshotFile, is_snapshot_name};
 pub use follow::RESYNC_EVERY;
 pub use listing::{Fetch, FileFingerprint, Fingerprint, Listing, Local, ObjectVersion};
 pub use location::{Location, StorageOptions};
-pub use origin::Origin;
+pub use origin::{Origin, Source};
 pub use portfolio_wire::status::{OriginStatus, SourceStatus};
 pub use portfolio_wire::{delta, manifest};

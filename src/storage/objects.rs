@@ -13,9 +13,11 @@
 //!
 //! A failed poll changes nothing that serves: it is logged once per change
 //! of kind, counted, shown in `/snapshots`, and retried with a capped,
-//! jittered backoff. At startup with storage unreachable, the entries of
-//! `--cache-dir` serve. All IO runs on a small runtime of its own, driven by
-//! the reloader thread, away from the request path.
+//! jittered backoff (`backoff.rs`). At startup with storage unreachable,
+//! the entries of `--cache-dir` serve: that, and keeping each download, is
+//! the cache in front of this source (`cached.rs`). All IO runs on a small
+//! runtime of its own, driven by the reloader thread, away from the request
+//! path.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -25,7 +27,9 @@ use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, ObjectMeta, ObjectStore};
 use url::Url;
 
-use super::cache::{Cache, Plain, Record};
+use super::backoff::PollBackoff;
+use super::cache::Cache;
+use super::cached::Cached;
 use super::client::{ClientLog, classify};
 use super::download::{DownloadError, Expect, download};
 use super::error::{ErrorKind, ListError, StorageError};
@@ -34,13 +38,10 @@ use super::follow::{self, Followed, Records};
 use super::listing::{Fetch, Fingerprint, Listing, Local, ObjectVersion};
 use super::location::{self, StorageOptions};
 use super::manifest::{self, MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest};
+use super::origin::Source;
 use crate::metrics::Metrics;
 use crate::store::time::{utc_millis, utc_now};
 use portfolio_wire::status::{OriginStatus, SourceStatus};
-
-/// The longest a failing source waits between polls, unless the poll
-/// interval itself is longer.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Tags of objects the store lists without an ETag start with this.
 const NO_ETAG: &str = "modified:";
@@ -49,7 +50,8 @@ const NO_ETAG: &str = "modified:";
 /// match or exceed).
 const LIST_PAGE: usize = 1000;
 
-pub struct ObjectOrigin {
+/// A prefix of an object store, polled.
+pub struct ObjectSource {
     pub(super) store: Arc<dyn ObjectStore>,
     prefix: ObjectPath,
     url: String,
@@ -57,7 +59,9 @@ pub struct ObjectOrigin {
     /// `Option` so that `Drop` can shut it down without blocking: the last
     /// reference may go on an async thread.
     runtime: Option<tokio::runtime::Runtime>,
-    pub(super) cache: Cache,
+    /// Where downloads go and deltas find their base; the cache in front
+    /// of this source (`Cached`) keeps and restores entries.
+    pub(super) cache: Arc<Cache>,
     pub(super) metrics: Arc<Metrics>,
     timeout: Duration,
     /// Never held across IO, so `/snapshots` answers during a slow poll.
@@ -69,19 +73,16 @@ struct State {
     manifest: Option<ManifestSeen>,
     /// A poll has read the listing from storage.
     ever_listed: bool,
-    restored_from_cache: bool,
     last_success: Option<SystemTime>,
     /// Polls that failed in a row, and the problem of the last one.
     failures: u32,
     failing: Option<(StorageError, String)>,
-    /// Polls in a row in which a request failed in a way that calls for
-    /// backing off (the listing or a download).
-    backoff_steps: u32,
+    /// The wait before the next poll, longer while polls have trouble.
+    backoff: PollBackoff,
     /// Prefix mode: the LIST requests the last listing took. The interval
     /// is stretched by it, so that a prefix of 10,000 objects costs one
     /// request per poll interval, as one of 100 does.
     list_pages: u32,
-    jitter: u64,
 }
 
 /// The manifest as last read.
@@ -102,15 +103,16 @@ enum Polled {
     Unmodified(Option<Records>),
 }
 
-impl ObjectOrigin {
-    /// The source `url` names, configured by `options` and the environment.
+impl ObjectSource {
+    /// The source `url` names, configured by `options` and the
+    /// environment, with the download cache (`--cache-dir`) in front.
     pub fn open(
         url: &Url,
         options: &StorageOptions,
         metrics: Arc<Metrics>,
-    ) -> Result<ObjectOrigin, String> {
+    ) -> Result<Cached<ObjectSource>, String> {
         let opened = location::open(url, options, Some(Arc::clone(&metrics)))?;
-        ObjectOrigin::new(
+        ObjectSource::cached(
             opened.store,
             opened.prefix,
             opened.display,
@@ -120,15 +122,16 @@ impl ObjectOrigin {
         )
     }
 
-    /// The source over a store made elsewhere (tests use an in-memory one).
-    pub fn new(
+    /// The source over a store made elsewhere (tests use an in-memory
+    /// one), with the download cache in front.
+    pub fn cached(
         store: Arc<dyn ObjectStore>,
         prefix: ObjectPath,
         url: String,
         log: Arc<ClientLog>,
         options: &StorageOptions,
         metrics: Arc<Metrics>,
-    ) -> Result<ObjectOrigin, String> {
+    ) -> Result<Cached<ObjectSource>, String> {
         let cache = Cache::open(options.cache_dir.as_deref()).map_err(|e| {
             let dir = options
                 .cache_dir
@@ -136,16 +139,34 @@ impl ObjectOrigin {
                 .unwrap_or(std::path::Path::new("$TMPDIR"));
             format!("cache directory {}: {e}", dir.display())
         })?;
+        let cache = Arc::new(cache);
+        let source = ObjectSource::new(
+            store,
+            prefix,
+            url,
+            log,
+            Arc::clone(&cache),
+            options,
+            metrics,
+        )?;
+        Ok(Cached::new(source, cache))
+    }
+
+    fn new(
+        store: Arc<dyn ObjectStore>,
+        prefix: ObjectPath,
+        url: String,
+        log: Arc<ClientLog>,
+        cache: Arc<Cache>,
+        options: &StorageOptions,
+        metrics: Arc<Metrics>,
+    ) -> Result<ObjectSource, String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .thread_name("object-store")
             .build()
             .map_err(|e| format!("cannot start the object store client: {e}"))?;
-        let seed = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64)
-            ^ (u64::from(std::process::id()) << 32);
-        Ok(ObjectOrigin {
+        Ok(ObjectSource {
             store,
             prefix,
             url,
@@ -154,15 +175,8 @@ impl ObjectOrigin {
             cache,
             metrics,
             timeout: options.timeout,
-            state: Mutex::new(State {
-                jitter: seed | 1,
-                ..State::default()
-            }),
+            state: Mutex::new(State::default()),
         })
-    }
-
-    pub fn url(&self) -> &str {
-        &self.url
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -174,55 +188,6 @@ impl ObjectOrigin {
             .as_ref()
             .expect("the runtime lives as long as the origin")
             .block_on(future)
-    }
-
-    /// Polls storage: the manifest if there is one, else the prefix.
-    pub fn list(&self) -> Result<Listing, ListError> {
-        let (in_prefix_mode, manifest_etag) = {
-            let state = self.state();
-            let etag = state.manifest.as_ref().and_then(|m| m.etag.clone());
-            (state.ever_listed && state.manifest.is_none(), etag)
-        };
-        self.log.clear();
-        // The poll's own requests are bounded together; reading thousands
-        // of workspace records is bounded per request (`follow`), as a
-        // download is.
-        let polled = self.block_on(async {
-            let polled =
-                tokio::time::timeout(self.timeout, self.poll(in_prefix_mode, manifest_etag))
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(StorageError::new(
-                            ErrorKind::Timeout,
-                            format!("no answer from {} within {:?}", self.url, self.timeout),
-                        ))
-                    })?;
-            self.with_records(polled).await
-        });
-        tracing::debug!(
-            url = %self.url,
-            outcome = match &polled {
-                Ok(Polled::Objects(objects)) => format!("listed {} objects", objects.len()),
-                Ok(Polled::Manifest(_, etag, records)) => format!("manifest changed, etag {etag:?}, records read: {}", records.is_some()),
-                Ok(Polled::Unmodified(records)) => format!("manifest unmodified, records read: {}", records.is_some()),
-                Err(e) => e.to_string(),
-            },
-            "polled the object store"
-        );
-        let mut state = self.state();
-        let listing = polled.and_then(|polled| self.read_poll(&mut state, polled));
-        match listing {
-            Ok(listing) => {
-                self.succeeded(&mut state);
-                Ok(listing)
-            }
-            Err(error) => {
-                let backs_off = error.kind.backs_off();
-                self.failed(&mut state, error);
-                self.restore_from_cache(&mut state)
-                    .ok_or(ListError::Source { backs_off })
-            }
-        }
     }
 
     /// One poll's requests: a conditional GET of the manifest (unless the
@@ -428,7 +393,6 @@ impl ObjectOrigin {
     fn succeeded(&self, state: &mut State) {
         let now = SystemTime::now();
         state.ever_listed = true;
-        state.restored_from_cache = false;
         state.last_success = Some(now);
         if let Some((error, since)) = state.failing.take() {
             tracing::info!(
@@ -463,46 +427,125 @@ impl ObjectOrigin {
         }
     }
 
-    /// At startup, with storage unreachable: the entries the cache holds.
-    fn restore_from_cache(&self, state: &mut State) -> Option<Listing> {
-        if state.ever_listed || state.restored_from_cache {
-            return None;
-        }
-        let records = self.cache.records();
-        if records.is_empty() {
-            return None;
-        }
-        state.restored_from_cache = true;
-        tracing::warn!(
-            url = %self.url,
-            cache_dir = %self.cache.kept_dir().map(|d| d.display().to_string()).unwrap_or_default(),
-            entries = records.len(),
-            "object store unreachable at startup; serving the last good objects from the cache until it answers"
-        );
-        let mut listing = Listing::default();
-        for record in records {
-            listing.entries.insert(
-                record.name.clone(),
-                Ok(Fingerprint::Object(record.version())),
-            );
-        }
-        Some(listing)
+    fn download_failed(
+        &self,
+        version: &ObjectVersion,
+        in_manifest: bool,
+        error: DownloadError,
+    ) -> Fetch {
+        let key = &version.key;
+        let (kind, message) = match error {
+            // Replaced after the listing: the next poll lists the new one.
+            DownloadError::Replaced => return Fetch::Settling,
+            DownloadError::Request(e) => match classify(&e, &self.log) {
+                ErrorKind::NotFound if in_manifest => (
+                    ErrorKind::NotFound,
+                    format!("the manifest names {key}, which does not exist"),
+                ),
+                ErrorKind::NotFound => (
+                    ErrorKind::NotFound,
+                    format!("{key} was deleted between the listing and the download"),
+                ),
+                kind => (kind, format!("cannot download {key}: {e}")),
+            },
+            DownloadError::Body(e, got) => {
+                let kind = match classify(&e, &self.log) {
+                    ErrorKind::Timeout => ErrorKind::Timeout,
+                    _ => ErrorKind::Incomplete,
+                };
+                let size = version.size;
+                (
+                    kind,
+                    format!("the download of {key} broke off after {got} of {size} bytes: {e}"),
+                )
+            }
+            DownloadError::Length { got, expected } => (
+                ErrorKind::Incomplete,
+                format!("{key}: got {got} bytes where {expected} were expected"),
+            ),
+            DownloadError::Digest { got, expected } => (
+                ErrorKind::Incomplete,
+                format!(
+                    "{key} is not the object the manifest names: its sha256 is {got}, not {expected}"
+                ),
+            ),
+            DownloadError::Disk(e) => (
+                ErrorKind::Disk,
+                format!("cannot write the download of {key}: {e}"),
+            ),
+        };
+        self.fetch_failed(kind, message)
     }
 
-    /// The object `version` of `name` on local disk: the cached copy, or a
-    /// fresh download into the cache directory.
-    pub fn fetch(&self, name: &str, version: &ObjectVersion) -> Fetch {
-        if let Some((path, record)) = self.cache.lookup(name, version) {
-            return Fetch::Ready(Local {
-                path,
-                label: version.key.clone(),
-                len: version.size,
-                source: Some(record.source()),
-                download: false,
-                written: version.written,
-                plain: record.plain.map(|p| (p.len, p.sha256)),
-            });
+    fn fetch_failed(&self, kind: ErrorKind, message: String) -> Fetch {
+        self.metrics.source_error(kind.label());
+        Fetch::Failed(StorageError::new(kind, message))
+    }
+}
+
+impl Source for ObjectSource {
+    fn describe(&self) -> String {
+        self.url.clone()
+    }
+
+    /// Polls storage: the manifest if there is one, else the prefix.
+    fn list(&self) -> Result<Listing, ListError> {
+        let (in_prefix_mode, manifest_etag) = {
+            let state = self.state();
+            let etag = state.manifest.as_ref().and_then(|m| m.etag.clone());
+            (state.ever_listed && state.manifest.is_none(), etag)
+        };
+        self.log.clear();
+        // The poll's own requests are bounded together; reading thousands
+        // of workspace records is bounded per request (`follow`), as a
+        // download is.
+        let polled = self.block_on(async {
+            let polled =
+                tokio::time::timeout(self.timeout, self.poll(in_prefix_mode, manifest_etag))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(StorageError::new(
+                            ErrorKind::Timeout,
+                            format!("no answer from {} within {:?}", self.url, self.timeout),
+                        ))
+                    })?;
+            self.with_records(polled).await
+        });
+        tracing::debug!(
+            url = %self.url,
+            outcome = match &polled {
+                Ok(Polled::Objects(objects)) => format!("listed {} objects", objects.len()),
+                Ok(Polled::Manifest(_, etag, records)) => format!("manifest changed, etag {etag:?}, records read: {}", records.is_some()),
+                Ok(Polled::Unmodified(records)) => format!("manifest unmodified, records read: {}", records.is_some()),
+                Err(e) => e.to_string(),
+            },
+            "polled the object store"
+        );
+        let mut state = self.state();
+        let listing = polled.and_then(|polled| self.read_poll(&mut state, polled));
+        match listing {
+            Ok(listing) => {
+                self.succeeded(&mut state);
+                Ok(listing)
+            }
+            Err(error) => {
+                let backs_off = error.kind.backs_off();
+                self.failed(&mut state, error);
+                Err(ListError::Source { backs_off })
+            }
         }
+    }
+
+    /// The object `version` of `name` on local disk: a fresh download into
+    /// the cache directory (the cache in front answers for a version it
+    /// holds), or rebuilt from a delta.
+    fn fetch(&self, name: &str, fingerprint: &Fingerprint) -> Fetch {
+        let Fingerprint::Object(version) = fingerprint else {
+            return Fetch::Failed(StorageError::new(
+                ErrorKind::Other,
+                "a fingerprint of another kind of source",
+            ));
+        };
         let (revisions, delta) = {
             let state = self.state();
             let followed = state.manifest.as_ref().and_then(|m| m.good.as_ref());
@@ -573,135 +616,25 @@ impl ObjectOrigin {
         })
     }
 
-    fn download_failed(
-        &self,
-        version: &ObjectVersion,
-        in_manifest: bool,
-        error: DownloadError,
-    ) -> Fetch {
-        let key = &version.key;
-        let (kind, message) = match error {
-            // Replaced after the listing: the next poll lists the new one.
-            DownloadError::Replaced => return Fetch::Settling,
-            DownloadError::Request(e) => match classify(&e, &self.log) {
-                ErrorKind::NotFound if in_manifest => (
-                    ErrorKind::NotFound,
-                    format!("the manifest names {key}, which does not exist"),
-                ),
-                ErrorKind::NotFound => (
-                    ErrorKind::NotFound,
-                    format!("{key} was deleted between the listing and the download"),
-                ),
-                kind => (kind, format!("cannot download {key}: {e}")),
-            },
-            DownloadError::Body(e, got) => {
-                let kind = match classify(&e, &self.log) {
-                    ErrorKind::Timeout => ErrorKind::Timeout,
-                    _ => ErrorKind::Incomplete,
-                };
-                let size = version.size;
-                (
-                    kind,
-                    format!("the download of {key} broke off after {got} of {size} bytes: {e}"),
-                )
-            }
-            DownloadError::Length { got, expected } => (
-                ErrorKind::Incomplete,
-                format!("{key}: got {got} bytes where {expected} were expected"),
-            ),
-            DownloadError::Digest { got, expected } => (
-                ErrorKind::Incomplete,
-                format!(
-                    "{key} is not the object the manifest names: its sha256 is {got}, not {expected}"
-                ),
-            ),
-            DownloadError::Disk(e) => (
-                ErrorKind::Disk,
-                format!("cannot write the download of {key}: {e}"),
-            ),
-        };
-        self.fetch_failed(kind, message)
-    }
-
-    fn fetch_failed(&self, kind: ErrorKind, message: String) -> Fetch {
-        self.metrics.source_error(kind.label());
-        Fetch::Failed(StorageError::new(kind, message))
-    }
-
-    /// A download that loaded becomes the cached copy of `name`; one that
-    /// was rejected is deleted.
-    pub fn loaded(&self, name: &str, local: Local, ok: bool) {
-        if !local.download {
-            return;
-        }
-        let (true, Some(source)) = (ok, local.source) else {
-            self.cache.discard(&local.path);
-            return;
-        };
-        let record = Record {
-            name: name.to_owned(),
-            key: source.key,
-            tag: source
-                .sha256
-                .clone()
-                .or(source.etag.clone())
-                .unwrap_or_default(),
-            size: source.size,
-            etag: source.etag,
-            sha256: source.sha256,
-            manifest_revision: source.manifest_revision,
-            workspace_revision: source.workspace_revision,
-            fetched_at: source.fetched_at,
-            written_ms: local
-                .written
-                .and_then(|at| at.duration_since(std::time::SystemTime::UNIX_EPOCH).ok())
-                .map(|d| d.as_millis() as u64),
-            data: String::new(),
-            plain: local.plain.map(|p| Plain {
-                len: p.0,
-                sha256: p.1,
-            }),
-        };
-        if let Err(e) = self.cache.commit(name, &local.path, record) {
-            tracing::warn!(file = %name, error = %e, "cannot keep the download in the cache directory");
-            self.cache.discard(&local.path);
-        }
-    }
-
-    pub fn forgotten(&self, name: &str) {
-        self.cache.forget(name);
-    }
-
     /// Records whether the poll that just ended had trouble that calls for
     /// backing off.
-    pub fn polled(&self, trouble: bool) {
-        let mut state = self.state();
-        state.backoff_steps = if trouble {
-            state.backoff_steps.saturating_add(1)
-        } else {
-            0
-        };
+    fn polled(&self, trouble: bool) {
+        self.state().backoff.polled(trouble);
     }
 
     /// The wait before the next poll: the interval (in prefix mode, times
-    /// the LIST requests a listing takes), doubled for each poll in a row
-    /// that had trouble (up to 30 s, or the interval if longer), then
-    /// jittered by up to ±20%.
-    pub fn next_poll(&self, interval: Duration) -> Duration {
+    /// the LIST requests a listing takes), backed off while polls have
+    /// trouble and jittered ([`PollBackoff`]).
+    fn next_poll(&self, interval: Duration) -> Duration {
         let mut state = self.state();
         let interval = match state.manifest {
             None if state.list_pages > 1 => interval * state.list_pages,
             _ => interval,
         };
-        let cap = MAX_BACKOFF.max(interval);
-        let base = interval
-            .checked_mul(1 << state.backoff_steps.min(16))
-            .unwrap_or(cap)
-            .min(cap);
-        jittered(base, next_random(&mut state.jitter))
+        state.backoff.next_poll(interval)
     }
 
-    pub fn status(&self) -> OriginStatus {
+    fn status(&self) -> Option<OriginStatus> {
         let state = self.state();
         let now = SystemTime::now();
         let manifest = state.manifest.as_ref();
@@ -710,7 +643,7 @@ impl ObjectOrigin {
             (true, None) => "prefix",
             (false, None) => "unknown",
         };
-        OriginStatus {
+        Some(OriginStatus {
             url: self.url.clone(),
             mode: mode.into(),
             manifest_revision: manifest.and_then(|m| m.good.as_ref()).map(|f| f.revision),
@@ -723,13 +656,14 @@ impl ObjectOrigin {
             error: state.failing.as_ref().map(|(e, _)| e.message.clone()),
             error_kind: state.failing.as_ref().map(|(e, _)| e.kind.label().into()),
             error_since: state.failing.as_ref().map(|(_, since)| since.clone()),
-            serving_from_cache: state.restored_from_cache,
-            cache_dir: self.cache.kept_dir().map(|d| d.display().to_string()),
-        }
+            // The cache in front (`Cached`) says these.
+            serving_from_cache: false,
+            cache_dir: None,
+        })
     }
 }
 
-impl Drop for ObjectOrigin {
+impl Drop for ObjectSource {
     fn drop(&mut self) {
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
@@ -753,18 +687,4 @@ fn manifest_listing(state: &State) -> Result<Listing, StorageError> {
         .as_ref()
         .ok_or_else(|| StorageError::new(ErrorKind::Manifest, "no valid manifest was read"))?;
     Ok(followed.listing())
-}
-
-/// xorshift64*: enough to spread a fleet's polls, no dependency needed.
-fn next_random(state: &mut u64) -> u64 {
-    *state ^= *state >> 12;
-    *state ^= *state << 25;
-    *state ^= *state >> 27;
-    state.wrapping_mul(0x2545_f491_4f6c_dd1d)
-}
-
-/// `base` scaled by a factor from 0.8 to 1.2 drawn from `random`.
-fn jittered(base: Duration, random: u64) -> Duration {
-    let unit = (random >> 11) as f64 / (1u64 << 53) as f64;
-    base.mul_f64(0.8 + 0.4 * unit)
 }

@@ -1,27 +1,80 @@
-//! Where snapshots come from: a directory on disk, or a prefix of an object
-//! store (`objects.rs`). The scan (`crate::serve::loader`) sees both alike: a
-//! listing of names, each with a fingerprint of its content, and for each
-//! changed name a file on local disk that it loads through the streaming
-//! `SnapshotFile`, so a download costs the same memory as a file dropped
-//! into a directory.
+//! The wall between the scan and storage: the [`Source`] trait, which a
+//! directory (`dir.rs`) and an object store prefix (`objects.rs`)
+//! implement, and [`Origin`], the handle the scan (`crate::serve::loader`)
+//! holds. The scan sees every kind of storage alike: a listing of names,
+//! each with a fingerprint of its content, and for each changed name a file
+//! on local disk that it loads through the streaming `SnapshotFile`, so a
+//! download costs the same memory as a file dropped into a directory. A new
+//! kind of storage is a new `Source`; the scan does not change.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::dir;
-use super::error::{ErrorKind, ListError, StorageError};
+use super::dir::Directory;
+use super::error::ListError;
 use super::listing::{Fetch, Fingerprint, Listing, Local};
 use super::location::{Location, StorageOptions};
-use super::objects::ObjectOrigin;
+use super::objects::ObjectSource;
 use crate::metrics::Metrics;
 use portfolio_wire::status::OriginStatus;
 
-/// Where the snapshots come from.
-pub enum Origin {
-    Directory(PathBuf),
-    Objects(Box<ObjectOrigin>),
+/// A place snapshots come from, as the scan uses it. The scan's calls come
+/// from one thread at a time (the reloader), but `status` is asked by the
+/// admin listener meanwhile, hence `Sync`.
+///
+/// What some kinds of storage do not need has a default that does nothing:
+/// a directory keeps no download to settle, no poll state and no status.
+pub trait Source: Send + Sync {
+    /// What logs call the source: the directory or the URL.
+    fn describe(&self) -> String;
+
+    /// The entries and their fingerprints.
+    fn list(&self) -> Result<Listing, ListError>;
+
+    /// The content of `name` at `fingerprint` on local disk.
+    fn fetch(&self, name: &str, fingerprint: &Fingerprint) -> Fetch;
+
+    /// The directory, for the file watcher; `None` for a source that is
+    /// polled.
+    fn directory(&self) -> Option<&Path> {
+        None
+    }
+
+    /// Whether `name` still has the content at `fingerprint` after it was
+    /// loaded: a file rewritten during the read must be read again. By
+    /// default it has: a download is a copy of one immutable version.
+    fn unchanged(&self, _name: &str, _fingerprint: &Fingerprint) -> bool {
+        true
+    }
+
+    /// Called once `local` has been loaded (`ok`) or rejected: a source
+    /// that downloaded it keeps or deletes it.
+    fn loaded(&self, _name: &str, _local: Local, _ok: bool) {}
+
+    /// Records whether the poll that just ended had trouble that calls for
+    /// backing off.
+    fn polled(&self, _trouble: bool) {}
+
+    /// Called when `name` has left the listing.
+    fn forgotten(&self, _name: &str) {}
+
+    /// How long to wait before the next poll, for a poll interval of
+    /// `interval`: by default exactly that.
+    fn next_poll(&self, interval: Duration) -> Duration {
+        interval
+    }
+
+    /// The state `/snapshots` shows of the source; `None` for a directory,
+    /// whose files' own statuses say it all.
+    fn status(&self) -> Option<OriginStatus> {
+        None
+    }
 }
+
+/// The source the scan holds, whichever kind it is. Its methods are the
+/// [`Source`] trait's (through `Deref`).
+pub struct Origin(Box<dyn Source>);
 
 impl Origin {
     /// The source `location` names. A directory must exist; an object
@@ -32,37 +85,8 @@ impl Origin {
         metrics: Arc<Metrics>,
     ) -> Result<Origin, String> {
         match location {
-            Location::Directory(dir) => {
-                let meta = std::fs::metadata(dir).map_err(|e| {
-                    // A first start without snapshots is the likely case:
-                    // say where they go and how to get some.
-                    let hint = if e.kind() == std::io::ErrorKind::NotFound {
-                        format!(
-                            "; give the directory of snapshot files (or an object store URL) \
-                             with --snapshots (PORTFOLIO_SNAPSHOTS), or write the demo \
-                             snapshots there with `portfolio-replica generate --out {}`",
-                            dir.display()
-                        )
-                    } else {
-                        String::new()
-                    };
-                    format!(
-                        "snapshot directory {} cannot be read: {e}{hint}",
-                        dir.display()
-                    )
-                })?;
-                if !meta.is_dir() {
-                    return Err(format!(
-                        "{} is not a directory: --snapshots names the directory that holds \
-                         the snapshot files (one per workspace), not a file",
-                        dir.display()
-                    ));
-                }
-                Ok(Origin::Directory(dir.clone()))
-            }
-            Location::Url(url) => Ok(Origin::Objects(Box::new(ObjectOrigin::open(
-                url, options, metrics,
-            )?))),
+            Location::Directory(dir) => Ok(Origin::new(Directory::open(dir)?)),
+            Location::Url(url) => Ok(Origin::new(ObjectSource::open(url, options, metrics)?)),
         }
     }
 
@@ -75,7 +99,7 @@ impl Origin {
         options: &StorageOptions,
         metrics: Arc<Metrics>,
     ) -> Result<Origin, String> {
-        let origin = ObjectOrigin::new(
+        let source = ObjectSource::cached(
             store,
             object_store::path::Path::from(prefix),
             url,
@@ -83,97 +107,19 @@ impl Origin {
             options,
             metrics,
         )?;
-        Ok(Origin::Objects(Box::new(origin)))
+        Ok(Origin::new(source))
     }
 
-    /// What logs call the source: the directory or the URL.
-    pub fn describe(&self) -> String {
-        match self {
-            Origin::Directory(dir) => dir.display().to_string(),
-            Origin::Objects(objects) => objects.url().to_owned(),
-        }
+    /// Any source (a library user's own kind of storage).
+    pub fn new(source: impl Source + 'static) -> Origin {
+        Origin(Box::new(source))
     }
+}
 
-    /// The directory, for the file watcher; `None` for an object store.
-    pub fn directory(&self) -> Option<&Path> {
-        match self {
-            Origin::Directory(dir) => Some(dir),
-            Origin::Objects(_) => None,
-        }
-    }
+impl std::ops::Deref for Origin {
+    type Target = dyn Source;
 
-    /// The entries and their fingerprints.
-    pub fn list(&self) -> Result<Listing, ListError> {
-        match self {
-            Origin::Directory(dir) => dir::list_snapshot_files(dir).map_err(ListError::Io),
-            Origin::Objects(objects) => objects.list(),
-        }
-    }
-
-    /// The content of `name` at `fingerprint` on local disk.
-    pub fn fetch(&self, name: &str, fingerprint: &Fingerprint) -> Fetch {
-        match (self, fingerprint) {
-            (Origin::Directory(dir), Fingerprint::File(fp)) => dir::fetch(dir, name, fp),
-            (Origin::Objects(objects), Fingerprint::Object(version)) => {
-                objects.fetch(name, version)
-            }
-            _ => Fetch::Failed(StorageError::new(
-                ErrorKind::Other,
-                "a fingerprint of another kind of source",
-            )),
-        }
-    }
-
-    /// Whether `name` still has the content at `fingerprint` after it was
-    /// loaded: a file rewritten during the read must be read again.
-    pub fn unchanged(&self, name: &str, fingerprint: &Fingerprint) -> bool {
-        match (self, fingerprint) {
-            (Origin::Directory(dir), Fingerprint::File(fp)) => {
-                dir::file_fingerprint(&dir.join(name)).ok().as_ref() == Some(fp)
-            }
-            // A download is a copy of one immutable version.
-            _ => true,
-        }
-    }
-
-    /// Called once `local` has been loaded (`ok`) or rejected.
-    pub fn loaded(&self, name: &str, local: Local, ok: bool) {
-        if let Origin::Objects(objects) = self {
-            objects.loaded(name, local, ok);
-        }
-    }
-
-    /// Object storage: records whether the poll that just ended had
-    /// trouble that calls for backing off.
-    pub fn polled(&self, trouble: bool) {
-        if let Origin::Objects(objects) = self {
-            objects.polled(trouble);
-        }
-    }
-
-    /// Called when `name` has left the listing.
-    pub fn forgotten(&self, name: &str) {
-        if let Origin::Objects(objects) = self {
-            objects.forgotten(name);
-        }
-    }
-
-    /// How long to wait before the next poll, for a poll interval of
-    /// `interval`: exactly that for a directory; for an object store,
-    /// jittered by up to ±20% so that a fleet does not poll in step, and
-    /// backing off while storage fails.
-    pub fn next_poll(&self, interval: Duration) -> Duration {
-        match self {
-            Origin::Directory(_) => interval,
-            Origin::Objects(objects) => objects.next_poll(interval),
-        }
-    }
-
-    /// The object store's state; `None` for a directory.
-    pub fn status(&self) -> Option<OriginStatus> {
-        match self {
-            Origin::Directory(_) => None,
-            Origin::Objects(objects) => Some(objects.status()),
-        }
+    fn deref(&self) -> &(dyn Source + 'static) {
+        self.0.as_ref()
     }
 }

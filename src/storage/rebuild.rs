@@ -20,11 +20,11 @@ use super::delta::{self, DeltaError};
 use super::download::{Expect, download};
 use super::listing::{Fetch, Local, ObjectVersion};
 use super::manifest::DeltaRef;
-use super::objects::ObjectOrigin;
+use super::objects::ObjectSource;
 use crate::store::time::utc_now;
 use portfolio_wire::status::SourceStatus;
 
-impl ObjectOrigin {
+impl ObjectSource {
     /// `version` of `name` rebuilt from the version this replica serves
     /// and `delta`, or `None` to download the whole object: this replica
     /// does not hold the delta's base (a cold start, a missed version, a

@@ -370,7 +370,7 @@ async fn a_file_url_is_read_through_the_same_code_path() {
     let out = publish_to(&url, &[&v1], &[]).await;
     assert_eq!(out.code, Some(0), "{out:?}");
     let server = TestServer::start_in(tempdir(), |c| {
-        c.snapshots = url.clone().into();
+        c.snapshots = portfolio_replica::storage::Location::parse(&url).expect("a file:// URL");
         c.poll_interval = Some(POLL_EVERY);
     })
     .await;

@@ -101,7 +101,7 @@ async fn versions_reads_replicas_by_admin_address_and_names_the_api_port_given_b
     let out = cli(&["publish", v1.to_str().expect("a UTF-8 path"), "--to", &url]).await;
     assert_eq!(out.code, Some(0), "{out:?}");
     let server = TestServer::start_in(tempdir(), |c| {
-        c.snapshots = url.clone().into();
+        c.snapshots = portfolio_replica::storage::Location::parse(&url).expect("a file:// URL");
         c.poll_interval = Some(Duration::from_millis(100));
     })
     .await;

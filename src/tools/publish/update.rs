@@ -220,15 +220,10 @@ impl Conditional<'_> {
     }
 }
 
-/// 50 ms doubling to 1.6 s, with up to 50% more at random, so that
-/// publishers that collided do not collide again in step.
-pub fn retry_delay(attempt: u32) -> Duration {
-    let base = Duration::from_millis(50) * (1 << attempt.min(5));
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    base + base.mul_f64(f64::from(nanos % 1000) / 2000.0)
-}
+/// The wait before another attempt at a write that lost a race: the
+/// storage layer's policy, kept with every other retry's
+/// (`storage::backoff`).
+pub use crate::storage::after_conflict as retry_delay;
 
 #[cfg(test)]
 mod tests {

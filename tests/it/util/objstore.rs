@@ -10,7 +10,7 @@ use object_store::aws::AmazonS3Builder;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use portfolio_replica::ServeConfig;
-use portfolio_replica::storage::StorageOptions;
+use portfolio_replica::storage::{Location, StorageOptions};
 use serde_json::Value;
 
 use super::{FaultProxy, Moto};
@@ -97,7 +97,7 @@ impl S3 {
 
     /// Configures an in-process server to poll `prefix` every `poll`.
     pub fn configure(&self, config: &mut ServeConfig, prefix: &str, poll: Duration) {
-        config.snapshots = self.url(prefix).into();
+        config.snapshots = Location::parse(&self.url(prefix)).expect("an object store URL");
         config.storage = self.options();
         config.poll_interval = Some(poll);
     }
