@@ -176,11 +176,13 @@ impl Snapshots {
 
     /// Loads new and changed files, forgets deleted ones, and publishes the
     /// result. Files whose content did not change are not read again. A
-    /// file of [`load::LOAD_ALONE`] or more loads alone and is published
-    /// (one swap) as soon as it is built, so a replaced dataset is freed
-    /// before the next file is read; small files are published in batches
-    /// of at most 64 MiB ([`batch`], docs/reload.md, "Memory"). Blocks
-    /// while files load: call it off the async runtime.
+    /// file of [`load::LOAD_ALONE`] (16 MiB) or more loads alone and is
+    /// published (one swap, with the small files read before it) as soon
+    /// as it is built, so a replaced dataset is freed before the next file
+    /// is read and at most one large dataset that does not serve exists at
+    /// a time; small files are published in batches, once they add up to
+    /// 64 MiB or have waited a moment ([`batch`], docs/reload.md,
+    /// "Memory"). Blocks while files load: call it off the async runtime.
     pub fn scan(&self) -> std::io::Result<ScanReport> {
         let _scanning = self.scanning.lock().unwrap_or_else(|p| p.into_inner());
 
