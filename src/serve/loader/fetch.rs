@@ -31,8 +31,9 @@ pub enum Unfetched {
     Failed(String, StorageError),
 }
 
-/// Fetches each of `entries` as the iterator is advanced, so that an
-/// entry is fetched only once the loads before it are under way.
+/// Fetches each of `entries` as the iterator is advanced: the loads ask
+/// for the next entry when they can take it, so a download does not wait
+/// on disk long before its load.
 pub fn each<'a>(
     origin: &'a Origin,
     files: &'a Mutex<Files>,

@@ -1,7 +1,8 @@
 //! The state of every snapshot file as the loader knows it: what it read,
 //! what serves, why a file was rejected, and what `/snapshots` and
-//! `/metrics` show of it. The scan's steps change it (`changed`, `settle`);
-//! the functions here are what the scan does to it outside those steps.
+//! `/metrics` show of it. The scan's steps change it (`changed`, `settle`,
+//! `warm`); the functions here read it for `/metrics`, and record what a
+//! scan learns besides (a download that failed, a listing that confirms).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -76,8 +76,9 @@ type Finished = (Fetched, Result<Loaded, SnapshotError>);
 /// Loads what `fetched` gives, small files on a worker per core (started
 /// in `scope`, stopped when the iterator is done), large ones alone on
 /// this thread. Yields what each gave, judged on this thread, in the order
-/// the loads finish; an entry is fetched only when the one before it is
-/// under way, and a large one only once the loads before it are judged.
+/// the loads finish; an entry is fetched once the one before it is queued
+/// or loaded, and a large one loads only once every load before it is
+/// judged (and so may have settled).
 pub fn spread<'scope, 'env, F>(
     scope: &'scope Scope<'scope, 'env>,
     fetched: F,

@@ -115,8 +115,11 @@ pub struct Snapshots {
     store: Arc<Store>,
     metrics: Arc<Metrics>,
     /// Per-file state, by file name. A std mutex: it is held only to read or
-    /// apply state, never while a file is read or parsed, so `/snapshots`
-    /// answers at once even while a large file loads.
+    /// change state (and while a scan settles, warms up and publishes what
+    /// it read, so that a status never names a version before it serves:
+    /// a small change's repack of gzip fragments is a fraction of a second
+    /// on `medium`), never while a file is read or parsed, so `/snapshots`
+    /// answers even while a large file loads.
     files: Mutex<Files>,
     /// Serializes scans: two scans interleaving could publish out of order.
     scanning: Mutex<()>,
@@ -233,11 +236,13 @@ impl Snapshots {
         while !to_read.is_empty() {
             let round = std::mem::take(&mut to_read);
             std::thread::scope(|scope| {
+                // 3. Fetch, 4. load.
                 let fetched = fetch::each(&self.origin, &self.files, round);
                 for read in load::spread(scope, fetched, &loading) {
                     match read {
                         Read::Done(result) => {
                             batch.add(*result);
+                            // 5 to 7 (`settle_read`).
                             if batch.is_full(SETTLE_SHARE * settled_in) {
                                 let started = Clock::now();
                                 let settled = self.settle_read(batch.take(), &mut successors);
@@ -291,9 +296,12 @@ impl Snapshots {
         unreadable: Vec<String>,
         read: Vec<ReadResult>,
     ) -> Settled {
+        // 5. Settle: apply, decide conflicts.
         let mut settled = settle::settle(&mut files, removed, unreadable, read);
+        // 6. Warm up what won.
         let loaded = settled.loaded.iter().map(|(name, _)| name.as_str());
         warm::up(&mut files, loaded, &settled.restored, self.precompress);
+        // 7. Publish.
         publish::publish(&files, &settled, &self.store, &self.metrics, &self.origin);
         drop(files);
         Retired(std::mem::take(&mut settled.retired)).free();
