@@ -277,8 +277,9 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// How often a long load says how far it has come.
 const PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
 
-/// Loads a snapshot; a load that takes long logs its progress every few
-/// seconds, so that it is never mistaken for a hang. On a single core the
+/// Loads a snapshot through [`snapshot::load_following`], taking over the
+/// unchanged records of `previous`; a load that takes long logs its
+/// progress every few seconds, so that it is never mistaken for a hang. On a single core the
 /// load is paced so that requests do not notice it ([`Pacer`]).
 fn load_logging_progress(
     name: &str,

@@ -8,15 +8,15 @@
 //! named for it, from values to values:
 //!
 //! 1. list: `Origin::list`, the entries and their fingerprints;
-//! 2. what changed ([`changed`]): entries gone, entries to read;
-//! 3. fetch ([`fetch`]): each changed entry onto local disk, in order;
-//! 4. load ([`load`]): each built through [`crate::snapshot::load_following`]
+//! 2. what changed (`changed.rs`): entries gone, entries to read;
+//! 3. fetch (`fetch.rs`): each changed entry onto local disk, in order;
+//! 4. load (`load.rs`): each built through [`crate::snapshot::load_following`]
 //!    (taking over the unchanged records of the version it replaces), small
 //!    files on every core;
-//! 5. settle ([`settle`]): what the loads gave applied, conflicts decided,
-//!    in batches ([`batch`]);
-//! 6. warm up ([`warm`]): what is about to serve starts warming;
-//! 7. publish ([`publish`]): one new catalog.
+//! 5. settle (`settle.rs`): what the loads gave applied, conflicts decided,
+//!    in batches (`batch.rs`);
+//! 6. warm up (`warm.rs`): what is about to serve starts warming;
+//! 7. publish (`publish.rs`): one new catalog.
 //!
 //! It blocks; call it off the async runtime (the reloader thread does).
 
@@ -179,12 +179,12 @@ impl Snapshots {
 
     /// Loads new and changed files, forgets deleted ones, and publishes the
     /// result. Files whose content did not change are not read again. A
-    /// file of [`load::LOAD_ALONE`] (16 MiB) or more loads alone and is
+    /// file of `LOAD_ALONE` (16 MiB) or more loads alone and is
     /// published (one swap, with the small files read before it) as soon
     /// as it is built, so a replaced dataset is freed before the next file
     /// is read and at most one large dataset that does not serve exists at
     /// a time; small files are published in batches, once they add up to
-    /// 64 MiB or have waited a moment ([`batch`], docs/reload.md,
+    /// 64 MiB or have waited a moment (`batch.rs`, docs/reload.md,
     /// "Memory"). Blocks while files load: call it off the async runtime.
     pub fn scan(&self) -> std::io::Result<ScanReport> {
         let _scanning = self.scanning.lock().unwrap_or_else(|p| p.into_inner());

@@ -16,6 +16,10 @@
 //! stops early when its dataset is dropped (replaced by a newer version)
 //! before it is done. A small change (`WarmJob::is_small_change`) is
 //! repacked on the loader's thread before its dataset serves instead.
+//!
+//! The scan calls `up` between settling and publishing; the load step
+//! calls [`again`] for the version that keeps serving when a load that
+//! followed it fails.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
