@@ -1,8 +1,9 @@
-//! The warm-up stage the loader drives for each dataset it builds, as
-//! tantivy's reader drives its warmers: the jobs the domain describes
-//! (`store::warm`: the records' gzip fragments, `--precompress on`) run
-//! here, and then, where the process has more than one core and the
-//! records fill huge pages, the records move onto huge pages.
+//! Step 6 of a scan, warm up: the stage the loader drives for each
+//! dataset it is about to publish, as tantivy's reader drives its warmers:
+//! the jobs the domain describes (`store::warm`: the records' gzip
+//! fragments, `--precompress on`) run here, and then, where the process
+//! has more than one core and the records fill huge pages, the records
+//! move onto huge pages.
 //!
 //! One background thread does it for every dataset in turn (a packing
 //! spreads over the cores itself): a first scan of thousands of small
@@ -15,6 +16,10 @@
 //! stops early when its dataset is dropped (replaced by a newer version)
 //! before it is done. A small change (`WarmJob::is_small_change`) is
 //! repacked on the loader's thread before its dataset serves instead.
+//!
+//! The scan calls `up` between settling and publishing; the load step
+//! calls [`again`] for the version that keeps serving when a load that
+//! followed it fails.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
@@ -22,12 +27,44 @@ use std::time::Instant as Clock;
 
 use gzip_fragments::Placement;
 
+use super::files::Files;
 use crate::os;
 use crate::store::warm::{WarmJob, WarmTicket};
 use crate::store::{Dataset, Rendered};
 
 /// Datasets' records smaller than this are not moved onto huge pages.
 const MIN_COLLAPSED_BYTES: usize = 4 << 20;
+
+/// Warms what a settle is about to publish: the dataset of each file
+/// `loaded` (it won its conflicts) starts warming ([`start`]) before the
+/// publish shares it, and each older version `restored` (it serves again
+/// because the newer content lost) has the fragments made again that the
+/// load let go ([`again`]). A dataset that lost is not warmed: it never
+/// serves.
+pub(super) fn up<'a>(
+    files: &mut Files,
+    loaded: impl IntoIterator<Item = &'a str>,
+    restored: &[Arc<Dataset>],
+    precompress: bool,
+) {
+    for name in loaded {
+        let Some(dataset) = files.get_mut(name).and_then(|e| e.dataset.as_mut()) else {
+            continue;
+        };
+        // Settling wrapped it and nothing has shared it yet: it is the
+        // catalog that will.
+        match Arc::get_mut(dataset) {
+            Some(dataset) => start(dataset, precompress),
+            None => tracing::warn!(
+                file = %name,
+                "cannot warm a dataset already shared; gzip answers are compressed per request"
+            ),
+        }
+    }
+    for dataset in restored {
+        again(dataset);
+    }
+}
 
 /// Starts warming `dataset` (its gzip fragments if `precompress`, then
 /// huge pages if [`os::collapse_is_worth_it`]); only the fragments are

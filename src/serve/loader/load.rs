@@ -1,0 +1,369 @@
+//! Step 4 of a scan, load: each fetched entry is built into a dataset,
+//! and the result judged on the reloader thread. The loads of small files
+//! are spread over the cores, because a workspace of a few hundred
+//! kilobytes is parsed on one thread (a large file spreads its own records
+//! over the cores, `snapshot::batches`). A large file loads alone, once
+//! the small ones before it are done, so that a scan's peak memory stays
+//! that of one large file.
+
+use std::sync::{Arc, Mutex, MutexGuard, mpsc};
+use std::thread::Scope;
+use std::time::{Duration, Instant as Clock};
+
+use super::fetch::{Fetched, Unfetched};
+use super::limit::MemoryLimit;
+use crate::metrics::Metrics;
+use crate::snapshot::{self, Loaded, SnapshotError};
+use crate::storage::{Fingerprint, Origin, SnapshotFile, SourceStatus, StorageError};
+use crate::store::{Dataset, Previous};
+
+/// Files at least this large load alone, on the reloader thread.
+pub const LOAD_ALONE: u64 = 16 << 20;
+
+/// Files fetched ahead of the workers, per worker. Only their names and
+/// paths wait in the queue; what they load goes to the batch either way.
+const QUEUE_PER_WORKER: usize = 16;
+
+/// Files at least this large log when their load starts.
+const LARGE_FILE: u64 = 100 << 20;
+
+/// What loading needs of the scan.
+pub struct Loading<'a> {
+    /// Where the entries come from: a load is judged against it.
+    pub origin: &'a Origin,
+    pub metrics: &'a Metrics,
+    /// Files whose load would not fit are refused before they are built.
+    pub memory: MemoryLimit,
+    /// Whether datasets will be precompressed: their fragments count
+    /// against the memory limit.
+    pub precompress: bool,
+}
+
+/// What reading one changed entry gave.
+pub enum Read {
+    Done(Box<ReadResult>),
+    /// Still being written, or changed while it was read: left for a later
+    /// scan rather than judged.
+    Settling(String),
+    /// Cannot be fetched now (storage trouble): left for the next poll.
+    Failed(String, StorageError),
+}
+
+impl From<Unfetched> for Read {
+    fn from(unfetched: Unfetched) -> Read {
+        match unfetched {
+            Unfetched::Settling(name) => Read::Settling(name),
+            Unfetched::Failed(name, error) => Read::Failed(name, error),
+        }
+    }
+}
+
+/// What loading one changed entry gave.
+pub struct ReadResult {
+    pub name: String,
+    pub fingerprint: Fingerprint,
+    /// The size of what was read.
+    pub bytes: u64,
+    pub result: Result<Loaded, SnapshotError>,
+    pub elapsed: Duration,
+    /// Object storage: the object it was read from.
+    pub source: Option<SourceStatus>,
+}
+
+/// A load finished on a worker, to be judged.
+type Finished = (Fetched, Result<Loaded, SnapshotError>);
+
+/// Loads what `fetched` gives, small files on a worker per core (started
+/// in `scope`, stopped when the iterator is done), large ones alone on
+/// this thread. Yields what each gave, judged on this thread, in the order
+/// the loads finish; an entry is fetched once the one before it is queued
+/// or loaded, and a large one loads only once every load before it is
+/// judged (and so may have settled).
+pub fn spread<'scope, 'env, F>(
+    scope: &'scope Scope<'scope, 'env>,
+    fetched: F,
+    loading: &'env Loading<'env>,
+) -> Loads<'env, F>
+where
+    F: ExactSizeIterator<Item = Result<Fetched, Unfetched>>,
+{
+    let workers = crate::os::cores().min(fetched.len());
+    let (results, finished) = mpsc::channel::<Finished>();
+    // A queue deep enough that the workers keep loading while this thread
+    // settles a batch (a few tens of milliseconds).
+    let jobs = (workers > 1).then(|| {
+        let (jobs, queue) = mpsc::sync_channel::<Fetched>(workers * QUEUE_PER_WORKER);
+        let queue = Arc::new(Mutex::new(queue));
+        for _ in 0..workers {
+            let (queue, results) = (Arc::clone(&queue), results.clone());
+            scope.spawn(move || {
+                loop {
+                    // The lock is held only to take the next file.
+                    let next = lock(&queue).recv();
+                    let Ok(fetched) = next else { return };
+                    let loaded = loading.load(&fetched);
+                    if results.send((fetched, loaded)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        jobs
+    });
+    Loads {
+        fetched,
+        loading,
+        jobs,
+        finished,
+        in_flight: 0,
+        alone: None,
+        fetching: true,
+    }
+}
+
+/// The loads of one round of a scan, as an iterator ([`spread`]).
+pub struct Loads<'env, F> {
+    fetched: F,
+    loading: &'env Loading<'env>,
+    /// The workers' queue; `None` with one worker or fewer (everything
+    /// loads on this thread) and once every entry is queued.
+    jobs: Option<mpsc::SyncSender<Fetched>>,
+    finished: mpsc::Receiver<Finished>,
+    /// Loads queued or under way on the workers.
+    in_flight: usize,
+    /// A file to load on this thread once nothing is in flight.
+    alone: Option<Fetched>,
+    /// False once every entry is fetched (or the workers are gone).
+    fetching: bool,
+}
+
+impl<F> Iterator for Loads<'_, F>
+where
+    F: Iterator<Item = Result<Fetched, Unfetched>>,
+{
+    type Item = Read;
+
+    fn next(&mut self) -> Option<Read> {
+        loop {
+            if self.alone.is_some() {
+                if self.in_flight > 0
+                    && let Some(read) = self.take(true)
+                {
+                    return Some(read);
+                }
+                let fetched = self.alone.take()?;
+                let loaded = self.loading.load(&fetched);
+                return Some(self.loading.judge(fetched, loaded));
+            }
+            if self.in_flight > 0
+                && let Some(read) = self.take(false)
+            {
+                return Some(read);
+            }
+            let next = if self.fetching {
+                self.fetched.next()
+            } else {
+                None
+            };
+            let Some(next) = next else {
+                self.fetching = false;
+                // The workers finish what is queued, then stop.
+                self.jobs = None;
+                return if self.in_flight > 0 {
+                    self.take(true)
+                } else {
+                    None
+                };
+            };
+            let fetched = match next {
+                Ok(fetched) => fetched,
+                Err(unfetched) => return Some(unfetched.into()),
+            };
+            match &self.jobs {
+                Some(jobs) if fetched.local.len < LOAD_ALONE => {
+                    if jobs.send(fetched).is_err() {
+                        // The workers are gone: fetch nothing more.
+                        self.fetching = false;
+                        continue;
+                    }
+                    self.in_flight += 1;
+                }
+                _ => self.alone = Some(fetched),
+            }
+        }
+    }
+}
+
+impl<F> Loads<'_, F> {
+    /// Judges one finished load, waiting for it if `wait`; `None` if there
+    /// was none (none is in flight any more if the workers are gone).
+    fn take(&mut self, wait: bool) -> Option<Read> {
+        let next = if wait {
+            self.finished.recv().ok()
+        } else {
+            self.finished.try_recv().ok()
+        };
+        match next {
+            Some((fetched, loaded)) => {
+                self.in_flight -= 1;
+                Some(self.loading.judge(fetched, loaded))
+            }
+            None => {
+                if wait {
+                    self.in_flight = 0;
+                }
+                None
+            }
+        }
+    }
+}
+
+impl Loading<'_> {
+    /// Loads a fetched entry (on any thread), unless the memory limit
+    /// refuses it first.
+    fn load(&self, fetched: &Fetched) -> Result<Loaded, SnapshotError> {
+        let local = &fetched.local;
+        let file = SnapshotFile::named(&local.path, &local.label);
+        if let Some(refused) = self
+            .memory
+            .refusal(&local.label, &file, local.len, self.precompress)
+        {
+            return Err(refused);
+        }
+        if local.len >= LARGE_FILE {
+            tracing::info!(file = %fetched.name, bytes = local.len, "loading a large snapshot");
+        }
+        let previous = fetched.previous.clone();
+        load_logging_progress(&local.label, &file, previous, fetched.started, self.metrics)
+    }
+
+    /// Judges a load on the reloader thread: a file rewritten while it was
+    /// read may be half written, and is read again by a later scan.
+    fn judge(&self, fetched: Fetched, result: Result<Loaded, SnapshotError>) -> Read {
+        let Fetched {
+            name,
+            fingerprint,
+            local,
+            started,
+            previous,
+        } = fetched;
+        if result.is_err()
+            && let Some(previous) = previous
+        {
+            // It keeps serving: if its fragments were let go for the load
+            // that failed, they are made again.
+            super::warm::again(&previous);
+        }
+        if !self.origin.unchanged(&name, &fingerprint) {
+            return Read::Settling(name);
+        }
+        let (source, bytes) = (local.source.clone(), local.len);
+        self.origin.loaded(&name, local, result.is_ok());
+        Read::Done(Box::new(ReadResult {
+            name,
+            fingerprint,
+            bytes,
+            result,
+            elapsed: started.elapsed(),
+            source,
+        }))
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// How often a long load says how far it has come.
+const PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
+
+/// Loads a snapshot through [`snapshot::load_following`], taking over the
+/// unchanged records of `previous`; a load that takes long logs its
+/// progress every few seconds, so that it is never mistaken for a hang. On a single core the
+/// load is paced so that requests do not notice it ([`Pacer`]).
+fn load_logging_progress(
+    name: &str,
+    file: &SnapshotFile,
+    previous: Option<Arc<Dataset>>,
+    started: Clock,
+    metrics: &Metrics,
+) -> Result<snapshot::Loaded, snapshot::SnapshotError> {
+    let mut last = started;
+    let mut pacer = Pacer::on_a_single_core(metrics);
+    let previous = previous.and_then(Previous::of);
+    snapshot::load_following(
+        name,
+        file,
+        previous,
+        &crate::threads::Cores,
+        &mut |collection, records| {
+            if let Some(pacer) = &mut pacer {
+                pacer.pace();
+            }
+            if last.elapsed() >= PROGRESS_INTERVAL {
+                last = Clock::now();
+                tracing::info!(
+                    file = %name,
+                    collection = collection.name(),
+                    records,
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "still loading"
+                );
+            }
+        },
+    )
+}
+
+/// How long the reloader works before it looks whether requests came.
+const PACE_RUN: Duration = Duration::from_micros(250);
+
+/// How long it then steps aside if they did.
+const PACE_PAUSE: Duration = Duration::from_micros(500);
+
+/// How long after the last answered request the reloader still steps
+/// aside: a slice in which the worker could answer nothing (because the
+/// reloader held the core) does not mean that no request is waiting.
+const PACE_BUSY: Duration = Duration::from_millis(2);
+
+/// Keeps a load from delaying requests when the reloader and the request
+/// worker share one core (a replica given one CPU). The reloader works in
+/// slices of [`PACE_RUN`]; after each slice, while requests were answered
+/// in the last [`PACE_BUSY`], it sleeps [`PACE_PAUSE`], so a request waits
+/// at most one slice, and under
+/// full load the reload still gets a third of the core (it takes at most
+/// about three times as long). With no requests it never pauses. With more
+/// cores the scheduler runs both at once and nothing is paced.
+struct Pacer<'m> {
+    metrics: &'m Metrics,
+    slice: Clock,
+    seen: u64,
+    /// When `seen` last changed.
+    busy_at: Option<Clock>,
+}
+
+impl<'m> Pacer<'m> {
+    fn on_a_single_core(metrics: &'m Metrics) -> Option<Pacer<'m>> {
+        let cores = crate::os::cores();
+        (cores == 1).then(|| Pacer {
+            metrics,
+            slice: Clock::now(),
+            seen: metrics.answered(),
+            busy_at: None,
+        })
+    }
+
+    fn pace(&mut self) {
+        if self.slice.elapsed() < PACE_RUN {
+            return;
+        }
+        let answered = self.metrics.answered();
+        if answered != self.seen {
+            self.seen = answered;
+            self.busy_at = Some(Clock::now());
+        }
+        if self.busy_at.is_some_and(|at| at.elapsed() < PACE_BUSY) {
+            std::thread::sleep(PACE_PAUSE);
+        }
+        self.slice = Clock::now();
+    }
+}

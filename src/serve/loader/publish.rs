@@ -1,0 +1,66 @@
+//! Step 7 of a scan, publish: one new catalog of every dataset that
+//! serves, swapped in at once, and everything that watches the swap told
+//! of it: the log (each file loaded), the metrics (loaded, rejected,
+//! unloaded workspaces) and storage (entries it may forget).
+
+use super::files::Files;
+use super::settle::Settled;
+use crate::metrics::Metrics;
+use crate::storage::Origin;
+use crate::store::{Catalog, Store};
+
+/// Publishes what serves after `settled`.
+pub fn publish(
+    files: &Files,
+    settled: &Settled,
+    store: &Store,
+    metrics: &Metrics,
+    origin: &Origin,
+) {
+    log_loaded(files, &settled.loaded);
+    let catalog = Catalog::new(files.values().filter_map(|e| e.dataset.clone()));
+    // A workspace that no longer serves was served by a dataset retired
+    // now (a replaced one's workspace serves on).
+    for retired in &settled.retired {
+        if catalog.workspace(&retired.workspace_id).is_none() {
+            metrics.unloaded(&retired.workspace_id);
+        }
+    }
+    store.publish(catalog);
+
+    for (name, _) in &settled.loaded {
+        if let Some(ds) = files.get(name).and_then(|e| e.dataset.as_ref()) {
+            metrics.loaded(name, &ds.workspace_id, &ds.counts);
+        }
+    }
+    for name in &settled.rejected {
+        metrics.rejected(name);
+    }
+    for name in &settled.removed {
+        origin.forgotten(name);
+    }
+}
+
+/// Logs the files that loaded and serve (after conflicts).
+fn log_loaded(files: &Files, loaded: &[(String, u64)]) {
+    for (name, elapsed_ms) in loaded {
+        let Some(entry) = files.get(name) else {
+            continue;
+        };
+        let Some(dataset) = &entry.dataset else {
+            continue;
+        };
+        tracing::info!(
+            file = %name,
+            workspace = %dataset.workspace_id,
+            version = %dataset.version,
+            records = dataset.counts.total(),
+            warnings = entry.status.warnings.len(),
+            elapsed_ms,
+            "snapshot loaded"
+        );
+        for warning in &entry.status.warnings {
+            tracing::warn!(file = %name, workspace = %dataset.workspace_id, warning = %warning, "snapshot warning");
+        }
+    }
+}
