@@ -135,7 +135,7 @@ async fn named(target: &Target, spec: &std::path::Path) -> Result<Side, String> 
             .current_version()
             .ok_or_else(|| format!("workspace {workspace:?} has no current version"))?
     } else {
-        history.find(wanted)?
+        history.find(wanted).map_err(|e| e.to_string())?
     };
     let name = format!("published, {}", short(&version.sha256));
     Ok(published(target, version, name).await?.0)

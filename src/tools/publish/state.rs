@@ -77,7 +77,7 @@ impl Fleet<'_> {
     pub async fn record(&self, workspace: &str) -> Result<Option<Record>, String> {
         let path = record_path(self.objects.prefix, workspace);
         match self.objects.read(&path).await? {
-            Some(read) => Record::parse(&read.bytes, path.as_ref()).map(Some),
+            Some(read) => Ok(Some(Record::parse(&read.bytes, path.as_ref())?)),
             None => Ok(None),
         }
     }
@@ -111,7 +111,7 @@ impl Fleet<'_> {
         let reads = futures_util::stream::iter(paths)
             .map(|path| async move {
                 let read = self.objects.read(&path).await?;
-                read.map(|r| Record::parse(&r.bytes, path.as_ref()))
+                read.map(|r| Record::parse(&r.bytes, path.as_ref()).map_err(String::from))
                     .transpose()
             })
             .buffered(CONCURRENT);
