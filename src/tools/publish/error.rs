@@ -176,3 +176,107 @@ fn describe(e: &DownloadError) -> String {
         DownloadError::Disk(e) => format!("cannot write the temporary file: {e}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each message as the publisher wrote it when its errors were text
+    /// (most have no command-line test that reaches them).
+    fn check(error: PublishError, expected: &str) {
+        assert_eq!(error.to_string(), expected);
+    }
+
+    #[test]
+    fn messages_are_the_ones_users_saw_before() {
+        let key = ObjectPath::from("p/workspaces/ws.json");
+        let store = || object_store::Error::Generic {
+            store: "S3",
+            source: "boom".into(),
+        };
+        check(
+            PublishError::Read {
+                key: key.clone(),
+                source: store(),
+            },
+            &format!("cannot read p/workspaces/ws.json: {}", store()),
+        );
+        check(
+            PublishError::KeepsChanging {
+                key: key.clone(),
+                attempts: 30,
+            },
+            "p/workspaces/ws.json changed under every one of 30 attempts to write it; try again",
+        );
+        check(
+            PublishError::Locked {
+                lock: ObjectPath::from("p/manifest.json.lock"),
+            },
+            "p/manifest.json.lock is held by another publisher; try again",
+        );
+        check(
+            PublishError::BrokenManifest(ManifestError::UnknownFormat(3)),
+            "manifest.json has manifest_version 3; this build reads versions 1 and 2 (upgrade the replicas before the publishers; until then they serve what they have); fix it (or delete it to start over) before publishing",
+        );
+        check(
+            PublishError::NoManifest {
+                prefix: "s3://b/p/".into(),
+            },
+            "s3://b/p/manifest.json does not exist: nothing was published there",
+        );
+        check(
+            PublishError::NoWorkspace {
+                workspace: "ws".into(),
+            },
+            "the manifest has no workspace \"ws\"",
+        );
+        check(
+            PublishError::ClaimInFlight {
+                name: "b.json".into(),
+                workspace: "ws".into(),
+                age: Duration::from_millis(12_900),
+                wait: Duration::from_secs(287),
+            },
+            "an api_keys entry of b.json was claimed 12s ago by a publish of workspace \"ws\" that has not finished (or failed); one key must not open two workspaces, so b.json is rejected; if that publish failed, try again after 287s",
+        );
+        check(
+            PublishError::ChangedDuringMigration {
+                path: ObjectPath::from("p/manifest.json"),
+            },
+            "p/manifest.json changed during the migration (is a publisher of an older build still running?); nothing is lost: stop it and run migrate again",
+        );
+        check(
+            PublishError::Prepare {
+                path: PathBuf::from("/in/a.json"),
+                source: std::io::Error::other("disk"),
+            },
+            "/in/a.json: cannot prepare the upload: disk",
+        );
+        check(
+            PublishError::DeltaIo(std::io::Error::other("disk")),
+            "cannot make the delta: disk",
+        );
+        check(
+            PublishError::NotAVersionSpec {
+                spec: PathBuf::from("ws"),
+            },
+            "ws: with --to, give a published version as WORKSPACE@VERSION (a snapshot version, 8+ digits of its sha256, or `current`)",
+        );
+        check(
+            PublishError::Download {
+                key,
+                why: DownloadError::Length {
+                    got: 1,
+                    expected: 2,
+                },
+            },
+            "cannot download p/workspaces/ws.json: 1 bytes instead of 2",
+        );
+        check(
+            PublishError::Version(VersionError::NoCurrent {
+                workspace: "ws".into(),
+            }),
+            "workspace \"ws\" has no current version",
+        );
+    }
+}

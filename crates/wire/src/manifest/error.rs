@@ -89,3 +89,50 @@ impl From<ManifestError> for String {
         e.to_string()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Messages as they read when these errors were text.
+    #[test]
+    fn messages_are_the_ones_users_saw_before() {
+        let sha = "ab".repeat(32);
+        let cases: [(Box<dyn std::error::Error>, String); 4] = [
+            (
+                Box::new(VersionError::AlreadyServes {
+                    workspace: "ws".into(),
+                    version: "v2".into(),
+                    sha256: sha.clone(),
+                }),
+                "workspace \"ws\" already serves v2 (abababababab)".into(),
+            ),
+            (
+                Box::new(VersionError::Ambiguous {
+                    wanted: "abababab".into(),
+                    count: 2,
+                }),
+                "\"abababab\" names 2 versions; give more digits of the sha256".into(),
+            ),
+            (
+                Box::new(ManifestError::BadSha256 {
+                    what: "manifest.json".into(),
+                    workspace: "ws".into(),
+                    sha256: "x".into(),
+                }),
+                "manifest.json: workspace \"ws\" has a version whose sha256 \"x\" is not 64 lower-case hex digits".into(),
+            ),
+            (
+                Box::new(ManifestError::KeyOutsidePrefix {
+                    what: "workspaces/ws.json".into(),
+                    workspace: "ws".into(),
+                    key: "../x.json".into(),
+                }),
+                "workspaces/ws.json: workspace \"ws\" names the key \"../x.json\", which is not a snapshot object under the prefix".into(),
+            ),
+        ];
+        for (error, expected) in cases {
+            assert_eq!(error.to_string(), expected);
+        }
+    }
+}
