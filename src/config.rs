@@ -418,6 +418,12 @@ pub enum LogFormat {
     Json,
 }
 
+// The value parsers below return their reason as text, not a typed error:
+// clap is their only caller (besides their tests), and it prints the reason
+// once after "invalid value"; nothing decides on a kind. (`Cors::parse` has
+// a type because it crosses from `serve::api`; `parse_to` passes storage's
+// text on.)
+
 /// `--to`: refused on the command line (exit 2, before any file is read)
 /// unless it is an object store URL; kept as given, `publish` opens it.
 fn parse_to(text: &str) -> Result<String, String> {

@@ -23,9 +23,20 @@ pub enum Cors {
     Origins(Vec<String>),
 }
 
+/// A `--cors-allow-origin` value that is refused; clap shows it as the
+/// reason the value is invalid (exit 2).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CorsError {
+    /// Neither `*` nor any origin: only commas and blanks.
+    #[error("expected * or origins like https://app.example.com")]
+    NoOrigin,
+    #[error("{0:?} is not an origin: expected scheme://host[:port], like https://app.example.com")]
+    NotAnOrigin(String),
+}
+
 impl Cors {
     /// Parses the flag's value: `*`, or origins separated by commas.
-    pub fn parse(text: &str) -> Result<Cors, String> {
+    pub fn parse(text: &str) -> Result<Cors, CorsError> {
         if text.trim() == "*" {
             return Ok(Cors::Any);
         }
@@ -35,16 +46,14 @@ impl Cors {
             .filter(|o| !o.is_empty())
             .collect();
         if origins.is_empty() {
-            return Err("expected * or origins like https://app.example.com".into());
+            return Err(CorsError::NoOrigin);
         }
         for origin in &origins {
             let rest = origin
                 .strip_prefix("https://")
                 .or_else(|| origin.strip_prefix("http://"));
             if rest.is_none_or(|r| r.is_empty() || r.contains('/')) {
-                return Err(format!(
-                    "{origin:?} is not an origin: expected scheme://host[:port], like https://app.example.com"
-                ));
+                return Err(CorsError::NotAnOrigin(origin.clone()));
             }
         }
         Ok(Cors::Origins(origins))
@@ -127,14 +136,15 @@ mod tests {
                 "http://localhost:3000".into()
             ]))
         );
-        for bad in [
-            "",
-            " , ",
-            "a.example.com",
-            "https://a.example.com/app",
-            "ftp://x",
-        ] {
-            assert!(Cors::parse(bad).is_err(), "{bad:?}");
+        for empty in ["", " , "] {
+            assert_eq!(Cors::parse(empty), Err(CorsError::NoOrigin), "{empty:?}");
+        }
+        for bad in ["a.example.com", "https://a.example.com/app", "ftp://x"] {
+            assert_eq!(
+                Cors::parse(bad),
+                Err(CorsError::NotAnOrigin(bad.into())),
+                "{bad:?}"
+            );
         }
     }
 }

@@ -214,8 +214,8 @@ fn split_unquoted(text: &str, separator: char) -> impl Iterator<Item = &str> {
 fn snapshots_status(snapshots: &Snapshots, query: &str) -> Response {
     let filter = match StatusFilter::parse(query) {
         Ok(filter) => filter,
-        Err(message) => {
-            let body = serde_json::json!({ "error": message });
+        Err(refused) => {
+            let body = serde_json::json!({ "error": refused.to_string() });
             return json(StatusCode::BAD_REQUEST, body.to_string().into());
         }
     };

@@ -12,13 +12,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use object_store::path::Path as ObjectPath;
 
 use super::deltas::{self, Made};
+use super::error::PublishError;
 use super::{Target, each, fail};
 use crate::snapshot::{self, Digests};
 use crate::storage::location::{Access, StorageOptions};
-use crate::storage::{DownloadError, Expect, SnapshotFile, download};
+use crate::storage::{Expect, SnapshotFile, download};
 use crate::tools::check::Checked;
 use crate::tools::diff::{self, Side};
-use portfolio_wire::manifest::{History, Manifest, Version, short};
+use portfolio_wire::manifest::{History, Manifest, Version, VersionError, short};
 
 /// Prints, for each checked file in order, what publishing it changes
 /// against its workspace's current version. A summary that cannot be made
@@ -31,7 +32,7 @@ pub(super) fn print_summaries(
     deltas: bool,
     out: &mut impl Write,
     err: &mut impl Write,
-) -> Vec<Option<Result<Made, String>>> {
+) -> Vec<Option<Result<Made, PublishError>>> {
     let summaries = target.block_on(each(checked, |item| summary(target, item, deltas)));
     let mut made = Vec::with_capacity(checked.len());
     for (item, summary) in checked.iter().zip(summaries) {
@@ -60,10 +61,9 @@ async fn summary(
     target: &Target,
     item: &Checked,
     delta: bool,
-) -> Result<(String, Option<Result<Made, String>>), String> {
+) -> Result<(String, Option<Result<Made, PublishError>>), PublishError> {
     let new = Side {
-        digests: snapshot::digests(&item.name, &SnapshotFile::new(&item.path))
-            .map_err(|e| e.to_string())?,
+        digests: snapshot::digests(&item.name, &SnapshotFile::new(&item.path))?,
         name: item.name.clone(),
     };
     let record = target.fleet().record(&item.workspace).await?;
@@ -118,22 +118,21 @@ pub fn diff_versions(
 }
 
 /// The version `spec` names (WORKSPACE@VERSION), read.
-async fn named(target: &Target, spec: &std::path::Path) -> Result<Side, String> {
-    let shown = spec.display();
+async fn named(target: &Target, spec: &std::path::Path) -> Result<Side, PublishError> {
     let (workspace, wanted) = spec
         .to_str()
         .and_then(|s| s.rsplit_once('@'))
         .filter(|(w, v)| !w.is_empty() && !v.is_empty())
-        .ok_or_else(|| {
-            format!(
-                "{shown}: with --to, give a published version as WORKSPACE@VERSION (a snapshot version, 8+ digits of its sha256, or `current`)"
-            )
+        .ok_or_else(|| PublishError::NotAVersionSpec {
+            spec: spec.to_owned(),
         })?;
     let history = history(target, workspace).await?;
     let version = if wanted == "current" {
         history
             .current_version()
-            .ok_or_else(|| format!("workspace {workspace:?} has no current version"))?
+            .ok_or_else(|| VersionError::NoCurrent {
+                workspace: workspace.to_owned(),
+            })?
     } else {
         history.find(wanted)?
     };
@@ -142,14 +141,15 @@ async fn named(target: &Target, spec: &std::path::Path) -> Result<Side, String> 
 }
 
 /// `workspace`'s versions, from a manifest of either format.
-async fn history(target: &Target, workspace: &str) -> Result<History, String> {
+async fn history(target: &Target, workspace: &str) -> Result<History, PublishError> {
     let fleet = target.fleet();
-    let missing = || format!("the manifest has no workspace {workspace:?}");
+    let missing = || PublishError::NoWorkspace {
+        workspace: workspace.to_owned(),
+    };
     match fleet.manifest().await? {
-        None => Err(format!(
-            "{}manifest.json does not exist: nothing was published there",
-            super::slash(&target.display)
-        )),
+        None => Err(PublishError::NoManifest {
+            prefix: super::slash(&target.display),
+        }),
         Some(Manifest::V1(old)) => old.workspaces.get(workspace).cloned().ok_or_else(missing),
         Some(Manifest::V2(_)) => fleet
             .record(workspace)
@@ -178,13 +178,16 @@ async fn published(
     target: &Target,
     version: &Version,
     name: String,
-) -> Result<(Side, Temporary), String> {
+) -> Result<(Side, Temporary), PublishError> {
     let key = if target.prefix.as_ref().is_empty() {
         version.key.clone()
     } else {
         format!("{}/{}", target.prefix, version.key)
     };
-    let key = ObjectPath::parse(&key).map_err(|e| format!("{}: {e}", version.key))?;
+    let key = ObjectPath::parse(&key).map_err(|source| PublishError::ObjectKey {
+        key: version.key.clone(),
+        source,
+    })?;
     let file = Temporary(std::env::temp_dir().join(format!(
         "portfolio-replica-diff-{}-{}.json.gz",
         std::process::id(),
@@ -197,23 +200,11 @@ async fn published(
     };
     download(target.store.as_ref(), &key, expect, &file.0, &mut |_| {})
         .await
-        .map_err(|e| format!("cannot download {key}: {}", describe(e)))?;
+        .map_err(|why| PublishError::Download {
+            key: key.clone(),
+            why,
+        })?;
     let shown = key.to_string();
-    let digests = snapshot::digests(&shown, &SnapshotFile::named(&file.0, &shown))
-        .map_err(|e| e.to_string())?;
+    let digests = snapshot::digests(&shown, &SnapshotFile::named(&file.0, &shown))?;
     Ok((Side { name, digests }, file))
-}
-
-fn describe(e: DownloadError) -> String {
-    match e {
-        DownloadError::Replaced => "it was replaced meanwhile".to_owned(),
-        DownloadError::Request(e) | DownloadError::Body(e, _) => e.to_string(),
-        DownloadError::Length { got, expected } => {
-            format!("{got} bytes instead of {expected}")
-        }
-        DownloadError::Digest { got, expected } => {
-            format!("its sha256 is {got}, not {expected} as the manifest says")
-        }
-        DownloadError::Disk(e) => format!("cannot write the temporary file: {e}"),
-    }
 }

@@ -12,6 +12,7 @@ use std::path::Path;
 use object_store::path::Path as ObjectPath;
 
 use super::Target;
+use super::error::PublishError;
 use super::upload::{self, Prepared};
 use crate::snapshot::{RecordSpan, Source};
 use crate::storage::SnapshotFile;
@@ -38,11 +39,10 @@ pub fn make(
     base_spans: &[RecordSpan],
     new: &Path,
     new_spans: &[RecordSpan],
-) -> Result<Made, String> {
-    let reading = |e: &dyn std::fmt::Display| format!("cannot make the delta: {e}");
+) -> Result<Made, PublishError> {
     let base_source = SnapshotFile::new(base_file);
-    let layout = Layout::read(base_spans, base_source.open().map_err(|e| reading(&e))?)
-        .map_err(|e| reading(&e))?;
+    let base_reader = base_source.open().map_err(PublishError::DeltaSource)?;
+    let layout = Layout::read(base_spans, base_reader).map_err(PublishError::DeltaIo)?;
     let header = Header {
         delta_format: delta::FORMAT,
         base: base.sha256.clone(),
@@ -50,12 +50,12 @@ pub fn make(
         base_sha256: layout.sha256.clone(),
     };
     let new_source = SnapshotFile::new(new);
-    let reader = new_source.open().map_err(|e| reading(&e))?;
+    let reader = new_source.open().map_err(PublishError::DeltaSource)?;
     let name = format!("{}.delta.gz", short(&base.sha256));
     let (file, encoded) = upload::gzip_to_temporary(&name, |out| {
         delta::encode(&header, &layout, new_spans, reader, out)
     })
-    .map_err(|e| reading(&e))?;
+    .map_err(PublishError::DeltaIo)?;
     Ok(Made {
         file,
         base: base.sha256.clone(),
@@ -71,7 +71,7 @@ pub async fn send(
     workspace: &str,
     made: &Made,
     object_size: u64,
-) -> Result<(Option<DeltaRef>, String), String> {
+) -> Result<(Option<DeltaRef>, String), PublishError> {
     let size = made.file.size;
     if size.saturating_mul(2) > object_size {
         return Ok((

@@ -7,6 +7,7 @@
 
 mod changes;
 mod deltas;
+mod error;
 mod fleet;
 mod state;
 mod update;
@@ -26,6 +27,7 @@ use crate::store::key;
 use crate::tools::check::{self, Checked};
 use crate::tools::http_client::HttpUrl;
 pub use changes::diff_versions;
+use error::PublishError;
 use portfolio_wire::manifest::{History, Manifest, Record, Version, short};
 use state::{Announced, Fleet};
 use update::Conditional;
@@ -42,13 +44,14 @@ struct Target {
 impl Target {
     /// Opens `to` for `access`: only `publish` writes, so only it creates
     /// a `file://` prefix's directory.
-    fn open(to: &str, options: &StorageOptions, access: Access) -> Result<Target, String> {
-        let url = location::parse_target(to)?;
-        let opened = location::open_for(access, &url, options, None)?;
+    fn open(to: &str, options: &StorageOptions, access: Access) -> Result<Target, PublishError> {
+        let url = location::parse_target(to).map_err(PublishError::Location)?;
+        let opened =
+            location::open_for(access, &url, options, None).map_err(PublishError::Location)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| format!("cannot start the object store client: {e}"))?;
+            .map_err(PublishError::Runtime)?;
         Ok(Target {
             store: opened.store,
             prefix: opened.prefix,
@@ -296,11 +299,14 @@ where
 async fn upload_one(
     target: &Target,
     item: &Checked,
-    made: Option<&Result<deltas::Made, String>>,
-) -> Result<(Version, Vec<String>), String> {
+    made: Option<&Result<deltas::Made, PublishError>>,
+) -> Result<(Version, Vec<String>), PublishError> {
     let is_gzip = SnapshotFile::new(&item.path).is_gzip();
-    let prepared = upload::prepare(&item.path, is_gzip)
-        .map_err(|e| format!("{}: cannot prepare the upload: {e}", item.path.display()))?;
+    let prepared =
+        upload::prepare(&item.path, is_gzip).map_err(|source| PublishError::Prepare {
+            path: item.path.clone(),
+            source,
+        })?;
     let relative = ObjectPath::from_iter([
         "objects",
         item.workspace.as_str(),
@@ -455,7 +461,10 @@ pub fn versions(
         Err(e) => return fail(err, e),
     };
     if let Some(missing) = only.iter().find(|w| !workspaces.contains_key(*w)) {
-        return fail(err, format!("the manifest has no workspace {missing:?}"));
+        let missing = PublishError::NoWorkspace {
+            workspace: missing.clone(),
+        };
+        return fail(err, missing);
     }
     if json {
         let mut text = serde_json::to_vec_pretty(&serde_json::json!({
@@ -511,7 +520,7 @@ type Workspaces = std::collections::BTreeMap<String, History>;
 async fn read_all(
     fleet: &Fleet<'_>,
     only: &[String],
-) -> Result<Option<(serde_json::Value, Workspaces)>, String> {
+) -> Result<Option<(serde_json::Value, Workspaces)>, PublishError> {
     let Some(manifest) = fleet.manifest().await? else {
         return Ok(None);
     };

@@ -10,6 +10,7 @@ use futures_util::{StreamExt, TryStreamExt};
 use object_store::ObjectStoreExt;
 use object_store::path::Path as ObjectPath;
 
+use super::error::PublishError;
 use super::update::{Conditional, Put, Updated, retry_delay};
 use crate::store::claims::Conflict;
 use crate::store::time::utc_now;
@@ -38,9 +39,6 @@ fn delta_keys(record: &Record) -> Vec<String> {
         .collect()
 }
 
-/// What a publisher refuses to write over.
-pub const FORMAT_1: &str = "manifest.json is in format 1, which this build reads but no longer writes; run `portfolio-replica migrate --to URL` once (after upgrading the replicas; docs/object-storage.md#upgrading)";
-
 pub struct Fleet<'a> {
     pub objects: Conditional<'a>,
 }
@@ -55,35 +53,35 @@ impl Fleet<'_> {
     }
 
     /// `manifest.json` in either format, or `None` if there is none.
-    pub async fn manifest(&self) -> Result<Option<Manifest>, String> {
+    pub async fn manifest(&self) -> Result<Option<Manifest>, PublishError> {
         let Some(read) = self.objects.read(&self.root_path()).await? else {
             return Ok(None);
         };
         // A broken manifest is not overwritten: its history would be lost.
-        manifest::parse(&read.bytes)
+        Manifest::parse(&read.bytes)
             .map(Some)
-            .map_err(|e| format!("{e}; fix it (or delete it to start over) before publishing"))
+            .map_err(PublishError::BrokenManifest)
     }
 
     /// Refuses to publish over a format-1 manifest or a broken one.
-    pub async fn writable(&self) -> Result<(), String> {
+    pub async fn writable(&self) -> Result<(), PublishError> {
         match self.manifest().await? {
-            Some(Manifest::V1(_)) => Err(FORMAT_1.into()),
+            Some(Manifest::V1(_)) => Err(PublishError::Format1),
             _ => Ok(()),
         }
     }
 
     /// `workspace`'s record, if it has one.
-    pub async fn record(&self, workspace: &str) -> Result<Option<Record>, String> {
+    pub async fn record(&self, workspace: &str) -> Result<Option<Record>, PublishError> {
         let path = record_path(self.objects.prefix, workspace);
         match self.objects.read(&path).await? {
-            Some(read) => Record::parse(&read.bytes, path.as_ref()).map(Some),
+            Some(read) => Ok(Some(Record::parse(&read.bytes, path.as_ref())?)),
             None => Ok(None),
         }
     }
 
     /// The records of `only`, or of every workspace if `only` is empty.
-    pub async fn records(&self, only: &[String]) -> Result<Vec<Record>, String> {
+    pub async fn records(&self, only: &[String]) -> Result<Vec<Record>, PublishError> {
         let paths: Vec<ObjectPath> = if only.is_empty() {
             let dir: ObjectPath = self
                 .objects
@@ -97,7 +95,10 @@ impl Fleet<'_> {
                 .list(Some(&dir))
                 .try_collect()
                 .await
-                .map_err(|e| format!("cannot list {dir}: {e}"))?;
+                .map_err(|source| PublishError::List {
+                    dir: dir.clone(),
+                    source,
+                })?;
             listed
                 .into_iter()
                 .map(|m| m.location)
@@ -111,8 +112,8 @@ impl Fleet<'_> {
         let reads = futures_util::stream::iter(paths)
             .map(|path| async move {
                 let read = self.objects.read(&path).await?;
-                read.map(|r| Record::parse(&r.bytes, path.as_ref()))
-                    .transpose()
+                let record = read.map(|r| Record::parse(&r.bytes, path.as_ref()));
+                Ok::<_, PublishError>(record.transpose()?)
             })
             .buffered(CONCURRENT);
         let mut records: Vec<Record> = reads
@@ -130,7 +131,7 @@ impl Fleet<'_> {
         workspace: &str,
         version: &Version,
         keep: usize,
-    ) -> Result<(Updated<Record>, Vec<String>), String> {
+    ) -> Result<(Updated<Record>, Vec<String>), PublishError> {
         let path = record_path(self.objects.prefix, workspace);
         // The deltas of the versions this write drops or replaces, as of
         // the attempt that wrote.
@@ -168,7 +169,7 @@ impl Fleet<'_> {
 
     /// Writes `record` (read by the caller, changed) if it is still at the
     /// revision below its own: false if another writer got there first.
-    pub async fn replace(&self, record: &Record) -> Result<bool, String> {
+    pub async fn replace(&self, record: &Record) -> Result<bool, PublishError> {
         let path = record_path(self.objects.prefix, &record.workspace);
         let Some(read) = self.objects.read(&path).await? else {
             return Ok(false);
@@ -185,13 +186,13 @@ impl Fleet<'_> {
     }
 
     /// Announces `changes` in the root's journal: the new revision.
-    pub async fn announce(&self, changes: &[Announced]) -> Result<Updated<u64>, String> {
+    pub async fn announce(&self, changes: &[Announced]) -> Result<Updated<u64>, PublishError> {
         self.objects
             .update(&self.root_path(), &mut |now| {
-                let mut root = match now.map(manifest::parse).transpose()? {
+                let mut root = match now.map(Manifest::parse).transpose()? {
                     None => Root::empty(),
                     Some(Manifest::V2(root)) => root,
-                    Some(Manifest::V1(_)) => return Err(FORMAT_1.into()),
+                    Some(Manifest::V1(_)) => return Err(PublishError::Format1),
                 };
                 root.announce(changes, utc_now());
                 Ok((Some(root.to_json()), root.revision))
@@ -209,7 +210,7 @@ impl Fleet<'_> {
         workspace: &str,
         version: &Version,
         name: &str,
-    ) -> Result<Vec<ObjectPath>, String> {
+    ) -> Result<Vec<ObjectPath>, PublishError> {
         let mut created = Vec::new();
         for key in version.key_hashes.iter().flatten() {
             match self.claim_one(workspace, &version.sha256, key, name).await {
@@ -238,7 +239,7 @@ impl Fleet<'_> {
         sha256: &str,
         key: &str,
         name: &str,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, PublishError> {
         let path = claim_path(self.objects.prefix, key);
         let mine = KeyClaim {
             workspace: workspace.to_owned(),
@@ -249,8 +250,13 @@ impl Fleet<'_> {
             let expected = match read {
                 None => None,
                 Some(read) => {
-                    let claim: KeyClaim = serde_json::from_slice(&read.bytes)
-                        .map_err(|e| format!("{path} is not a key claim: {e}; delete it"))?;
+                    let claim: KeyClaim =
+                        serde_json::from_slice(&read.bytes).map_err(|source| {
+                            PublishError::NotAClaim {
+                                path: path.clone(),
+                                source,
+                            }
+                        })?;
                     if claim == mine {
                         return Ok(false);
                     }
@@ -267,9 +273,7 @@ impl Fleet<'_> {
                 Put::Lost => tokio::time::sleep(retry_delay(attempt.min(4))).await,
             }
         }
-        Err(format!(
-            "{path} changed under every attempt to claim it; try again"
-        ))
+        Err(PublishError::ClaimKeepsChanging { path })
     }
 
     /// An error if `claim` (on `key`, of another workspace) still holds:
@@ -281,7 +285,7 @@ impl Fleet<'_> {
         key: &str,
         age: Duration,
         name: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), PublishError> {
         let record = self.record(&claim.workspace).await?;
         let current = record.as_ref().and_then(|r| r.history.current_version());
         if let Some(current) = current {
@@ -291,7 +295,7 @@ impl Fleet<'_> {
                     .as_ref()
                     .is_some_and(|keys| keys.iter().any(|k| k == key));
             if holds {
-                return Err(Conflict::Key {
+                return Err(PublishError::KeyHeld(Conflict::Key {
                     name: name.to_owned(),
                     workspace: claim.workspace.clone(),
                     holder: format!(
@@ -299,20 +303,19 @@ impl Fleet<'_> {
                         current.version,
                         short(&current.sha256)
                     ),
-                }
-                .to_string());
+                }));
             }
         }
         let recorded = record
             .as_ref()
             .is_some_and(|r| r.history.versions.iter().any(|v| v.sha256 == claim.sha256));
         if !recorded && age < IN_FLIGHT {
-            return Err(format!(
-                "an api_keys entry of {name} was claimed {}s ago by a publish of workspace {:?} that has not finished (or failed); one key must not open two workspaces, so {name} is rejected; if that publish failed, try again after {}s",
-                age.as_secs(),
-                claim.workspace,
-                IN_FLIGHT.saturating_sub(age).as_secs()
-            ));
+            return Err(PublishError::ClaimInFlight {
+                name: name.to_owned(),
+                workspace: claim.workspace.clone(),
+                age,
+                wait: IN_FLIGHT.saturating_sub(age),
+            });
         }
         Ok(())
     }
@@ -321,16 +324,14 @@ impl Fleet<'_> {
     /// format-1 manifest, then replaces it with a format-2 root (only if it
     /// is still the manifest read, so a format-1 publisher that wrote
     /// meanwhile is not lost: run it again). Returns the workspaces moved.
-    pub async fn migrate(&self) -> Result<usize, String> {
+    pub async fn migrate(&self) -> Result<usize, PublishError> {
         let path = self.root_path();
-        let read = self
-            .objects
-            .read(&path)
-            .await?
-            .ok_or_else(|| format!("{path} does not exist: nothing to migrate"))?;
-        let old = match manifest::parse(&read.bytes)? {
+        let Some(read) = self.objects.read(&path).await? else {
+            return Err(PublishError::NothingToMigrate { path });
+        };
+        let old = match Manifest::parse(&read.bytes)? {
             Manifest::V1(old) => old,
-            Manifest::V2(_) => return Err(format!("{path} is in format 2 already")),
+            Manifest::V2(_) => return Err(PublishError::AlreadyMigrated { path }),
         };
         let moves = futures_util::stream::iter(&old.workspaces)
             .map(|(name, history)| self.migrate_one(&old, name, history))
@@ -345,9 +346,7 @@ impl Fleet<'_> {
             .await?
         {
             Put::Written => Ok(old.workspaces.len()),
-            Put::Lost => Err(format!(
-                "{path} changed during the migration (is a publisher of an older build still running?); nothing is lost: stop it and run migrate again"
-            )),
+            Put::Lost => Err(PublishError::ChangedDuringMigration { path }),
         }
     }
 
@@ -356,7 +355,7 @@ impl Fleet<'_> {
         old: &v1::Manifest,
         name: &str,
         history: &manifest::History,
-    ) -> Result<(), String> {
+    ) -> Result<(), PublishError> {
         let record = Record {
             workspace: name.to_owned(),
             revision: 1,

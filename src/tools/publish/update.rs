@@ -12,6 +12,8 @@ use bytes::Bytes;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 
+use super::error::PublishError;
+
 /// Attempts before a publisher gives up on an object that keeps changing.
 const ATTEMPTS: u32 = 30;
 
@@ -45,7 +47,7 @@ pub enum Put {
 /// bytes (`None`: no object yet), the bytes to write (`None`: leave it) and
 /// the value to return.
 pub type Change<'c, T> =
-    dyn FnMut(Option<&[u8]>) -> Result<(Option<Vec<u8>>, T), String> + Send + 'c;
+    dyn FnMut(Option<&[u8]>) -> Result<(Option<Vec<u8>>, T), PublishError> + Send + 'c;
 
 /// What [`Conditional::update`] did.
 pub struct Updated<T> {
@@ -64,11 +66,15 @@ impl Conditional<'_> {
     }
 
     /// The object, or `None` if there is none.
-    pub async fn read(&self, key: &ObjectPath) -> Result<Option<Read>, String> {
+    pub async fn read(&self, key: &ObjectPath) -> Result<Option<Read>, PublishError> {
+        let unreadable = |source| PublishError::Read {
+            key: key.clone(),
+            source,
+        };
         let result = match self.store.get(key).await {
             Ok(result) => result,
             Err(object_store::Error::NotFound { .. }) => return Ok(None),
-            Err(e) => return Err(format!("cannot read {key}: {e}")),
+            Err(e) => return Err(unreadable(e)),
         };
         let version = UpdateVersion {
             e_tag: result.meta.e_tag.clone(),
@@ -77,10 +83,7 @@ impl Conditional<'_> {
         let age = (chrono::Utc::now() - result.meta.last_modified)
             .to_std()
             .unwrap_or_default();
-        let bytes = result
-            .bytes()
-            .await
-            .map_err(|e| format!("cannot read {key}: {e}"))?;
+        let bytes = result.bytes().await.map_err(unreadable)?;
         Ok(Some(Read {
             bytes,
             version,
@@ -95,7 +98,7 @@ impl Conditional<'_> {
         key: &ObjectPath,
         bytes: Vec<u8>,
         expected: Option<UpdateVersion>,
-    ) -> Result<Put, String> {
+    ) -> Result<Put, PublishError> {
         if self.locking {
             return self.put_locked(key, bytes, expected).await;
         }
@@ -117,7 +120,10 @@ impl Conditional<'_> {
                 object_store::Error::Precondition { .. }
                 | object_store::Error::AlreadyExists { .. },
             ) => Ok(Put::Lost),
-            Err(e) => Err(format!("cannot write {key}: {e}")),
+            Err(source) => Err(PublishError::Write {
+                key: key.clone(),
+                source,
+            }),
         }
     }
 
@@ -129,7 +135,7 @@ impl Conditional<'_> {
         &self,
         key: &ObjectPath,
         change: &mut Change<'_, T>,
-    ) -> Result<Updated<T>, String> {
+    ) -> Result<Updated<T>, PublishError> {
         let mut conflicts = 0;
         for attempt in 0..ATTEMPTS {
             let read = self.read(key).await?;
@@ -155,9 +161,10 @@ impl Conditional<'_> {
                 }
             }
         }
-        Err(format!(
-            "{key} changed under every one of {ATTEMPTS} attempts to write it; try again"
-        ))
+        Err(PublishError::KeepsChanging {
+            key: key.clone(),
+            attempts: ATTEMPTS,
+        })
     }
 
     /// [`Conditional::put`] under a lock object, for stores without
@@ -167,7 +174,7 @@ impl Conditional<'_> {
         key: &ObjectPath,
         bytes: Vec<u8>,
         expected: Option<UpdateVersion>,
-    ) -> Result<Put, String> {
+    ) -> Result<Put, PublishError> {
         let lock = ObjectPath::from(format!("{key}.lock"));
         let mut attempt = 0;
         loop {
@@ -192,18 +199,23 @@ impl Conditional<'_> {
                     }
                     attempt += 1;
                     if attempt >= ATTEMPTS * 10 {
-                        return Err(format!("{lock} is held by another publisher; try again"));
+                        return Err(PublishError::Locked { lock });
                     }
                     tokio::time::sleep(retry_delay(attempt.min(4))).await;
                 }
-                Err(e) => return Err(format!("cannot take {lock}: {e}")),
+                Err(source) => return Err(PublishError::Lock { lock, source }),
             }
         }
         let result = async {
             let now = match self.store.head(key).await {
                 Ok(meta) => Some(meta.e_tag),
                 Err(object_store::Error::NotFound { .. }) => None,
-                Err(e) => return Err(format!("cannot read {key}: {e}")),
+                Err(source) => {
+                    return Err(PublishError::Read {
+                        key: key.clone(),
+                        source,
+                    });
+                }
             };
             if now != expected.map(|v| v.e_tag) {
                 return Ok(Put::Lost);
@@ -211,7 +223,10 @@ impl Conditional<'_> {
             self.store
                 .put(key, PutPayload::from(bytes))
                 .await
-                .map_err(|e| format!("cannot write {key}: {e}"))?;
+                .map_err(|source| PublishError::Write {
+                    key: key.clone(),
+                    source,
+                })?;
             Ok(Put::Written)
         }
         .await;
@@ -256,6 +271,7 @@ mod tests {
                     })
                     .await
                     .map(|u| u.written)
+                    .map_err(|e| e.to_string())
             }));
         }
         for task in tasks {

@@ -15,6 +15,8 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
 use sha2::{Digest, Sha256};
 
+use super::error::PublishError;
+
 /// Objects up to this size are sent in one request, larger ones in parts of
 /// this size (S3 wants parts of 5 MiB or more).
 const PART: usize = 8 << 20;
@@ -94,18 +96,29 @@ pub async fn upload(
     store: &dyn ObjectStore,
     key: &ObjectPath,
     prepared: &Prepared,
-) -> Result<bool, String> {
+) -> Result<bool, PublishError> {
     match store.head(key).await {
         Ok(meta) if meta.size == prepared.size => return Ok(false),
         Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
-        Err(e) => return Err(format!("cannot look for {key}: {e}")),
+        Err(source) => {
+            return Err(PublishError::Look {
+                key: key.clone(),
+                source,
+            });
+        }
     }
-    let mut file = std::fs::File::open(&prepared.path)
-        .map_err(|e| format!("{}: {e}", prepared.path.display()))?;
+    let local = |source| PublishError::Local {
+        path: prepared.path.clone(),
+        source,
+    };
+    let failed = |source| PublishError::Upload {
+        key: key.clone(),
+        source,
+    };
+    let mut file = std::fs::File::open(&prepared.path).map_err(local)?;
     if prepared.size <= PART as u64 {
         let mut bytes = Vec::with_capacity(prepared.size as usize);
-        file.read_to_end(&mut bytes)
-            .map_err(|e| format!("{}: {e}", prepared.path.display()))?;
+        file.read_to_end(&mut bytes).map_err(local)?;
         let options = PutOptions {
             mode: PutMode::Create,
             ..PutOptions::default()
@@ -114,18 +127,20 @@ pub async fn upload(
             Ok(_) => Ok(true),
             // Another publisher sent the same content meanwhile.
             Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
-            Err(e) => Err(format!("cannot upload {key}: {e}")),
+            Err(e) => Err(failed(e)),
         };
     }
     let multipart = store
         .put_multipart(key)
         .await
-        .map_err(|e| format!("cannot start uploading {key}: {e}"))?;
+        .map_err(|source| PublishError::StartUpload {
+            key: key.clone(),
+            source,
+        })?;
     let mut writer = WriteMultipart::new_with_chunk_size(multipart, PART);
     loop {
         let mut chunk = vec![0u8; PART];
-        let n = read_full(&mut file, &mut chunk)
-            .map_err(|e| format!("{}: {e}", prepared.path.display()))?;
+        let n = read_full(&mut file, &mut chunk).map_err(local)?;
         if n == 0 {
             break;
         }
@@ -133,14 +148,11 @@ pub async fn upload(
         // Two parts in flight at most: memory stays at a few parts.
         if let Err(e) = writer.wait_for_capacity(2).await {
             let _ = writer.abort().await;
-            return Err(format!("cannot upload {key}: {e}"));
+            return Err(failed(e));
         }
         writer.put(Bytes::from(chunk));
     }
-    writer
-        .finish()
-        .await
-        .map_err(|e| format!("cannot upload {key}: {e}"))?;
+    writer.finish().await.map_err(failed)?;
     Ok(true)
 }
 

@@ -7,6 +7,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use super::error::{ManifestError, VersionError};
+
 use crate::store::key::{self, KeyHash};
 use crate::store::time::Instant;
 
@@ -115,11 +117,13 @@ impl History {
         &mut self,
         workspace: &str,
         to: Option<&str>,
-    ) -> Result<(Version, Version), String> {
+    ) -> Result<(Version, Version), VersionError> {
         let from = self
             .current_version()
             .cloned()
-            .ok_or_else(|| format!("workspace {workspace:?} has no current version"))?;
+            .ok_or_else(|| VersionError::NoCurrent {
+                workspace: workspace.to_owned(),
+            })?;
         let target = match to {
             Some(wanted) => self.find(wanted)?.clone(),
             None => {
@@ -128,20 +132,21 @@ impl History {
                     .iter()
                     .position(|v| v.sha256 == self.current)
                     .unwrap_or(0);
-                self.versions.get(at + 1).cloned().ok_or_else(|| {
-                    format!(
-                        "workspace {workspace:?} has no version older than the current one ({}) to roll back to",
-                        from.version
-                    )
-                })?
+                self.versions
+                    .get(at + 1)
+                    .cloned()
+                    .ok_or_else(|| VersionError::NothingOlder {
+                        workspace: workspace.to_owned(),
+                        current: from.version.clone(),
+                    })?
             }
         };
         if target.sha256 == from.sha256 {
-            return Err(format!(
-                "workspace {workspace:?} already serves {} ({})",
-                target.version,
-                short(&target.sha256)
-            ));
+            return Err(VersionError::AlreadyServes {
+                workspace: workspace.to_owned(),
+                version: target.version,
+                sha256: target.sha256,
+            });
         }
         self.current = target.sha256.clone();
         Ok((from, target))
@@ -149,7 +154,7 @@ impl History {
 
     /// The version named by `wanted`: its snapshot version exactly, or a
     /// prefix (8 hex digits or more) of its SHA-256.
-    pub fn find(&self, wanted: &str) -> Result<&Version, String> {
+    pub fn find(&self, wanted: &str) -> Result<&Version, VersionError> {
         let by_version: Vec<&Version> = self
             .versions
             .iter()
@@ -169,30 +174,33 @@ impl History {
         };
         match matches.as_slice() {
             [one] => Ok(one),
-            [] => Err(format!(
-                "no kept version is {wanted:?} (give a snapshot version or 8+ digits of a sha256; see `portfolio-replica versions`)"
-            )),
-            _ => Err(format!(
-                "{wanted:?} names {} versions; give more digits of the sha256",
-                matches.len()
-            )),
+            [] => Err(VersionError::NotKept {
+                wanted: wanted.to_owned(),
+            }),
+            _ => Err(VersionError::Ambiguous {
+                wanted: wanted.to_owned(),
+                count: matches.len(),
+            }),
         }
     }
 
     /// Refuses a history that contradicts itself: a malformed version, or
     /// a `current` that is not among the versions.
-    pub fn check(&self, what: &str, workspace: &str) -> Result<(), String> {
+    pub fn check(&self, what: &str, workspace: &str) -> Result<(), ManifestError> {
         if workspace.is_empty() {
-            return Err(format!("{what} names a workspace with an empty id"));
+            return Err(ManifestError::EmptyWorkspace {
+                what: what.to_owned(),
+            });
         }
         for version in &self.versions {
             version.check(what, workspace)?;
         }
         if self.current_version().is_none() {
-            return Err(format!(
-                "{what}: workspace {workspace:?} is current at {}, which is not among its versions",
-                self.current
-            ));
+            return Err(ManifestError::CurrentNotKept {
+                what: what.to_owned(),
+                workspace: workspace.to_owned(),
+                current: self.current.clone(),
+            });
         }
         Ok(())
     }
@@ -213,17 +221,18 @@ impl Version {
 
     /// Refuses a malformed SHA-256, or a key outside the prefix or not
     /// naming a snapshot; `what` names the object it was read from.
-    pub fn check(&self, what: &str, workspace: &str) -> Result<(), String> {
+    pub fn check(&self, what: &str, workspace: &str) -> Result<(), ManifestError> {
         let hex = self.sha256.len() == 64
             && self
                 .sha256
                 .bytes()
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
         if !hex {
-            return Err(format!(
-                "{what}: workspace {workspace:?} has a version whose sha256 {:?} is not 64 lower-case hex digits",
-                self.sha256
-            ));
+            return Err(ManifestError::BadSha256 {
+                what: what.to_owned(),
+                workspace: workspace.to_owned(),
+                sha256: self.sha256.clone(),
+            });
         }
         let key = &self.key;
         let outside = key.is_empty()
@@ -233,9 +242,11 @@ impl Version {
                 .any(|part| part.is_empty() || part == "." || part == "..");
         let name = key.rsplit('/').next().unwrap_or("");
         if outside || !crate::snapshot::is_snapshot_name(name) {
-            return Err(format!(
-                "{what}: workspace {workspace:?} names the key {key:?}, which is not a snapshot object under the prefix"
-            ));
+            return Err(ManifestError::KeyOutsidePrefix {
+                what: what.to_owned(),
+                workspace: workspace.to_owned(),
+                key: key.clone(),
+            });
         }
         Ok(())
     }
@@ -331,23 +342,28 @@ pub(super) mod tests {
         let (_, to) = h.rollback("ws", None).unwrap();
         assert_eq!(to.version, "v1");
         let err = h.rollback("ws", None).unwrap_err();
-        assert!(err.contains("no version older"), "{err}");
+        assert!(matches!(err, VersionError::NothingOlder { .. }), "{err}");
+        assert!(err.to_string().contains("no version older"), "{err}");
         let (_, to) = h.rollback("ws", Some("v3")).unwrap();
         assert_eq!(to.version, "v3");
         let sha = version(2, "").sha256;
         let (_, to) = h.rollback("ws", Some(&sha[..10])).unwrap();
         assert_eq!(to.version, "v2");
         let err = h.rollback("ws", Some("v2")).unwrap_err();
-        assert!(err.contains("already serves"), "{err}");
+        assert!(matches!(err, VersionError::AlreadyServes { .. }), "{err}");
         let err = h.rollback("ws", Some("v9")).unwrap_err();
-        assert!(err.contains("no kept version"), "{err}");
+        assert!(matches!(err, VersionError::NotKept { .. }), "{err}");
+        assert!(err.to_string().contains("no kept version"), "{err}");
     }
 
     #[test]
     fn check_refuses_keys_outside_the_prefix_and_a_dangling_current() {
         let h = History::first(version(1, "v1"));
         assert!(h.check("m", "ws").is_ok());
-        assert!(h.check("m", "").unwrap_err().contains("empty id"));
+        assert!(matches!(
+            h.check("m", ""),
+            Err(ManifestError::EmptyWorkspace { .. })
+        ));
         for key in [
             "../x.json",
             "/x.json",
@@ -361,6 +377,8 @@ pub(super) mod tests {
         }
         let mut dangling = h.clone();
         dangling.current = "ab".repeat(32);
-        assert!(dangling.check("m", "ws").unwrap_err().contains("not among"));
+        let err = dangling.check("m", "ws").unwrap_err();
+        assert!(matches!(err, ManifestError::CurrentNotKept { .. }), "{err}");
+        assert!(err.to_string().contains("not among"), "{err}");
     }
 }

@@ -16,6 +16,7 @@
 //! Format 1 ([`v1`]), one `manifest.json` holding every workspace's
 //! versions, is still read, and `migrate` turns it into format 2.
 
+mod error;
 mod history;
 mod root;
 pub mod v1;
@@ -23,6 +24,7 @@ pub mod v1;
 use object_store::path::{Path as ObjectPath, PathPart};
 use serde::{Deserialize, Serialize};
 
+pub use error::{ManifestError, VersionError};
 pub use history::{DeltaRef, History, Version, short};
 pub use root::{Change, MAX_CHANGES, Root};
 
@@ -60,22 +62,28 @@ pub enum Manifest {
     V2(Root),
 }
 
-/// Reads `manifest.json` in whichever format it says it is, refusing a
-/// format this build does not know with a message that says what to do.
+impl Manifest {
+    /// Reads `manifest.json` in whichever format it says it is, refusing a
+    /// format this build does not know with a message that says what to do.
+    pub fn parse(bytes: &[u8]) -> Result<Manifest, ManifestError> {
+        #[derive(Deserialize)]
+        struct Format {
+            manifest_version: u32,
+        }
+        let format: Format = serde_json::from_slice(bytes).map_err(ManifestError::NotAManifest)?;
+        match format.manifest_version {
+            v1::FORMAT => v1::Manifest::parse(bytes).map(Manifest::V1),
+            root::FORMAT => Root::parse(bytes).map(Manifest::V2),
+            other => Err(ManifestError::UnknownFormat(other)),
+        }
+    }
+}
+
+/// [`Manifest::parse`] with its error as text, for storage, whose
+/// `Polled::Manifest` holds a `Result<Manifest, String>` while storage is
+/// rewritten (issue 27). Goes once storage takes a [`ManifestError`].
 pub fn parse(bytes: &[u8]) -> Result<Manifest, String> {
-    #[derive(Deserialize)]
-    struct Format {
-        manifest_version: u32,
-    }
-    let format: Format = serde_json::from_slice(bytes)
-        .map_err(|e| format!("manifest.json is not a valid manifest: {e}"))?;
-    match format.manifest_version {
-        v1::FORMAT => v1::Manifest::parse(bytes).map(Manifest::V1),
-        root::FORMAT => Root::parse(bytes).map(Manifest::V2),
-        other => Err(format!(
-            "manifest.json has manifest_version {other}; this build reads versions 1 and {MANIFEST_VERSION} (upgrade the replicas before the publishers; until then they serve what they have)"
-        )),
-    }
+    Manifest::parse(bytes).map_err(|e| e.to_string())
 }
 
 /// One workspace's versions in format 2: `workspaces/<id>.json`.
@@ -92,9 +100,12 @@ pub struct Record {
 }
 
 impl Record {
-    pub fn parse(bytes: &[u8], what: &str) -> Result<Record, String> {
-        let record: Record = serde_json::from_slice(bytes)
-            .map_err(|e| format!("{what} is not a valid workspace record: {e}"))?;
+    pub fn parse(bytes: &[u8], what: &str) -> Result<Record, ManifestError> {
+        let record: Record =
+            serde_json::from_slice(bytes).map_err(|source| ManifestError::NotARecord {
+                what: what.to_owned(),
+                source,
+            })?;
         record.history.check(what, &record.workspace)?;
         Ok(record)
     }
@@ -150,6 +161,8 @@ mod tests {
             parse(&Root::empty().to_json()),
             Ok(Manifest::V2(_))
         ));
+        let err = Manifest::parse(br#"{"manifest_version": 3}"#).unwrap_err();
+        assert!(matches!(err, ManifestError::UnknownFormat(3)), "{err}");
         let err = parse(br#"{"manifest_version": 3}"#).unwrap_err();
         assert!(err.contains("manifest_version 3"), "{err}");
         assert!(err.contains("upgrade the replicas"), "{err}");

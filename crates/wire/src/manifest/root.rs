@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::error::ManifestError;
 use super::history::Version;
 
 /// The format this module reads and writes.
@@ -60,9 +61,8 @@ impl Root {
 
     /// Reads a format-2 root, refusing one whose changes name keys outside
     /// the prefix or malformed digests.
-    pub fn parse(bytes: &[u8]) -> Result<Root, String> {
-        let root: Root = serde_json::from_slice(bytes)
-            .map_err(|e| format!("manifest.json is not a valid manifest: {e}"))?;
+    pub fn parse(bytes: &[u8]) -> Result<Root, ManifestError> {
+        let root: Root = serde_json::from_slice(bytes).map_err(ManifestError::NotAManifest)?;
         for change in &root.changes {
             change.current.check("manifest.json", &change.workspace)?;
         }

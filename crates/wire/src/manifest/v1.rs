@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::error::ManifestError;
 use super::history::{History, Version};
 
 /// The format this module reads.
@@ -37,9 +38,9 @@ impl Manifest {
     /// Reads a format-1 manifest, refusing one that contradicts itself (a
     /// `current` that is not among the versions, a key outside the prefix,
     /// a malformed SHA-256).
-    pub fn parse(bytes: &[u8]) -> Result<Manifest, String> {
-        let manifest: Manifest = serde_json::from_slice(bytes)
-            .map_err(|e| format!("manifest.json is not a valid manifest: {e}"))?;
+    pub fn parse(bytes: &[u8]) -> Result<Manifest, ManifestError> {
+        let manifest: Manifest =
+            serde_json::from_slice(bytes).map_err(ManifestError::NotAManifest)?;
         for (name, workspace) in &manifest.workspaces {
             workspace.check("manifest.json", name)?;
         }
@@ -78,18 +79,16 @@ mod tests {
         let mut m = Manifest::empty();
         m.publish("ws", version(1, "v1"), 10);
         assert_eq!(Manifest::parse(&m.to_json()).unwrap(), m);
-        assert!(
-            Manifest::parse(b"{not json")
-                .unwrap_err()
-                .contains("not a valid manifest")
-        );
+        assert!(matches!(
+            Manifest::parse(b"{not json"),
+            Err(ManifestError::NotAManifest(_))
+        ));
         let mut dangling = m.clone();
         dangling.workspaces.get_mut("ws").unwrap().current = "ab".repeat(32);
-        assert!(
-            Manifest::parse(&dangling.to_json())
-                .unwrap_err()
-                .contains("not among")
-        );
+        assert!(matches!(
+            Manifest::parse(&dangling.to_json()),
+            Err(ManifestError::CurrentNotKept { .. })
+        ));
         // Fields this build does not know are ignored.
         let mut text: serde_json::Value = serde_json::from_slice(&m.to_json()).unwrap();
         text["future_field"] = serde_json::json!(true);

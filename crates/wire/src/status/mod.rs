@@ -71,10 +71,19 @@ pub struct StatusFilter {
     pub state: Option<State>,
 }
 
+/// A `/snapshots` query that is refused (400), naming what is accepted.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FilterError {
+    #[error("state {0:?} is not one of serving, error, stale")]
+    UnknownState(String),
+    #[error("unknown parameter {0:?}: /snapshots takes workspace and state")]
+    UnknownParameter(String),
+}
+
 impl StatusFilter {
     /// Reads a query string; an unknown parameter or state is refused,
     /// naming what is accepted.
-    pub fn parse(query: &str) -> Result<StatusFilter, String> {
+    pub fn parse(query: &str) -> Result<StatusFilter, FilterError> {
         let mut filter = StatusFilter::default();
         for (name, value) in form_urlencoded::parse(query.as_bytes()) {
             match name.as_ref() {
@@ -84,15 +93,10 @@ impl StatusFilter {
                         .iter()
                         .find(|(n, _)| *n == value)
                         .map(|(_, s)| *s);
-                    filter.state = Some(state.ok_or_else(|| {
-                        format!("state {value:?} is not one of serving, error, stale")
-                    })?);
+                    filter.state =
+                        Some(state.ok_or_else(|| FilterError::UnknownState(value.into_owned()))?);
                 }
-                other => {
-                    return Err(format!(
-                        "unknown parameter {other:?}: /snapshots takes workspace and state"
-                    ));
-                }
+                other => return Err(FilterError::UnknownParameter(other.to_owned())),
             }
         }
         Ok(filter)

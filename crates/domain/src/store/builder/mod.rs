@@ -41,8 +41,22 @@ pub struct Meta {
     /// Sent as `X-Snapshot-Version` with every answer.
     pub version: String,
     pub key_hashes: Vec<KeyHash>,
-    /// A hash of the source's bytes: a strong ETag must change whenever a
-    /// body does, even if an exporter reuses a version label.
+    /// A hash of the content, for the strong ETag, which must change
+    /// whenever a body does, even if an exporter reuses a version label.
+    /// FxHash (no per-process seed, so replicas agree); what it covers
+    /// depends on the path that loaded the file:
+    /// - the streaming parse (`snapshot::stream`, every load that it
+    ///   accepts): each top-level member's value and each record, their
+    ///   bytes as written, each followed by a 0 byte, in file order; not
+    ///   the member names, nor the blanks, commas and brackets between
+    ///   values, so re-indenting the file between values keeps the hash;
+    /// - the whole-buffer parse (`snapshot::load_buffer`, run only when the
+    ///   streaming pass gave up and the full parse then accepted the file):
+    ///   every byte of the file in one write.
+    ///
+    /// The two do not agree: the same file hashes differently on each path.
+    /// Both are stable for the same bytes on the same path, which is all an
+    /// ETag needs.
     pub content_hash: u64,
 }
 
