@@ -449,17 +449,8 @@ mod tests {
             next.push_from(&old, i);
         }
         let new = next.finish();
-        assert_eq!(
-            texts(&new),
-            [
-                "{\"a\":1}",
-                "{\"x\":9}",
-                "{\"b\":2}",
-                "{\"c\":3}",
-                "{\"d\":4}",
-                "{\"e\":5}"
-            ]
-        );
+        let [a, b, c, d, e] = FIVE;
+        assert_eq!(texts(&new), [a, "{\"x\":9}", b, c, d, e]);
         assert!(new.shares_chunk_with(&old, 0, 0));
         assert!(new.shares_chunk_with(&old, 5, 4));
         assert!(!new.shares_chunk_with(&old, 1, 0));
