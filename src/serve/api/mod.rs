@@ -34,7 +34,7 @@ pub use query::Query;
 use crate::metrics::Metrics;
 use crate::serve::reply::json;
 use crate::store::id::parse_id;
-use crate::store::{Body, Dataset, Store};
+use crate::store::{Body, Dataset, OffsetPage, Store};
 pub use routes::Route;
 
 /// The OpenAPI 3.1 document of exactly what this server does.
@@ -217,28 +217,25 @@ fn endpoint<'d>(
     q: &Query<'_>,
 ) -> Result<Body<'d>, ApiError> {
     let company = || path_id(id, "company");
+    // A company's body, or its 404; `of_company_paged` checks the id before
+    // the page, as the contract orders a 400's causes.
+    let of_company = |body: fn(&'d Dataset, u128) -> Option<Body<'d>>| {
+        body(ds, company()?).ok_or_else(company_not_found)
+    };
+    let of_company_paged = |body: fn(&'d Dataset, u128, OffsetPage) -> Option<Body<'d>>| {
+        let id = company()?;
+        body(ds, id, q.offset_page(100, 50)?).ok_or_else(company_not_found)
+    };
     match route {
         Route::Portfolio => {
             let priority = q.filter("filter[priority]")?;
             Ok(ds.portfolio_body(priority.as_deref(), q.offset_page(100, 50)?))
         }
-        Route::Company => ds.company_body(company()?).ok_or_else(company_not_found),
-        Route::CompanyTasks => {
-            let id = company()?;
-            ds.company_tasks_body(id, q.offset_page(100, 50)?)
-                .ok_or_else(company_not_found)
-        }
-        Route::CompanyRoles => ds
-            .company_roles_body(company()?)
-            .ok_or_else(company_not_found),
-        Route::CompanyNotes => {
-            let id = company()?;
-            ds.company_notes_body(id, q.offset_page(100, 50)?)
-                .ok_or_else(company_not_found)
-        }
-        Route::CompanyMetrics => ds
-            .company_metrics_body(company()?)
-            .ok_or_else(company_not_found),
+        Route::Company => of_company(Dataset::company_body),
+        Route::CompanyTasks => of_company_paged(Dataset::company_tasks_body),
+        Route::CompanyRoles => of_company(Dataset::company_roles_body),
+        Route::CompanyNotes => of_company_paged(Dataset::company_notes_body),
+        Route::CompanyMetrics => of_company(Dataset::company_metrics_body),
         Route::Tasks => {
             let status = q.filter("filter[status]")?;
             let priority = q.filter("filter[priority]")?;
