@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
-use warp::http::header::{ALLOW, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
+use warp::http::header::{ALLOW, HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use warp::http::{HeaderMap, Method, Request, StatusCode};
 use warp::reply::Response;
 
@@ -156,14 +156,11 @@ fn answer(
         return cors.preflight(headers);
     }
     if method != Method::GET && method != Method::HEAD {
-        let mut response = json_error(
+        return json_error_with(
             StatusCode::METHOD_NOT_ALLOWED,
             "Method not allowed: this API is read-only",
+            (ALLOW, "GET, HEAD"),
         );
-        response
-            .headers_mut()
-            .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
-        return response;
     }
     let ready = state.ready.load(Ordering::Acquire);
     match route {
@@ -185,14 +182,11 @@ fn answer(
         _ => {}
     }
     if !ready {
-        let mut response = json_error(
+        return json_error_with(
             StatusCode::SERVICE_UNAVAILABLE,
             "Service is starting: snapshots are still loading",
+            (RETRY_AFTER, "1"),
         );
-        response
-            .headers_mut()
-            .insert(RETRY_AFTER, HeaderValue::from_static("1"));
-        return response;
     }
     let Some(key_hash) = auth::bearer_key_hash(headers, &state.key_prefix) else {
         return unauthorized();
@@ -304,10 +298,24 @@ fn company_not_found() -> ApiError {
 }
 
 fn unauthorized() -> Response {
-    let mut response = json_error(StatusCode::UNAUTHORIZED, UNAUTHORIZED_MESSAGE);
+    json_error_with(
+        StatusCode::UNAUTHORIZED,
+        UNAUTHORIZED_MESSAGE,
+        (WWW_AUTHENTICATE, "Bearer"),
+    )
+}
+
+/// An error answer with the one header its status calls for (`Allow` on a
+/// 405, `Retry-After` on a 503, `WWW-Authenticate` on a 401).
+fn json_error_with(
+    status: StatusCode,
+    message: &str,
+    (name, value): (HeaderName, &'static str),
+) -> Response {
+    let mut response = json_error(status, message);
     response
         .headers_mut()
-        .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        .insert(name, HeaderValue::from_static(value));
     response
 }
 
