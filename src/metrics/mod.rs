@@ -14,6 +14,7 @@
 //! classic encoder, and the two differ only in family names, types and
 //! trailers, which a line-by-line rewrite covers.
 
+use std::hash::Hash;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
@@ -23,7 +24,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::info::Info;
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 
 use crate::store::RecordCounts;
 pub use exposition::Format;
@@ -93,6 +94,15 @@ struct SourceMetrics {
     bytes: Counter,
     deltas: Family<OutcomeLabels, Counter>,
     requests: Family<RequestKindLabels, Counter>,
+}
+
+/// Registers a new metric under `name` with `help` and returns it: a
+/// metric's clones share its value, so the one returned is the handle that
+/// records.
+fn registered<M: Metric + Clone + Default>(registry: &mut Registry, name: &str, help: &str) -> M {
+    let metric = M::default();
+    registry.register(name, help, metric.clone());
+    metric
 }
 
 impl Metrics {
@@ -170,38 +180,36 @@ impl Metrics {
     /// (`portfolio_replica_source_*`); the last success is 0 until a poll
     /// succeeds.
     pub fn with_object_store(mut self) -> Metrics {
+        let registry = &mut self.registry;
+        // Registered in the order of the fields, which is the order
+        // `/metrics` lists them in.
         let source = SourceMetrics {
-            last_success: Gauge::default(),
-            errors: Family::default(),
-            bytes: Counter::default(),
-            deltas: Family::default(),
-            requests: Family::default(),
+            last_success: registered(
+                registry,
+                "source_last_success_timestamp_seconds",
+                "Unix time of the last successful poll of the object store",
+            ),
+            errors: registered(
+                registry,
+                "source_errors",
+                "Failed object store polls and downloads, by kind",
+            ),
+            bytes: registered(
+                registry,
+                "source_bytes_fetched",
+                "Bytes downloaded from the object store",
+            ),
+            deltas: registered(
+                registry,
+                "source_deltas",
+                "New versions rebuilt from a delta (applied), or downloaded whole though the manifest names a delta (no_base: the replica did not serve its base; failed: the delta could not be applied)",
+            ),
+            requests: registered(
+                registry,
+                "source_requests",
+                "HTTP requests sent to the object store (retries included), by kind",
+            ),
         };
-        self.registry.register(
-            "source_last_success_timestamp_seconds",
-            "Unix time of the last successful poll of the object store",
-            source.last_success.clone(),
-        );
-        self.registry.register(
-            "source_errors",
-            "Failed object store polls and downloads, by kind",
-            source.errors.clone(),
-        );
-        self.registry.register(
-            "source_bytes_fetched",
-            "Bytes downloaded from the object store",
-            source.bytes.clone(),
-        );
-        self.registry.register(
-            "source_deltas",
-            "New versions rebuilt from a delta (applied), or downloaded whole though the manifest names a delta (no_base: the replica did not serve its base; failed: the delta could not be applied)",
-            source.deltas.clone(),
-        );
-        self.registry.register(
-            "source_requests",
-            "HTTP requests sent to the object store (retries included), by kind",
-            source.requests.clone(),
-        );
         self.source = Some(source);
         self
     }
@@ -219,9 +227,7 @@ impl Metrics {
     /// A poll or a download failed; `kind` names why (`network`,
     /// `throttling`, ...).
     pub fn source_error(&self, kind: &'static str) {
-        if let Some(source) = &self.source {
-            source.errors.get_or_create(&KindLabels { kind }).inc();
-        }
+        self.source_count(|source| &source.errors, &KindLabels { kind });
     }
 
     /// `bytes` more were downloaded.
@@ -234,22 +240,24 @@ impl Metrics {
     /// A version that has a delta was rebuilt from it or downloaded whole:
     /// `applied`, `no_base`, `failed`.
     pub fn source_delta(&self, outcome: &'static str) {
-        if let Some(source) = &self.source {
-            source
-                .deltas
-                .get_or_create(&OutcomeLabels { outcome })
-                .inc();
-        }
+        self.source_count(|source| &source.deltas, &OutcomeLabels { outcome });
     }
 
     /// One HTTP request to the object store (`list`, `get`,
     /// `conditional_get`, `head`, `put`, `delete`, `other`).
     pub fn source_request(&self, request: &'static str) {
+        self.source_count(|source| &source.requests, &RequestKindLabels { request });
+    }
+
+    /// Counts one in the series `labels` of the source family `family`
+    /// picks; nothing for a server reading a directory.
+    fn source_count<L: Clone + Hash + Eq>(
+        &self,
+        family: impl FnOnce(&SourceMetrics) -> &Family<L, Counter>,
+        labels: &L,
+    ) {
         if let Some(source) = &self.source {
-            source
-                .requests
-                .get_or_create(&RequestKindLabels { request })
-                .inc();
+            family(source).get_or_create(labels).inc();
         }
     }
 
@@ -431,9 +439,9 @@ mod tests {
     #[test]
     fn exposes_requests_latency_and_snapshots() {
         let m = busy_metrics();
-        for format in [Format::Classic, Format::OpenMetrics] {
-            let text = m.encode(format);
-            for expected in [
+        assert_both_formats_hold(
+            &m,
+            &[
                 "\nportfolio_replica_http_requests_total{route=\"/tasks\",status=\"200\"} 1\n",
                 "\nportfolio_replica_http_requests_total{route=\"other\",status=\"401\"} 1\n",
                 "\nportfolio_replica_http_request_duration_seconds_count{route=\"/tasks\"} 1\n",
@@ -448,13 +456,8 @@ mod tests {
                     env!("CARGO_PKG_VERSION"),
                     "\"} 1\n"
                 ),
-            ] {
-                assert!(
-                    text.contains(expected),
-                    "{format:?}: missing {expected:?} in\n{text}"
-                );
-            }
-        }
+            ],
+        );
         m.unloaded("ws-acme");
         for format in [Format::Classic, Format::OpenMetrics] {
             assert!(!m.encode(format).contains("workspace=\"ws-acme\""));
@@ -480,14 +483,22 @@ mod tests {
         m.source_error("throttling");
         m.source_bytes(42);
         m.source_request("conditional_get");
-        for format in [Format::Classic, Format::OpenMetrics] {
-            let text = m.encode(format);
-            for expected in [
+        assert_both_formats_hold(
+            &m,
+            &[
                 "\nportfolio_replica_source_last_success_timestamp_seconds 1700000000.0\n",
                 "\nportfolio_replica_source_errors_total{kind=\"throttling\"} 1\n",
                 "\nportfolio_replica_source_bytes_fetched_total 42\n",
                 "\nportfolio_replica_source_requests_total{request=\"conditional_get\"} 1\n",
-            ] {
+            ],
+        );
+    }
+
+    /// Asserts that both exposition formats of `m` hold every text of `expected`.
+    fn assert_both_formats_hold(m: &Metrics, expected: &[&str]) {
+        for format in [Format::Classic, Format::OpenMetrics] {
+            let text = m.encode(format);
+            for expected in expected {
                 assert!(
                     text.contains(expected),
                     "{format:?}: missing {expected:?} in\n{text}"

@@ -12,6 +12,8 @@ use super::timestamp::{SHARED_INSTANT, Style, Ts};
 /// `Z`, `+02:00` and `-05:00`; the records in `run` share one more instant;
 /// and about `tie_per_mille` of the others reuse one of a pool of instants.
 pub(super) struct Clock {
+    /// How many records the collection holds: one stamp each.
+    records: usize,
     lo: i64,
     hi: i64,
     anchors: Vec<(i64, u32)>,
@@ -36,6 +38,7 @@ impl Clock {
             })
             .collect();
         Self {
+            records,
             lo,
             hi,
             anchors,
@@ -55,6 +58,11 @@ impl Clock {
     pub(super) fn with_run(mut self, start: usize, len: usize) -> Self {
         self.run = start..start + len;
         self
+    }
+
+    /// How many records the collection holds.
+    pub(super) fn records(&self) -> usize {
+        self.records
     }
 
     /// Returns the timestamp of record `index`.

@@ -3,6 +3,7 @@
 
 use std::io::{self, Write};
 
+use super::clock::Clock;
 use super::escapes;
 use super::json::Json;
 use super::rng::Rng;
@@ -51,8 +52,7 @@ impl Ctx {
 
     /// Writes `key` with a string value.
     pub(super) fn str_field(&mut self, key: &str, value: &str) {
-        self.json.key(key);
-        self.json.string(value);
+        self.json.str_field(key, value);
     }
 
     /// Writes `key` with a UUID value.
@@ -71,6 +71,27 @@ impl Ctx {
     pub(super) fn begin_collection(&mut self, name: &str) {
         self.json.key_line(name);
         self.json.begin_array();
+    }
+
+    /// Writes the collection `name`, one record per stamp of `clock`, in
+    /// order, and returns how many there are. `record(ctx, index, at)`
+    /// writes record `index`, stamped `at`, from [`Ctx::begin_record`] on;
+    /// this closes each record, so none is left open or unflushed.
+    pub(super) fn write_stamped<W: Write>(
+        &mut self,
+        name: &str,
+        clock: &Clock,
+        w: &mut W,
+        mut record: impl FnMut(&mut Ctx, usize, Ts),
+    ) -> io::Result<u64> {
+        self.begin_collection(name);
+        for index in 0..clock.records() {
+            let at = clock.stamp(&mut self.rng, index);
+            record(self, index, at);
+            self.end_record(w)?;
+        }
+        self.json.end_array();
+        Ok(clock.records() as u64)
     }
 
     /// Opens one `{ "id", "attributes": {` record.

@@ -20,9 +20,7 @@ pub(super) fn write_feed<W: Write>(
     let clock = Clock::new(&mut ctx.rng, RANGE_START, RANGE_END, plan.feed, 40)
         .with_shared_first()
         .with_run(run_start, plan.feed_tie_run.min(plan.feed - run_start));
-    ctx.begin_collection("feed");
-    for index in 0..plan.feed {
-        let published = clock.stamp(&mut ctx.rng, index);
+    ctx.write_stamped("feed", &clock, w, |ctx, _, published| {
         let company = world.company(&mut ctx.rng);
         let kind = ctx.rng.weighted(&[
             ("product-update", 35),
@@ -41,10 +39,7 @@ pub(super) fn write_feed<W: Write>(
         ctx.json.key("private");
         ctx.json.boolean(private);
         write_feed_sources(ctx, company, published.secs, private);
-        ctx.end_record(w)?;
-    }
-    ctx.json.end_array();
-    Ok(plan.feed as u64)
+    })
 }
 
 /// Writes the `sources` of one feed entry: zero to three links.

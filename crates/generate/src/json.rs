@@ -48,34 +48,39 @@ impl Json {
 
     /// Opens an object.
     pub(super) fn begin_object(&mut self) {
-        self.separate();
-        self.buf.push(b'{');
-        self.open.push(false);
+        self.open_with(b"{");
     }
 
     /// Opens an object on a new line, as each record of a collection is.
     pub(super) fn begin_record(&mut self) {
-        self.separate();
-        self.buf.extend_from_slice(b"\n{");
-        self.open.push(false);
+        self.open_with(b"\n{");
     }
 
     /// Closes the innermost object.
     pub(super) fn end_object(&mut self) {
-        self.buf.push(b'}');
-        self.open.pop();
+        self.close_with(b'}');
     }
 
     /// Opens an array.
     pub(super) fn begin_array(&mut self) {
-        self.separate();
-        self.buf.push(b'[');
-        self.open.push(false);
+        self.open_with(b"[");
     }
 
     /// Closes the innermost array.
     pub(super) fn end_array(&mut self) {
-        self.buf.push(b']');
+        self.close_with(b']');
+    }
+
+    /// Writes `bracket` as the next value and opens a level with no member yet.
+    fn open_with(&mut self, bracket: &[u8]) {
+        self.separate();
+        self.buf.extend_from_slice(bracket);
+        self.open.push(false);
+    }
+
+    /// Writes `bracket` and closes the innermost level.
+    fn close_with(&mut self, bracket: u8) {
+        self.buf.push(bracket);
         self.open.pop();
     }
 
@@ -112,6 +117,12 @@ impl Json {
     pub(super) fn string(&mut self, text: &str) {
         self.separate();
         text.render(&mut self.buf);
+    }
+
+    /// Writes the member `key` with a string value.
+    pub(super) fn str_field(&mut self, key: &str, value: &str) {
+        self.key(key);
+        self.string(value);
     }
 
     /// Writes `text` escaped as [`Json::string`] does, followed inside the

@@ -410,18 +410,14 @@ fn write_header(json: &mut Json, spec: &WorkspaceSpec, header: &Header) {
     json.string(&header.version);
     json.key_line("workspace");
     json.begin_object();
-    json.key("id");
-    json.string(&spec.id);
-    json.key("name");
-    json.string(spec.name);
+    json.str_field("id", &spec.id);
+    json.str_field("name", spec.name);
     json.end_object();
     json.key_line("api_keys");
     json.begin_array();
     json.begin_object();
-    json.key("sha256");
-    json.string(&header.key_sha256);
-    json.key("label");
-    json.string(spec.key_label);
+    json.str_field("sha256", &header.key_sha256);
+    json.str_field("label", spec.key_label);
     json.end_object();
     json.end_array();
 }

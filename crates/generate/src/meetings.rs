@@ -32,10 +32,8 @@ pub(super) fn write_meetings<W: Write>(
         plan.meetings,
         10,
     );
-    ctx.begin_collection("meetings");
     let mut meetings = Vec::with_capacity(plan.meetings);
-    for index in 0..plan.meetings {
-        let start = clock.stamp(&mut ctx.rng, index);
+    ctx.write_stamped("meetings", &clock, w, |ctx, _, start| {
         let company = world.company(&mut ctx.rng);
         let id = ctx.rng.uuid();
         ctx.begin_record(id);
@@ -63,15 +61,13 @@ pub(super) fn write_meetings<W: Write>(
         ctx.ts_field("created_at", created);
         let updated = Ts::random(&mut ctx.rng, created.secs, start.secs + DAY);
         ctx.ts_field("updated_at", updated);
-        ctx.end_record(w)?;
         meetings.push(MeetingInfo {
             id,
             start: start.secs,
             end,
             speakers,
         });
-    }
-    ctx.json.end_array();
+    })?;
     Ok(meetings)
 }
 

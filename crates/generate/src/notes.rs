@@ -18,9 +18,7 @@ pub(super) fn write_notes<W: Write>(
 ) -> io::Result<u64> {
     let clock =
         Clock::new(&mut ctx.rng, RANGE_START, RANGE_END, plan.notes, 40).with_shared_first();
-    ctx.begin_collection("notes");
-    for index in 0..plan.notes {
-        let created = clock.stamp(&mut ctx.rng, index);
+    ctx.write_stamped("notes", &clock, w, |ctx, index, created| {
         // Every company gets notes; the first rounds go through them in order.
         let company = match world.companies.get(index) {
             Some(company) => company,
@@ -43,8 +41,5 @@ pub(super) fn write_notes<W: Write>(
         let author = &ctx.rng.pick(&world.users).person.email;
         ctx.str_field("created_by", author);
         ctx.ts_field("created_at", created);
-        ctx.end_record(w)?;
-    }
-    ctx.json.end_array();
-    Ok(plan.notes as u64)
+    })
 }

@@ -37,81 +37,60 @@ pub(super) struct WorkspaceSpec {
     pub(super) plan: Plan,
 }
 
-/// About 10 KB: one portfolio company's records in a small firm, for
-/// measurements over tens of thousands of workspaces.
-const MICRO_PLAN: Plan = Plan {
-    companies: 1,
-    users: 2,
-    tasks: 5,
-    roles: 1,
-    feed: 2,
-    notes: 2,
-    meetings: 1,
-    metric_reports: (1, 1),
-    segments: (3, 5),
-    note_paragraphs: (1, 1),
-    feed_tie_run: 2,
-};
+impl Plan {
+    /// A plan from one row of the table in [`plan`]: its values in the order of
+    /// the fields, so that the scales line up in columns.
+    #[allow(clippy::too_many_arguments)]
+    fn row(
+        companies: usize,
+        users: usize,
+        tasks: usize,
+        roles: usize,
+        feed: usize,
+        notes: usize,
+        meetings: usize,
+        metric_reports: (u64, u64),
+        segments: (u64, u64),
+        note_paragraphs: (u64, u64),
+        feed_tie_run: usize,
+    ) -> Plan {
+        Plan {
+            companies,
+            users,
+            tasks,
+            roles,
+            feed,
+            notes,
+            meetings,
+            metric_reports,
+            segments,
+            note_paragraphs,
+            feed_tie_run,
+        }
+    }
+}
 
-/// About 100 KB: a handful of companies with a few months of work each.
-const TINY_PLAN: Plan = Plan {
-    companies: 4,
-    users: 4,
-    tasks: 50,
-    roles: 10,
-    feed: 24,
-    notes: 16,
-    meetings: 6,
-    metric_reports: (1, 3),
-    segments: (6, 16),
-    note_paragraphs: (1, 2),
-    feed_tie_run: 8,
-};
-
-/// Each of the two demo workspaces: a few hundred kilobytes.
-const SMALL_PLAN: Plan = Plan {
-    companies: 12,
-    users: 8,
-    tasks: 180,
-    roles: 26,
-    feed: 90,
-    notes: 72,
-    meetings: 18,
-    metric_reports: (3, 6),
-    segments: (30, 110),
-    note_paragraphs: (1, 3),
-    feed_tie_run: 25,
-};
-
-/// About 100 MB: a tenth of [`LARGE_PLAN`] in every count.
-const MEDIUM_PLAN: Plan = Plan {
-    companies: 500,
-    users: 60,
-    tasks: 112_000,
-    roles: 1_500,
-    feed: 31_000,
-    notes: 4_000,
-    meetings: 320,
-    metric_reports: (4, 10),
-    segments: (30, 200),
-    note_paragraphs: (2, 5),
-    feed_tie_run: 60,
-};
-
-/// About 1 GB: enough tasks to page at offset 1,000,000 and over 300,000 feed entries.
-const LARGE_PLAN: Plan = Plan {
-    companies: 5_000,
-    users: 400,
-    tasks: 1_120_000,
-    roles: 15_000,
-    feed: 310_000,
-    notes: 40_000,
-    meetings: 3_200,
-    metric_reports: (4, 10),
-    segments: (30, 200),
-    note_paragraphs: (2, 5),
-    feed_tie_run: 120,
-};
+/// Returns how many records each workspace of `scale` holds.
+///
+/// A row a scale, so that the scales compare column by column:
+/// - micro, about 10 KB: one portfolio company's records in a small firm,
+///   for measurements over tens of thousands of workspaces;
+/// - tiny, about 100 KB: a handful of companies with a few months of work each;
+/// - small: each of the two demo workspaces, a few hundred kilobytes;
+/// - medium, about 100 MB: a tenth of `large` in every count;
+/// - large, about 1 GB: enough tasks to page at offset 1,000,000 and over
+///   300,000 feed entries.
+#[rustfmt::skip]
+fn plan(scale: Scale) -> Plan {
+    match scale {
+        //                    companies users tasks      roles   feed     notes   meetings metric_reports segments   note_paragraphs feed_tie_run
+        Scale::Micro  => Plan::row(1,     2,    5,         1,      2,       2,      1,       (1, 1),        (3, 5),    (1, 1),         2),
+        Scale::Tiny   => Plan::row(4,     4,    50,        10,     24,      16,     6,       (1, 3),        (6, 16),   (1, 2),         8),
+        Scale::Small  => Plan::row(12,    8,    180,       26,     90,      72,     18,      (3, 6),        (30, 110), (1, 3),         25),
+        Scale::Medium => Plan::row(500,   60,   112_000,   1_500,  31_000,  4_000,  320,     (4, 10),       (30, 200), (2, 5),         60),
+        Scale::Large  => Plan::row(5_000, 400,  1_120_000, 15_000, 310_000, 40_000, 3_200,   (4, 10),       (30, 200), (2, 5),         120),
+    }
+}
 
 /// The firms a fleet's workspaces are named after, in turn, with the mail
 /// domain of their team: names are not served, so a few suffice.
@@ -123,64 +102,57 @@ const FLEET_FIRMS: &[(&str, &str)] = &[
     ("Saffron Seed Fund", "saffron.fund"),
 ];
 
+/// Returns the workspace of the firm `(name, mail_domain)` whose file is
+/// `FILE_STEM.json` and whose id is `ws-FILE_STEM`.
+fn workspace(
+    file_stem: &str,
+    (name, mail_domain): (&'static str, &'static str),
+    key_label: &'static str,
+    plan: Plan,
+) -> WorkspaceSpec {
+    WorkspaceSpec {
+        file_stem: file_stem.to_owned(),
+        id: format!("ws-{file_stem}"),
+        name,
+        mail_domain,
+        key_label,
+        plan,
+    }
+}
+
 /// Returns workspace `index` (from 0) of a fleet of `micro` or `tiny`
 /// workspaces: file `SCALE-NNNNNN.json`, id `ws-SCALE-NNNNNN`.
 fn fleet_workspace(scale: &str, plan: Plan, index: u64) -> WorkspaceSpec {
-    let (name, mail_domain) = FLEET_FIRMS[index as usize % FLEET_FIRMS.len()];
-    let file_stem = format!("{scale}-{index:06}");
-    WorkspaceSpec {
-        id: format!("ws-{file_stem}"),
-        file_stem,
-        name,
-        mail_domain,
-        key_label: "fleet",
-        plan,
-    }
+    let firm = FLEET_FIRMS[index as usize % FLEET_FIRMS.len()];
+    workspace(&format!("{scale}-{index:06}"), firm, "fleet", plan)
 }
 
 /// Returns the workspaces written for `scale`; `count` is how many a fleet
 /// scale (`micro`, `tiny`) writes, and is ignored by the others.
 pub(super) fn workspaces(scale: Scale, count: u64) -> Vec<WorkspaceSpec> {
+    let plan = plan(scale);
     match scale {
         Scale::Micro => (0..count)
-            .map(|i| fleet_workspace("micro", MICRO_PLAN, i))
+            .map(|i| fleet_workspace("micro", plan, i))
             .collect(),
         Scale::Tiny => (0..count)
-            .map(|i| fleet_workspace("tiny", TINY_PLAN, i))
+            .map(|i| fleet_workspace("tiny", plan, i))
             .collect(),
         Scale::Small => vec![
-            WorkspaceSpec {
-                file_stem: "acme".into(),
-                id: "ws-acme".into(),
-                name: "Acme Ventures",
-                mail_domain: "acme.vc",
-                key_label: "demo",
-                plan: SMALL_PLAN,
-            },
-            WorkspaceSpec {
-                file_stem: "globex".into(),
-                id: "ws-globex".into(),
-                name: "Globex Capital",
-                mail_domain: "globex.capital",
-                key_label: "demo",
-                plan: SMALL_PLAN,
-            },
+            workspace("acme", ("Acme Ventures", "acme.vc"), "demo", plan),
+            workspace("globex", ("Globex Capital", "globex.capital"), "demo", plan),
         ],
-        Scale::Medium => vec![WorkspaceSpec {
-            file_stem: "medium".into(),
-            id: "ws-medium".into(),
-            name: "Medium Benchmark Partners",
-            mail_domain: "medium-bench.example",
-            key_label: "benchmark",
-            plan: MEDIUM_PLAN,
-        }],
-        Scale::Large => vec![WorkspaceSpec {
-            file_stem: "large".into(),
-            id: "ws-large".into(),
-            name: "Large Benchmark Partners",
-            mail_domain: "large-bench.example",
-            key_label: "benchmark",
-            plan: LARGE_PLAN,
-        }],
+        Scale::Medium => vec![workspace(
+            "medium",
+            ("Medium Benchmark Partners", "medium-bench.example"),
+            "benchmark",
+            plan,
+        )],
+        Scale::Large => vec![workspace(
+            "large",
+            ("Large Benchmark Partners", "large-bench.example"),
+            "benchmark",
+            plan,
+        )],
     }
 }

@@ -25,9 +25,7 @@ pub(super) fn write_roles<W: Write>(
         plan.roles,
         30,
     );
-    ctx.begin_collection("roles");
-    for index in 0..plan.roles {
-        let opened = clock.stamp(&mut ctx.rng, index);
+    ctx.write_stamped("roles", &clock, w, |ctx, _, opened| {
         let company = world.company(&mut ctx.rng);
         let (domain, level, title) = role_title(&mut ctx.rng);
         let id = ctx.rng.uuid();
@@ -50,10 +48,7 @@ pub(super) fn write_roles<W: Write>(
         ctx.str_field("domain", domain);
         ctx.str_field("level", level);
         ctx.ts_field("opened_at", opened);
-        ctx.end_record(w)?;
-    }
-    ctx.json.end_array();
-    Ok(plan.roles as u64)
+    })
 }
 
 /// Returns a role's domain, level and title.

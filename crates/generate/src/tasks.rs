@@ -18,9 +18,7 @@ pub(super) fn write_tasks<W: Write>(
 ) -> io::Result<u64> {
     let clock =
         Clock::new(&mut ctx.rng, RANGE_START, RANGE_END, plan.tasks, 40).with_shared_first();
-    ctx.begin_collection("tasks");
-    for index in 0..plan.tasks {
-        let created = clock.stamp(&mut ctx.rng, index);
+    ctx.write_stamped("tasks", &clock, w, |ctx, _, created| {
         let company = world.company(&mut ctx.rng);
         let id = ctx.rng.uuid();
         ctx.begin_record(id);
@@ -57,8 +55,5 @@ pub(super) fn write_tasks<W: Write>(
             Ts::after(&mut ctx.rng, created.secs + 1, 60, 45 * DAY)
         };
         ctx.ts_field("updated_at", updated);
-        ctx.end_record(w)?;
-    }
-    ctx.json.end_array();
-    Ok(plan.tasks as u64)
+    })
 }

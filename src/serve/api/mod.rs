@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
-use warp::http::header::{ALLOW, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
+use warp::http::header::{ALLOW, HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use warp::http::{HeaderMap, Method, Request, StatusCode};
 use warp::reply::Response;
 
@@ -34,7 +34,7 @@ pub use query::Query;
 use crate::metrics::Metrics;
 use crate::serve::reply::json;
 use crate::store::id::parse_id;
-use crate::store::{Body, Dataset, Store};
+use crate::store::{Body, Dataset, OffsetPage, Store};
 pub use routes::Route;
 
 /// The OpenAPI 3.1 document of exactly what this server does.
@@ -156,14 +156,11 @@ fn answer(
         return cors.preflight(headers);
     }
     if method != Method::GET && method != Method::HEAD {
-        let mut response = json_error(
+        return json_error_with(
             StatusCode::METHOD_NOT_ALLOWED,
             "Method not allowed: this API is read-only",
+            (ALLOW, "GET, HEAD"),
         );
-        response
-            .headers_mut()
-            .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
-        return response;
     }
     let ready = state.ready.load(Ordering::Acquire);
     match route {
@@ -185,14 +182,11 @@ fn answer(
         _ => {}
     }
     if !ready {
-        let mut response = json_error(
+        return json_error_with(
             StatusCode::SERVICE_UNAVAILABLE,
             "Service is starting: snapshots are still loading",
+            (RETRY_AFTER, "1"),
         );
-        response
-            .headers_mut()
-            .insert(RETRY_AFTER, HeaderValue::from_static("1"));
-        return response;
     }
     let Some(key_hash) = auth::bearer_key_hash(headers, &state.key_prefix) else {
         return unauthorized();
@@ -217,28 +211,25 @@ fn endpoint<'d>(
     q: &Query<'_>,
 ) -> Result<Body<'d>, ApiError> {
     let company = || path_id(id, "company");
+    // A company's body, or its 404; `of_company_paged` checks the id before
+    // the page, as the contract orders a 400's causes.
+    let of_company = |body: fn(&'d Dataset, u128) -> Option<Body<'d>>| {
+        body(ds, company()?).ok_or_else(company_not_found)
+    };
+    let of_company_paged = |body: fn(&'d Dataset, u128, OffsetPage) -> Option<Body<'d>>| {
+        let id = company()?;
+        body(ds, id, q.offset_page(100, 50)?).ok_or_else(company_not_found)
+    };
     match route {
         Route::Portfolio => {
             let priority = q.filter("filter[priority]")?;
             Ok(ds.portfolio_body(priority.as_deref(), q.offset_page(100, 50)?))
         }
-        Route::Company => ds.company_body(company()?).ok_or_else(company_not_found),
-        Route::CompanyTasks => {
-            let id = company()?;
-            ds.company_tasks_body(id, q.offset_page(100, 50)?)
-                .ok_or_else(company_not_found)
-        }
-        Route::CompanyRoles => ds
-            .company_roles_body(company()?)
-            .ok_or_else(company_not_found),
-        Route::CompanyNotes => {
-            let id = company()?;
-            ds.company_notes_body(id, q.offset_page(100, 50)?)
-                .ok_or_else(company_not_found)
-        }
-        Route::CompanyMetrics => ds
-            .company_metrics_body(company()?)
-            .ok_or_else(company_not_found),
+        Route::Company => of_company(Dataset::company_body),
+        Route::CompanyTasks => of_company_paged(Dataset::company_tasks_body),
+        Route::CompanyRoles => of_company(Dataset::company_roles_body),
+        Route::CompanyNotes => of_company_paged(Dataset::company_notes_body),
+        Route::CompanyMetrics => of_company(Dataset::company_metrics_body),
         Route::Tasks => {
             let status = q.filter("filter[status]")?;
             let priority = q.filter("filter[priority]")?;
@@ -307,10 +298,24 @@ fn company_not_found() -> ApiError {
 }
 
 fn unauthorized() -> Response {
-    let mut response = json_error(StatusCode::UNAUTHORIZED, UNAUTHORIZED_MESSAGE);
+    json_error_with(
+        StatusCode::UNAUTHORIZED,
+        UNAUTHORIZED_MESSAGE,
+        (WWW_AUTHENTICATE, "Bearer"),
+    )
+}
+
+/// An error answer with the one header its status calls for (`Allow` on a
+/// 405, `Retry-After` on a 503, `WWW-Authenticate` on a 401).
+fn json_error_with(
+    status: StatusCode,
+    message: &str,
+    (name, value): (HeaderName, &'static str),
+) -> Response {
+    let mut response = json_error(status, message);
     response
         .headers_mut()
-        .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        .insert(name, HeaderValue::from_static(value));
     response
 }
 

@@ -439,27 +439,27 @@ mod tests {
         "{\"e\":5}",
     ];
 
+    /// A record the next version adds.
+    const NEW: &str = "{\"x\":9}";
+
+    /// The next version of `old` (`FIVE`) so far: its record `kept`, then [`NEW`].
+    fn kept_then_new(old: &Arc<Rendered>, kept: usize) -> Renderer {
+        let mut next = Renderer::default();
+        next.push_from(old, kept);
+        next.push_raw(NEW.as_bytes());
+        next
+    }
+
     #[test]
     fn records_taken_over_share_their_chunk_and_read_the_same() {
         let old = Arc::new(rendered(&FIVE));
-        let mut next = Renderer::default();
-        next.push_from(&old, 0);
-        next.push_raw(b"{\"x\":9}");
+        let mut next = kept_then_new(&old, 0);
         for i in 1..5 {
             next.push_from(&old, i);
         }
         let new = next.finish();
-        assert_eq!(
-            texts(&new),
-            [
-                "{\"a\":1}",
-                "{\"x\":9}",
-                "{\"b\":2}",
-                "{\"c\":3}",
-                "{\"d\":4}",
-                "{\"e\":5}"
-            ]
-        );
+        let [a, b, c, d, e] = FIVE;
+        assert_eq!(texts(&new), [a, NEW, b, c, d, e]);
         assert!(new.shares_chunk_with(&old, 0, 0));
         assert!(new.shares_chunk_with(&old, 5, 4));
         assert!(!new.shares_chunk_with(&old, 1, 0));
@@ -472,11 +472,8 @@ mod tests {
     #[test]
     fn a_mostly_dead_chunk_is_compacted() {
         let old = Arc::new(rendered(&FIVE));
-        let mut next = Renderer::default();
-        next.push_from(&old, 2);
-        next.push_raw(b"{\"x\":9}");
-        let new = next.finish();
-        assert_eq!(texts(&new), ["{\"c\":3}", "{\"x\":9}"]);
+        let new = kept_then_new(&old, 2).finish();
+        assert_eq!(texts(&new), [FIVE[2], NEW]);
         assert!(
             !new.shares_chunk_with(&old, 0, 2),
             "one survivor of five is copied out"
