@@ -19,20 +19,12 @@ fn main() -> ExitCode {
             .error(clap::error::ErrorKind::ArgumentConflict, conflict)
             .exit();
     }
+    // Every tool reports on the process's own streams.
+    let (out, err) = (&mut std::io::stdout(), &mut std::io::stderr());
     match command {
         Command::Serve(args) => serve(&args),
         Command::Check { files } => {
-            let ok = portfolio_replica::tools::check::check(
-                &files,
-                &mut std::io::stdout(),
-                &mut std::io::stderr(),
-            )
-            .is_some();
-            if ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
+            exit(portfolio_replica::tools::check::check(&files, out, err).is_some())
         }
         Command::HashKey { key, key_prefix } => hash_key(key.as_deref(), &key_prefix),
         Command::Probe { url, timeout } => match commands::probe(&url, timeout) {
@@ -57,8 +49,8 @@ fn main() -> ExitCode {
             keep as usize,
             dry_run,
             &storage.options(None),
-            &mut std::io::stdout(),
-            &mut std::io::stderr(),
+            out,
+            err,
         )),
         Command::Diff {
             old,
@@ -67,11 +59,7 @@ fn main() -> ExitCode {
             to: None,
             storage: _,
         } => exit(portfolio_replica::tools::diff::files(
-            &old,
-            &new,
-            json,
-            &mut std::io::stdout(),
-            &mut std::io::stderr(),
+            &old, &new, json, out, err,
         )),
         Command::Diff {
             old,
@@ -84,8 +72,8 @@ fn main() -> ExitCode {
             [&old, &new],
             json,
             &storage.options(None),
-            &mut std::io::stdout(),
-            &mut std::io::stderr(),
+            out,
+            err,
         )),
         Command::Rollback {
             workspace,
@@ -97,8 +85,8 @@ fn main() -> ExitCode {
             &to,
             version.as_deref(),
             &storage.options(None),
-            &mut std::io::stdout(),
-            &mut std::io::stderr(),
+            out,
+            err,
         )),
         Command::Versions {
             to,
@@ -112,15 +100,12 @@ fn main() -> ExitCode {
             &workspaces,
             &replicas,
             &storage.options(None),
-            &mut std::io::stdout(),
-            &mut std::io::stderr(),
+            out,
+            err,
         )),
-        Command::Migrate { to, storage } => exit(publish::migrate(
-            &to,
-            &storage.options(None),
-            &mut std::io::stdout(),
-            &mut std::io::stderr(),
-        )),
+        Command::Migrate { to, storage } => {
+            exit(publish::migrate(&to, &storage.options(None), out, err))
+        }
         Command::Generate {
             out,
             scale,
