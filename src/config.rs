@@ -13,6 +13,7 @@ use crate::serve::api::Cors;
 use crate::serve::loader::parse_bytes;
 use crate::serve::server::HttpLimits;
 use crate::storage::{Location, StorageOptions};
+use portfolio_generate::{Scale, Text};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -378,32 +379,6 @@ pub struct ServeArgs {
     pub cache_dir: Option<PathBuf>,
     #[command(flatten)]
     pub storage: StorageArgs,
-}
-
-/// How much data `generate` writes, as the command line spells it; the
-/// binary maps it to the generator's own `generate::Scale`, so the command
-/// line does not depend on the generator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Scale {
-    /// A fleet of workspaces of about 10 KB each (`--workspaces`).
-    Micro,
-    /// A fleet of workspaces of about 100 KB each (`--workspaces`).
-    Tiny,
-    /// Two demo workspaces of a few hundred kilobytes each.
-    Small,
-    /// One workspace of about 100 MB.
-    Medium,
-    /// One workspace of about 1 GB.
-    Large,
-}
-
-/// What `generate` makes free text of, as the command line spells it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Text {
-    /// The generator's prose.
-    Plain,
-    /// Prose followed by fragments full of escapes and non-ASCII.
-    Escapes,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

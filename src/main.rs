@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::CommandFactory;
 use portfolio_generate as generate;
 use portfolio_replica::ServeConfig;
-use portfolio_replica::config::{self, Cli, Command, LogFormat, ServeArgs};
+use portfolio_replica::config::{Cli, Command, LogFormat, ServeArgs};
 use portfolio_replica::tools::{commands, publish};
 
 fn main() -> ExitCode {
@@ -113,7 +113,8 @@ fn main() -> ExitCode {
             workspaces,
             text,
         } => {
-            if workspaces.is_some() && !matches!(scale, config::Scale::Micro | config::Scale::Tiny)
+            if workspaces.is_some()
+                && !matches!(scale, generate::Scale::Micro | generate::Scale::Tiny)
             {
                 // A usage error (exit 2), like the ones clap reports itself.
                 Cli::command()
@@ -124,13 +125,10 @@ fn main() -> ExitCode {
                     .exit();
             }
             let options = generate::Options {
-                scale: generator_scale(scale),
+                scale,
                 seed,
                 workspaces,
-                text: match text {
-                    config::Text::Plain => generate::Text::Plain,
-                    config::Text::Escapes => generate::Text::Escapes,
-                },
+                text,
             };
             match generate::generate_with(&out, &options) {
                 Ok(files) => {
@@ -164,17 +162,6 @@ fn exit(ok: bool) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
-    }
-}
-
-/// The generator's scale for the one the command line parsed.
-fn generator_scale(scale: config::Scale) -> generate::Scale {
-    match scale {
-        config::Scale::Micro => generate::Scale::Micro,
-        config::Scale::Tiny => generate::Scale::Tiny,
-        config::Scale::Small => generate::Scale::Small,
-        config::Scale::Medium => generate::Scale::Medium,
-        config::Scale::Large => generate::Scale::Large,
     }
 }
 

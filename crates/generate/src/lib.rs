@@ -94,12 +94,14 @@ use world::World;
 
 use crate::store::key;
 
-/// How much data `generate` writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How much data `generate` writes. The command line parses it as it is
+/// (`clap::ValueEnum`, these comments its help), so the scales are listed
+/// once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scale {
-    /// A fleet of workspaces of about 10 KB each.
+    /// A fleet of workspaces of about 10 KB each (`--workspaces`).
     Micro,
-    /// A fleet of workspaces of about 100 KB each.
+    /// A fleet of workspaces of about 100 KB each (`--workspaces`).
     Tiny,
     /// Two demo workspaces of a few hundred kilobytes each.
     Small,
@@ -124,13 +126,13 @@ pub struct GeneratedFile {
     pub records: u64,
 }
 
-/// What free text is made of.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What free text is made of (parsed by the command line as it is).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Text {
-    /// The generator's prose: mostly ASCII, newlines and tabs.
+    /// The generator's prose.
     #[default]
     Plain,
-    /// The prose with a fragment of escapes and non-ASCII appended to each field.
+    /// Prose followed by fragments full of escapes and non-ASCII.
     Escapes,
 }
 
