@@ -4,11 +4,13 @@
 #
 #   bash .ci/nginx.sh
 #
-# Installs Debian's `nginx` package if `nginx` is missing (needs root or
-# sudo; apt-get update only if the install fails without it; a temporary
-# policy-rc.d keeps the package from starting the system's nginx), and
-# builds the release binary (a no-op when it is up to date). Then, all on
-# 127.0.0.1, free ports and a scratch directory:
+# Installs Debian's `nginx` and `haproxy` packages if missing (needs root
+# or sudo; apt-get update only if the install fails without it; a temporary
+# policy-rc.d keeps the packages from starting their daemons), checks
+# deploy/haproxy/portfolio-replica.cfg with `haproxy -c` (the HAProxy and
+# Envoy examples are not run), and builds the release binary (a no-op when
+# it is up to date). Then, all on 127.0.0.1, free ports and a scratch
+# directory:
 #
 # 1. generates 40 workspaces (`generate --scale micro`) and starts two
 #    replicas serving that one directory;
@@ -76,13 +78,17 @@ as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-if [ ! -x "$NGINX" ]; then
+HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
+MISSING=()
+[ -x "$NGINX" ] || MISSING+=(nginx)
+[ -x "$HAPROXY" ] || MISSING+=(haproxy)
+if [ "${#MISSING[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; then
-    die "nginx is missing; install it (apt-get install nginx)"
+    die "${MISSING[*]} missing; install (apt-get install ${MISSING[*]})"
   fi
   mkdir -p "$WORK"
-  # The package would start the system's nginx on port 80; this script
-  # wants the binary only.
+  # The packages would start the system's nginx on port 80 (and HAProxy);
+  # this script wants the binaries only.
   if [ ! -e /usr/sbin/policy-rc.d ]; then
     POLICY_RC_D=/usr/sbin/policy-rc.d
     printf '#!/bin/sh\n# .ci/nginx.sh: install packages, start no daemon\nexit 101\n' |
@@ -91,17 +97,25 @@ if [ ! -x "$NGINX" ]; then
   fi
   apt_install() {
     as_root env DEBIAN_FRONTEND=noninteractive timeout 600 \
-      apt-get install -y -q --no-install-recommends nginx
+      apt-get install -y -q --no-install-recommends "${MISSING[@]}"
   }
   if ! apt_install >"$WORK/apt.log" 2>&1; then
     { as_root timeout 300 apt-get update -q && apt_install; } >>"$WORK/apt.log" 2>&1 ||
-      die "apt-get install nginx failed; see $WORK/apt.log"
+      die "apt-get install ${MISSING[*]} failed; see $WORK/apt.log"
   fi
   as_root rm -f "$POLICY_RC_D"
   POLICY_RC_D=
 fi
 [ -x "$NGINX" ] || die "no nginx at $NGINX after installing"
 ok "$("$NGINX" -v 2>&1)"
+
+# The HAProxy example is not run, only checked.
+if out=$("$HAPROXY" -c -f deploy/haproxy/portfolio-replica.cfg 2>&1); then
+  ok "haproxy -c accepts deploy/haproxy/portfolio-replica.cfg ($("$HAPROXY" -v | head -1 | cut -d' ' -f1-3))"
+else
+  fail "haproxy -c rejects deploy/haproxy/portfolio-replica.cfg"
+  printf '%s\n' "$out" | sed 's/^/      | /'
+fi
 
 timeout 1800 cargo build --release --locked --quiet --bin portfolio-replica
 ok "release build $BIN"
