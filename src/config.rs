@@ -422,11 +422,11 @@ pub enum LogFormat {
 // clap is their only caller (besides their tests), and it prints the reason
 // once after "invalid value"; nothing decides on a kind. (`Cors::parse` has
 // a type because it crosses from `serve::api`; `parse_to` passes storage's
-// text on.)
+// `LocationError` on.)
 
 /// `--to`: refused on the command line (exit 2, before any file is read)
 /// unless it is an object store URL; kept as given, `publish` opens it.
-fn parse_to(text: &str) -> Result<String, String> {
+fn parse_to(text: &str) -> Result<String, crate::storage::LocationError> {
     crate::storage::location::parse_target(text).map(|_| text.to_owned())
 }
 

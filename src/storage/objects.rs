@@ -32,7 +32,7 @@ use super::cache::Cache;
 use super::cached::Cached;
 use super::client::{ClientLog, classify};
 use super::download::{DownloadError, Expect, download};
-use super::error::{ErrorKind, ListError, StorageError};
+use super::error::{ErrorKind, ListError, OpenError, StorageError};
 use super::file::is_snapshot_name;
 use super::follow::{self, Followed, Records};
 use super::listing::{Fetch, Fingerprint, Listing, Local, ObjectVersion};
@@ -110,7 +110,7 @@ impl ObjectSource {
         url: &Url,
         options: &StorageOptions,
         metrics: Arc<Metrics>,
-    ) -> Result<Cached<ObjectSource>, String> {
+    ) -> Result<Cached<ObjectSource>, OpenError> {
         let opened = location::open(url, options, Some(Arc::clone(&metrics)))?;
         ObjectSource::cached(
             opened.store,
@@ -131,13 +131,13 @@ impl ObjectSource {
         log: Arc<ClientLog>,
         options: &StorageOptions,
         metrics: Arc<Metrics>,
-    ) -> Result<Cached<ObjectSource>, String> {
-        let cache = Cache::open(options.cache_dir.as_deref()).map_err(|e| {
+    ) -> Result<Cached<ObjectSource>, OpenError> {
+        let cache = Cache::open(options.cache_dir.as_deref()).map_err(|source| {
             let dir = options
                 .cache_dir
-                .as_deref()
-                .unwrap_or(std::path::Path::new("$TMPDIR"));
-            format!("cache directory {}: {e}", dir.display())
+                .clone()
+                .unwrap_or_else(|| "$TMPDIR".into());
+            OpenError::CacheDir { dir, source }
         })?;
         let cache = Arc::new(cache);
         let source = ObjectSource::new(
@@ -160,12 +160,12 @@ impl ObjectSource {
         cache: Arc<Cache>,
         options: &StorageOptions,
         metrics: Arc<Metrics>,
-    ) -> Result<ObjectSource, String> {
+    ) -> Result<ObjectSource, OpenError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .thread_name("object-store")
             .build()
-            .map_err(|e| format!("cannot start the object store client: {e}"))?;
+            .map_err(OpenError::Runtime)?;
         Ok(ObjectSource {
             store,
             prefix,
