@@ -98,7 +98,7 @@ fn list_snapshot_files(dir: &Path) -> std::io::Result<Listing> {
             {
                 continue;
             }
-            result => result.map(Fingerprint::File).map_err(|e| e.to_string()),
+            result => result.map(Fingerprint::File),
         };
         out.insert(name, fingerprint);
     }

@@ -90,6 +90,14 @@ impl std::fmt::Display for StorageError {
     }
 }
 
+/// A manifest or record a replica cannot trust: polling goes on (its fix
+/// is found soonest so) and nothing changes until a valid one replaces it.
+impl From<portfolio_wire::manifest::ManifestError> for StorageError {
+    fn from(error: portfolio_wire::manifest::ManifestError) -> StorageError {
+        StorageError::new(ErrorKind::Manifest, error.to_string())
+    }
+}
+
 /// Why the text of `--snapshots` or `--to` names no place to read or
 /// publish. Clap prints it after "invalid value"; the messages are the
 /// ones users have always seen (the command-line tests compare them).
