@@ -206,3 +206,63 @@ fn first_start_hint(dir: &std::path::Path, error: &std::io::Error) -> String {
         dir.display()
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Messages no command-line test reaches, as the text errors wrote
+    /// them (`format!` of the same parts).
+    #[test]
+    fn messages_are_the_ones_users_saw_before() {
+        let io = || std::io::Error::other("denied");
+        let url = "file:///srv/x/".to_owned();
+        let cases: [(Box<dyn std::error::Error>, String); 6] = [
+            (
+                Box::new(LocationError::NotAUrl {
+                    text: "s3://".into(),
+                    source: url::ParseError::EmptyHost,
+                }),
+                format!(
+                    "{:?} is not a valid URL: {}",
+                    "s3://",
+                    url::ParseError::EmptyHost
+                ),
+            ),
+            (
+                Box::new(OpenError::NotALocalPath { url: url.clone() }),
+                format!("{url}: not a local path"),
+            ),
+            (
+                Box::new(OpenError::CannotCreate {
+                    url: url.clone(),
+                    dir: "/srv/x".into(),
+                    source: io(),
+                }),
+                format!("{url}: cannot create /srv/x: {}", io()),
+            ),
+            (
+                Box::new(OpenError::PrefixUnreadable {
+                    url: url.clone(),
+                    dir: "/srv/x".into(),
+                    source: io(),
+                }),
+                format!("{url}: /srv/x cannot be read: {}", io()),
+            ),
+            (
+                Box::new(OpenError::CacheDir {
+                    dir: "$TMPDIR".into(),
+                    source: io(),
+                }),
+                format!("cache directory $TMPDIR: {}", io()),
+            ),
+            (
+                Box::new(OpenError::Runtime(io())),
+                format!("cannot start the object store client: {}", io()),
+            ),
+        ];
+        for (error, expected) in cases {
+            assert_eq!(error.to_string(), expected);
+        }
+    }
+}
