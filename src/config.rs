@@ -395,13 +395,13 @@ pub enum LogFormat {
 
 // The value parsers below return their reason as text, not a typed error:
 // clap is their only caller (besides their tests), and it prints the reason
-// once after "invalid value"; nothing decides on a kind. (`Cors::parse` has
-// a type because it crosses from `serve::api`; `parse_to` passes storage's
-// text on.)
+// once after "invalid value"; nothing decides on a kind. (`Cors::parse`,
+// `Location::parse`, `parse_bytes` and the `LocationError` that `parse_to`
+// passes on have types because they are public outside this file.)
 
 /// `--to`: refused on the command line (exit 2, before any file is read)
 /// unless it is an object store URL; kept as given, `publish` opens it.
-fn parse_to(text: &str) -> Result<String, String> {
+fn parse_to(text: &str) -> Result<String, crate::storage::LocationError> {
     crate::storage::location::parse_target(text).map(|_| text.to_owned())
 }
 

@@ -55,7 +55,9 @@ pub async fn run(
     let metrics = Arc::new(metrics);
     let origin =
         crate::storage::Origin::open(&config.snapshots, &config.storage, Arc::clone(&metrics))
-            .map_err(anyhow::Error::msg)?;
+            // As a message: it names its cause already, and the `{:#}`
+            // that prints a fatal error would name it twice.
+            .map_err(|e| anyhow::Error::msg(e.to_string()))?;
     let snapshots = Arc::new(loader::Snapshots::new(
         origin,
         Arc::clone(&store),

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::error::{ErrorKind, ListError, StorageError};
+use super::error::{ErrorKind, ListError, OpenError, StorageError};
 use super::file::is_snapshot_name;
 use super::listing::{Fetch, FileFingerprint, Fingerprint, Listing, Local};
 use super::origin::Source;
@@ -25,31 +25,13 @@ pub struct Directory {
 impl Directory {
     /// The directory `dir`, which must exist and be a directory: a
     /// misspelled one would serve nothing.
-    pub fn open(dir: &Path) -> Result<Directory, String> {
-        let meta = std::fs::metadata(dir).map_err(|e| {
-            // A first start without snapshots is the likely case:
-            // say where they go and how to get some.
-            let hint = if e.kind() == std::io::ErrorKind::NotFound {
-                format!(
-                    "; give the directory of snapshot files (or an object store URL) \
-                     with --snapshots (PORTFOLIO_SNAPSHOTS), or write the demo \
-                     snapshots there with `portfolio-replica generate --out {}`",
-                    dir.display()
-                )
-            } else {
-                String::new()
-            };
-            format!(
-                "snapshot directory {} cannot be read: {e}{hint}",
-                dir.display()
-            )
+    pub fn open(dir: &Path) -> Result<Directory, OpenError> {
+        let meta = std::fs::metadata(dir).map_err(|source| OpenError::DirectoryUnreadable {
+            dir: dir.to_owned(),
+            source,
         })?;
         if !meta.is_dir() {
-            return Err(format!(
-                "{} is not a directory: --snapshots names the directory that holds \
-                 the snapshot files (one per workspace), not a file",
-                dir.display()
-            ));
+            return Err(OpenError::NotADirectory(dir.to_owned()));
         }
         Ok(Directory {
             dir: dir.to_owned(),
@@ -116,7 +98,7 @@ fn list_snapshot_files(dir: &Path) -> std::io::Result<Listing> {
             {
                 continue;
             }
-            result => result.map(Fingerprint::File).map_err(|e| e.to_string()),
+            result => result.map(Fingerprint::File),
         };
         out.insert(name, fingerprint);
     }

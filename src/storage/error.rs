@@ -1,5 +1,8 @@
 //! Storage trouble: why a listing or a download failed, and its kind as
-//! metrics and `/snapshots` label it.
+//! metrics and `/snapshots` label it; and why a place to read from cannot
+//! be named or opened.
+
+use std::path::PathBuf;
 
 /// Why the listing failed.
 #[derive(Debug)]
@@ -84,5 +87,182 @@ impl StorageError {
 impl std::fmt::Display for StorageError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} ({})", self.message, self.kind.label())
+    }
+}
+
+/// A manifest or record a replica cannot trust: polling goes on (its fix
+/// is found soonest so) and nothing changes until a valid one replaces it.
+impl From<portfolio_wire::manifest::ManifestError> for StorageError {
+    fn from(error: portfolio_wire::manifest::ManifestError) -> StorageError {
+        StorageError::new(ErrorKind::Manifest, error.to_string())
+    }
+}
+
+/// Why the text of `--snapshots` or `--to` names no place to read or
+/// publish. Clap prints it after "invalid value"; the messages are the
+/// ones users have always seen (the command-line tests compare them).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LocationError {
+    #[error("{text:?} is not a valid URL: {source}")]
+    NotAUrl {
+        text: String,
+        source: url::ParseError,
+    },
+    /// A URL of a store this build does not read (`http://`, `memory://`).
+    #[error(
+        "{text:?}: unsupported storage URL; use s3://bucket/prefix/, gs://bucket/prefix/, az://container/prefix/ or file:///path/"
+    )]
+    UnsupportedUrl { text: String },
+    /// `--to` names a directory: there is no manifest to write there.
+    #[error(
+        "{}: --to takes the replicas' object store URL (s3://bucket/prefix/, file:///path/); replicas reading a directory take files copied into it",
+        .0.display()
+    )]
+    DirectoryTarget(PathBuf),
+}
+
+/// Why a source (or a publisher's target) cannot be opened: the store's
+/// client refused the URL or its settings, the directory is not there, or
+/// the cache or the client's runtime cannot start. `url` is the URL as
+/// logs show it, without credentials. The messages are the ones users have
+/// always seen.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// object_store's parse of the URL failed (its error type is private).
+    #[error("{url}: {source}")]
+    NotAStoreUrl {
+        url: String,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The store's builder refused the configuration (a missing bucket,
+    /// bad credentials settings, a `file://` root it cannot canonicalize).
+    #[error("{url}: {source}")]
+    Store {
+        url: String,
+        source: object_store::Error,
+    },
+    #[error("{url}: unsupported storage URL")]
+    UnsupportedUrl { url: String },
+    #[error("{url}: not a local path")]
+    NotALocalPath { url: String },
+    /// A `file://` URL that names a file (or passes through one).
+    #[error(
+        "{url}: {} is a file, not a directory: a file:// URL names the directory (the prefix) that holds the snapshots, such as file:///srv/snapshots/",
+        .file.display()
+    )]
+    FilePrefix { url: String, file: PathBuf },
+    #[error("{url}: cannot create {}: {source}", .dir.display())]
+    CannotCreate {
+        url: String,
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    /// A `file://` prefix to read whose directory does not exist.
+    #[error(
+        "{url}: the directory {} does not exist (a file:// prefix is read from an existing directory; `publish --to {url}` creates it)",
+        .dir.display()
+    )]
+    NoPrefixDirectory { url: String, dir: PathBuf },
+    #[error("{url}: {} cannot be read: {source}", .dir.display())]
+    PrefixUnreadable {
+        url: String,
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    /// `--snapshots DIR` cannot be read; a missing one is likely a first
+    /// start, and the message says where snapshots go.
+    #[error(
+        "snapshot directory {} cannot be read: {source}{}",
+        .dir.display(),
+        first_start_hint(.dir, .source)
+    )]
+    DirectoryUnreadable {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{} is not a directory: --snapshots names the directory that holds the snapshot files (one per workspace), not a file",
+        .0.display()
+    )]
+    NotADirectory(PathBuf),
+    /// `--cache-dir` (or the temporary directory) cannot be made.
+    #[error("cache directory {}: {source}", .dir.display())]
+    CacheDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot start the object store client: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+fn first_start_hint(dir: &std::path::Path, error: &std::io::Error) -> String {
+    if error.kind() != std::io::ErrorKind::NotFound {
+        return String::new();
+    }
+    format!(
+        "; give the directory of snapshot files (or an object store URL) \
+         with --snapshots (PORTFOLIO_SNAPSHOTS), or write the demo \
+         snapshots there with `portfolio-replica generate --out {}`",
+        dir.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Messages no command-line test reaches, as the text errors wrote
+    /// them (`format!` of the same parts).
+    #[test]
+    fn messages_are_the_ones_users_saw_before() {
+        let io = || std::io::Error::other("denied");
+        let url = "file:///srv/x/".to_owned();
+        let cases: [(Box<dyn std::error::Error>, String); 6] = [
+            (
+                Box::new(LocationError::NotAUrl {
+                    text: "s3://".into(),
+                    source: url::ParseError::EmptyHost,
+                }),
+                format!(
+                    "{:?} is not a valid URL: {}",
+                    "s3://",
+                    url::ParseError::EmptyHost
+                ),
+            ),
+            (
+                Box::new(OpenError::NotALocalPath { url: url.clone() }),
+                format!("{url}: not a local path"),
+            ),
+            (
+                Box::new(OpenError::CannotCreate {
+                    url: url.clone(),
+                    dir: "/srv/x".into(),
+                    source: io(),
+                }),
+                format!("{url}: cannot create /srv/x: {}", io()),
+            ),
+            (
+                Box::new(OpenError::PrefixUnreadable {
+                    url: url.clone(),
+                    dir: "/srv/x".into(),
+                    source: io(),
+                }),
+                format!("{url}: /srv/x cannot be read: {}", io()),
+            ),
+            (
+                Box::new(OpenError::CacheDir {
+                    dir: "$TMPDIR".into(),
+                    source: io(),
+                }),
+                format!("cache directory $TMPDIR: {}", io()),
+            ),
+            (
+                Box::new(OpenError::Runtime(io())),
+                format!("cannot start the object store client: {}", io()),
+            ),
+        ];
+        for (error, expected) in cases {
+            assert_eq!(error.to_string(), expected);
+        }
     }
 }

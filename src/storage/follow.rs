@@ -26,6 +26,24 @@ use crate::store::time::Instant as At;
 /// up to date.
 pub const RESYNC_EVERY: Duration = Duration::from_secs(300);
 
+/// A root whose journal of changes starts after `revision`, the one
+/// followed, while the records were not read: the changes in between are
+/// lost to it. The next poll reads the records (`needs_records`).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "manifest.json's changes no longer reach back to revision {revision}, and the workspace records were not read"
+)]
+pub struct JournalGap {
+    pub revision: u64,
+}
+
+/// Like a broken manifest: nothing changes until it is followed again.
+impl From<JournalGap> for StorageError {
+    fn from(gap: JournalGap) -> StorageError {
+        StorageError::new(ErrorKind::Manifest, gap.to_string())
+    }
+}
+
 /// Records read at once when a replica reads them all.
 const CONCURRENT_READS: usize = 32;
 
@@ -120,7 +138,7 @@ impl Followed {
         root: &Root,
         records: Option<Records>,
         prefix: &ObjectPath,
-    ) -> Result<Followed, String> {
+    ) -> Result<Followed, JournalGap> {
         let read_now = records.is_some();
         if let Some(records) = records {
             self.entries = records;
@@ -131,10 +149,9 @@ impl Followed {
             // Records just read hold every change the journal dropped.
             None if read_now => &root.changes,
             _ => {
-                return Err(format!(
-                    "manifest.json's changes no longer reach back to revision {}, and the workspace records were not read",
-                    self.revision
-                ));
+                return Err(JournalGap {
+                    revision: self.revision,
+                });
             }
         };
         self.format = manifest::MANIFEST_VERSION;
@@ -314,8 +331,7 @@ async fn read_record(
         StorageError::new(ErrorKind::Incomplete, format!("cannot read {path}: {e}"))
     })?;
     let what = path.to_string();
-    let record =
-        Record::parse(&bytes, &what).map_err(|e| StorageError::new(ErrorKind::Manifest, e))?;
+    let record = Record::parse(&bytes, &what)?;
     Ok(Some((record, what, etag, bytes.len() as u64)))
 }
 
@@ -378,7 +394,11 @@ mod tests {
             .clone()
             .advance(&restarted, None, &prefix)
             .unwrap_err();
-        assert!(err.contains("records were not read"), "{err}");
+        assert_eq!(err.revision, 3);
+        assert_eq!(
+            err.to_string(),
+            "manifest.json's changes no longer reach back to revision 3, and the workspace records were not read"
+        );
         let read = followed.entries.clone();
         let caught_up = followed.advance(&restarted, Some(read), &prefix).unwrap();
         assert_eq!(caught_up.revision, restarted.revision);

@@ -63,11 +63,12 @@ impl Fingerprint {
     }
 }
 
-/// The entries of a source by name, each with its fingerprint or the reason
-/// it cannot be read.
+/// The entries of a source by name, each with its fingerprint or why it
+/// cannot be read (a directory's file that cannot be stat'ed; the scan
+/// rejects it with this reason).
 #[derive(Debug, Default)]
 pub struct Listing {
-    pub entries: BTreeMap<String, Result<Fingerprint, String>>,
+    pub entries: BTreeMap<String, Result<Fingerprint, std::io::Error>>,
     /// Names that are not snapshots (other endings, dot-names).
     pub ignored: usize,
     /// Each name is the id of the workspace it serves (a manifest lists

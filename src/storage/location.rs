@@ -17,6 +17,7 @@ use url::Url;
 
 use super::backoff::request_retries;
 use super::client::{ClientLog, Connector};
+use super::error::{LocationError, OpenError};
 use crate::metrics::Metrics;
 
 /// What `--snapshots` names, typed once by the command line (clap's
@@ -32,18 +33,23 @@ impl Location {
     /// A `scheme://` text is a URL of a supported store; anything else is a
     /// directory. The error says what is wrong with the text; clap puts the
     /// flag's name before it.
-    pub fn parse(text: &str) -> Result<Location, String> {
+    pub fn parse(text: &str) -> Result<Location, LocationError> {
         let Some((scheme, _)) = text.split_once("://") else {
             return Ok(Location::Directory(PathBuf::from(text)));
         };
         if scheme.is_empty() || !scheme.bytes().all(|b| b.is_ascii_alphanumeric()) {
             return Ok(Location::Directory(PathBuf::from(text)));
         }
-        let url = Url::parse(text).map_err(|e| format!("{text:?} is not a valid URL: {e}"))?;
+        let url = Url::parse(text).map_err(|source| LocationError::NotAUrl {
+            text: text.to_owned(),
+            source,
+        })?;
         match ObjectStoreScheme::parse(&url) {
-            Ok((ObjectStoreScheme::Memory | ObjectStoreScheme::Http, _)) | Err(_) => Err(format!(
-                "{text:?}: unsupported storage URL; use s3://bucket/prefix/, gs://bucket/prefix/, az://container/prefix/ or file:///path/"
-            )),
+            Ok((ObjectStoreScheme::Memory | ObjectStoreScheme::Http, _)) | Err(_) => {
+                Err(LocationError::UnsupportedUrl {
+                    text: text.to_owned(),
+                })
+            }
             Ok(_) => Ok(Location::Url(url)),
         }
     }
@@ -77,13 +83,10 @@ impl From<&std::path::Path> for Location {
 /// What `publish`, `rollback` and `versions` take as `--to`: the object
 /// store URL the replicas read. A directory is refused: replicas reading a
 /// directory take files copied into it, and there is no manifest to write.
-pub fn parse_target(text: &str) -> Result<Url, String> {
+pub fn parse_target(text: &str) -> Result<Url, LocationError> {
     match Location::parse(text)? {
         Location::Url(url) => Ok(url),
-        Location::Directory(dir) => Err(format!(
-            "{}: --to takes the replicas' object store URL (s3://bucket/prefix/, file:///path/); replicas reading a directory take files copied into it",
-            dir.display()
-        )),
+        Location::Directory(dir) => Err(LocationError::DirectoryTarget(dir)),
     }
 }
 
@@ -167,7 +170,7 @@ pub fn open(
     url: &Url,
     options: &StorageOptions,
     metrics: Option<Arc<Metrics>>,
-) -> Result<Opened, String> {
+) -> Result<Opened, OpenError> {
     open_for(Access::Read, url, options, metrics)
 }
 
@@ -177,9 +180,15 @@ pub fn open_for(
     url: &Url,
     options: &StorageOptions,
     metrics: Option<Arc<Metrics>>,
-) -> Result<Opened, String> {
-    let (scheme, prefix) =
-        ObjectStoreScheme::parse(url).map_err(|e| format!("{}: {e}", display(url)))?;
+) -> Result<Opened, OpenError> {
+    let (scheme, prefix) = ObjectStoreScheme::parse(url).map_err(|e| OpenError::NotAStoreUrl {
+        url: display(url),
+        source: Box::new(e),
+    })?;
+    let store_error = |source| OpenError::Store {
+        url: display(url),
+        source,
+    };
     let log = Arc::new(ClientLog::default());
     let connector = Connector::new(Arc::clone(&log), metrics);
     let retry = request_retries(options.timeout);
@@ -221,7 +230,7 @@ pub fn open_for(
                 .with_retry(retry)
                 .with_http_connector(connector)
                 .build()
-                .map_err(|e| format!("{}: {e}", display(url)))?;
+                .map_err(store_error)?;
             Arc::new(store)
         }
         ObjectStoreScheme::GoogleCloudStorage => {
@@ -233,7 +242,7 @@ pub fn open_for(
                 .with_retry(retry)
                 .with_http_connector(connector)
                 .build()
-                .map_err(|e| format!("{}: {e}", display(url)))?;
+                .map_err(store_error)?;
             Arc::new(store)
         }
         ObjectStoreScheme::MicrosoftAzure => {
@@ -248,13 +257,12 @@ pub fn open_for(
                 .with_retry(retry)
                 .with_http_connector(connector)
                 .build()
-                .map_err(|e| format!("{}: {e}", display(url)))?;
+                .map_err(store_error)?;
             Arc::new(store)
         }
         ObjectStoreScheme::Local => {
             let root = local_root(url, access)?;
-            let store = LocalFileSystem::new_with_prefix(&root)
-                .map_err(|e| format!("{}: {e}", display(url)))?;
+            let store = LocalFileSystem::new_with_prefix(&root).map_err(store_error)?;
             return Ok(Opened {
                 store: Arc::new(store),
                 prefix: ObjectPath::default(),
@@ -262,7 +270,7 @@ pub fn open_for(
                 log,
             });
         }
-        _ => return Err(format!("{}: unsupported storage URL", display(url))),
+        _ => return Err(OpenError::UnsupportedUrl { url: display(url) }),
     };
     Ok(Opened {
         store,
@@ -275,31 +283,30 @@ pub fn open_for(
 /// The directory of a `file://` prefix. It must exist and be a directory
 /// unless `access` writes, as `--snapshots DIR` must: a misspelled prefix
 /// created on the spot would serve nothing, and say so only in a warning.
-fn local_root(url: &Url, access: Access) -> Result<PathBuf, String> {
+fn local_root(url: &Url, access: Access) -> Result<PathBuf, OpenError> {
     let shown = display(url);
     let root = url
         .to_file_path()
-        .map_err(|()| format!("{shown}: not a local path"))?;
-    let not_a_directory = |file: &std::path::Path| {
-        format!(
-            "{shown}: {} is a file, not a directory: a file:// URL names the directory \
-             (the prefix) that holds the snapshots, such as file:///srv/snapshots/",
-            file.display()
-        )
+        .map_err(|()| OpenError::NotALocalPath { url: shown.clone() })?;
+    let not_a_directory = |file: &std::path::Path| OpenError::FilePrefix {
+        url: shown.clone(),
+        file: file.to_owned(),
     };
     match std::fs::metadata(&root) {
         Ok(meta) if meta.is_dir() => Ok(root),
         Ok(_) => Err(not_a_directory(&root)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && access == Access::Write => {
-            std::fs::create_dir_all(&root)
-                .map_err(|e| format!("{shown}: cannot create {}: {e}", root.display()))?;
+            std::fs::create_dir_all(&root).map_err(|source| OpenError::CannotCreate {
+                url: shown.clone(),
+                dir: root.clone(),
+                source,
+            })?;
             Ok(root)
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
-            "{shown}: the directory {} does not exist (a file:// prefix is read from an \
-             existing directory; `publish --to {shown}` creates it)",
-            root.display()
-        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(OpenError::NoPrefixDirectory {
+            url: shown,
+            dir: root,
+        }),
         // `file:///x/acme.json/`: the file is a part of the path.
         Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
             // Rebuilt from its components: no trailing slash, which a
@@ -307,10 +314,18 @@ fn local_root(url: &Url, access: Access) -> Result<PathBuf, String> {
             let path: PathBuf = root.components().collect();
             match path.ancestors().find(|p| p.is_file()) {
                 Some(file) => Err(not_a_directory(file)),
-                None => Err(format!("{shown}: {} cannot be read: {e}", root.display())),
+                None => Err(OpenError::PrefixUnreadable {
+                    url: shown,
+                    dir: root,
+                    source: e,
+                }),
             }
         }
-        Err(e) => Err(format!("{shown}: {} cannot be read: {e}", root.display())),
+        Err(e) => Err(OpenError::PrefixUnreadable {
+            url: shown,
+            dir: root,
+            source: e,
+        }),
     }
 }
 

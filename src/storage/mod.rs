@@ -30,7 +30,7 @@ mod rebuild;
 pub use backoff::after_conflict;
 pub use dir::Directory;
 pub use download::{DownloadError, Downloaded, Expect, download};
-pub use error::{ErrorKind, ListError, StorageError};
+pub use error::{ErrorKind, ListError, LocationError, OpenError, StorageError};
 pub use file::{SnapshotFile, is_snapshot_name};
 pub use follow::RESYNC_EVERY;
 pub use listing::{Fetch, FileFingerprint, Fingerprint, Listing, Local, ObjectVersion};

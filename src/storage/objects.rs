@@ -32,12 +32,12 @@ use super::cache::Cache;
 use super::cached::Cached;
 use super::client::{ClientLog, classify};
 use super::download::{DownloadError, Expect, download};
-use super::error::{ErrorKind, ListError, StorageError};
+use super::error::{ErrorKind, ListError, OpenError, StorageError};
 use super::file::is_snapshot_name;
 use super::follow::{self, Followed, Records};
 use super::listing::{Fetch, Fingerprint, Listing, Local, ObjectVersion};
 use super::location::{self, StorageOptions};
-use super::manifest::{self, MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest};
+use super::manifest::{self, MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest, ManifestError};
 use super::origin::Source;
 use crate::metrics::Metrics;
 use crate::store::time::{utc_millis, utc_now};
@@ -99,7 +99,11 @@ enum Polled {
     Objects(Vec<ObjectMeta>),
     /// The manifest (or why it cannot be read), and the workspace records
     /// if they had to be read.
-    Manifest(Result<Manifest, String>, Option<String>, Option<Records>),
+    Manifest(
+        Result<Manifest, ManifestError>,
+        Option<String>,
+        Option<Records>,
+    ),
     Unmodified(Option<Records>),
 }
 
@@ -110,7 +114,7 @@ impl ObjectSource {
         url: &Url,
         options: &StorageOptions,
         metrics: Arc<Metrics>,
-    ) -> Result<Cached<ObjectSource>, String> {
+    ) -> Result<Cached<ObjectSource>, OpenError> {
         let opened = location::open(url, options, Some(Arc::clone(&metrics)))?;
         ObjectSource::cached(
             opened.store,
@@ -131,13 +135,13 @@ impl ObjectSource {
         log: Arc<ClientLog>,
         options: &StorageOptions,
         metrics: Arc<Metrics>,
-    ) -> Result<Cached<ObjectSource>, String> {
-        let cache = Cache::open(options.cache_dir.as_deref()).map_err(|e| {
+    ) -> Result<Cached<ObjectSource>, OpenError> {
+        let cache = Cache::open(options.cache_dir.as_deref()).map_err(|source| {
             let dir = options
                 .cache_dir
-                .as_deref()
-                .unwrap_or(std::path::Path::new("$TMPDIR"));
-            format!("cache directory {}: {e}", dir.display())
+                .clone()
+                .unwrap_or_else(|| "$TMPDIR".into());
+            OpenError::CacheDir { dir, source }
         })?;
         let cache = Arc::new(cache);
         let source = ObjectSource::new(
@@ -160,12 +164,12 @@ impl ObjectSource {
         cache: Arc<Cache>,
         options: &StorageOptions,
         metrics: Arc<Metrics>,
-    ) -> Result<ObjectSource, String> {
+    ) -> Result<ObjectSource, OpenError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .thread_name("object-store")
             .build()
-            .map_err(|e| format!("cannot start the object store client: {e}"))?;
+            .map_err(OpenError::Runtime)?;
         Ok(ObjectSource {
             store,
             prefix,
@@ -299,7 +303,7 @@ impl ObjectSource {
             StorageError::new(ErrorKind::Incomplete, format!("cannot read {key}: {e}"))
         })?;
         self.metrics.source_bytes(bytes.len() as u64);
-        Ok(Some(Polled::Manifest(manifest::parse(&bytes), etag, None)))
+        Ok(Some(Polled::Manifest(Manifest::parse(&bytes), etag, None)))
     }
 
     fn error(&self, error: &object_store::Error, message: String) -> StorageError {
@@ -325,8 +329,8 @@ impl ObjectSource {
                         .clone()
                         .unwrap_or_default()
                         .advance(&root, records, &self.prefix)
-                        .map_err(|e| (e, None)),
-                    Err(e) => Err((e, etag.clone())),
+                        .map_err(|e| (StorageError::from(e), None)),
+                    Err(e) => Err((StorageError::from(e), etag.clone())),
                 };
                 // The last good manifest stays remembered, not served:
                 // nothing changes until a valid one replaces it.
@@ -336,10 +340,10 @@ impl ObjectSource {
                         good: Some(followed),
                         broken: None,
                     },
-                    Err((message, etag)) => ManifestSeen {
+                    Err((broken, etag)) => ManifestSeen {
                         etag,
                         good: had,
-                        broken: Some(StorageError::new(ErrorKind::Manifest, message)),
+                        broken: Some(broken),
                     },
                 });
                 manifest_listing(state)

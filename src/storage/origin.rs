@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::dir::Directory;
-use super::error::ListError;
+use super::error::{ListError, OpenError};
 use super::listing::{Fetch, Fingerprint, Listing, Local};
 use super::location::{Location, StorageOptions};
 use super::objects::ObjectSource;
@@ -83,7 +83,7 @@ impl Origin {
         location: &Location,
         options: &StorageOptions,
         metrics: Arc<Metrics>,
-    ) -> Result<Origin, String> {
+    ) -> Result<Origin, OpenError> {
         match location {
             Location::Directory(dir) => Ok(Origin::new(Directory::open(dir)?)),
             Location::Url(url) => Ok(Origin::new(ObjectSource::open(url, options, metrics)?)),
@@ -98,7 +98,7 @@ impl Origin {
         url: String,
         options: &StorageOptions,
         metrics: Arc<Metrics>,
-    ) -> Result<Origin, String> {
+    ) -> Result<Origin, OpenError> {
         let source = ObjectSource::cached(
             store,
             object_store::path::Path::from(prefix),

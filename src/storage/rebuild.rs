@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 
 use super::cache::{Cache, Plain, Record};
 use super::delta::{self, DeltaError};
-use super::download::{Expect, download};
+use super::download::{DownloadError, Expect, download};
 use super::listing::{Fetch, Local, ObjectVersion};
 use super::manifest::DeltaRef;
 use super::objects::ObjectSource;
@@ -101,6 +101,25 @@ pub struct Rebuilt {
     pub fetched: u64,
 }
 
+/// Why a delta could not be applied; `try_delta` logs it and downloads
+/// the whole object instead, whatever went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum RebuildError {
+    /// The manifest names a delta key that is not an object path.
+    #[error("{key}: {source}")]
+    Key {
+        key: String,
+        source: object_store::path::Error,
+    },
+    /// `{why:?}`: what the log has always shown of a failed download.
+    #[error("cannot download the delta {key}: {why:?}")]
+    Download { key: ObjectPath, why: DownloadError },
+    /// The delta does not apply to the base, or reading or writing failed.
+    /// (`why`, not `source`: `DeltaError` is not a `std::error::Error`.)
+    #[error("{key}: {why}")]
+    Apply { key: ObjectPath, why: DeltaError },
+}
+
 /// A file removed when dropped, unless kept.
 struct Scratch(Option<PathBuf>);
 
@@ -120,8 +139,11 @@ pub async fn rebuild(
     delta: &DeltaRef,
     (base, record): (&Path, &Record),
     on_chunk: &mut dyn FnMut(u64),
-) -> Result<Rebuilt, String> {
-    let key = ObjectPath::parse(&delta.key).map_err(|e| format!("{}: {e}", delta.key))?;
+) -> Result<Rebuilt, RebuildError> {
+    let key = ObjectPath::parse(&delta.key).map_err(|source| RebuildError::Key {
+        key: delta.key.clone(),
+        source,
+    })?;
     let file = Scratch(Some(cache.download_path("delta.gz")));
     let path = file.0.as_deref().unwrap_or(Path::new(""));
     let expect = Expect {
@@ -129,9 +151,9 @@ pub async fn rebuild(
         sha256: Some(&delta.sha256),
         if_match: None,
     };
-    download(store, &key, expect, path, on_chunk)
-        .await
-        .map_err(|e| format!("cannot download the delta {key}: {e:?}"))?;
+    if let Err(why) = download(store, &key, expect, path, on_chunk).await {
+        return Err(RebuildError::Download { key, why });
+    }
     let out = Scratch(Some(cache.download_path("rebuilt.json")));
     let plain = apply(
         cache,
@@ -139,7 +161,7 @@ pub async fn rebuild(
         (base, record),
         out.0.as_deref().unwrap_or(Path::new("")),
     )
-    .map_err(|e| format!("{key}: {e}"))?;
+    .map_err(|why| RebuildError::Apply { key, why })?;
     let mut out = out;
     Ok(Rebuilt {
         path: out.0.take().unwrap_or_default(),

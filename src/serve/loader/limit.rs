@@ -88,17 +88,31 @@ impl MemoryLimit {
     }
 }
 
+/// Why `--memory-limit` is not a size. Clap prints it after "invalid
+/// value"; `text` is the value trimmed. Typed so that the parser's
+/// boundary says what can be wrong; the messages are the ones users saw.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("{text:?} is not a size: expected bytes like 2147483648 or 2G")]
+    NotASize { text: String },
+    #[error("{text:?}: unknown unit (use K, M, G or T)")]
+    UnknownUnit { text: String },
+    /// Zero, or more bytes than a `u64` holds.
+    #[error("{text:?} is not a usable memory limit")]
+    Unusable { text: String },
+}
+
 /// Parses `--memory-limit`: bytes, or a number with K, M, G or T (powers of
 /// 1024, an optional `i` and `B`: `512M`, `2GiB`).
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
+pub fn parse_bytes(text: &str) -> Result<u64, SizeError> {
     let text = text.trim();
     let digits = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(digits);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size: expected bytes like 2147483648 or 2G"))?;
+    let number: u64 = number.parse().map_err(|_| SizeError::NotASize {
+        text: text.to_owned(),
+    })?;
     let unit = unit.trim().to_ascii_uppercase();
     let shift = match unit.trim_end_matches('B').trim_end_matches('I') {
         "" => 0,
@@ -106,12 +120,18 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         "M" => 20,
         "G" => 30,
         "T" => 40,
-        _ => return Err(format!("{text:?}: unknown unit (use K, M, G or T)")),
+        _ => {
+            return Err(SizeError::UnknownUnit {
+                text: text.to_owned(),
+            });
+        }
     };
     number
         .checked_mul(1 << shift)
         .filter(|&b| b > 0)
-        .ok_or_else(|| format!("{text:?} is not a usable memory limit"))
+        .ok_or_else(|| SizeError::Unusable {
+            text: text.to_owned(),
+        })
 }
 
 /// What building `file` will take at its peak.
@@ -200,5 +220,13 @@ mod tests {
         for bad in ["", "0", "M", "12Q", "-1", "1.5G"] {
             assert!(parse_bytes(bad).is_err(), "{bad:?}");
         }
+        // The messages users saw when the errors were text.
+        let message = |text| parse_bytes(text).unwrap_err().to_string();
+        assert_eq!(message(" 2X "), "\"2X\": unknown unit (use K, M, G or T)");
+        assert_eq!(
+            message("G"),
+            "\"G\" is not a size: expected bytes like 2147483648 or 2G"
+        );
+        assert_eq!(message("0"), "\"0\" is not a usable memory limit");
     }
 }

@@ -43,7 +43,7 @@ use batch::{Batch, SETTLE_SHARE};
 use changed::Removed;
 pub use files::FileStatus;
 use files::Files;
-pub use limit::{MemoryLimit, parse_bytes, resident_bytes};
+pub use limit::{MemoryLimit, SizeError, parse_bytes, resident_bytes};
 use load::{Loading, Read, ReadResult};
 use settle::Settled;
 

@@ -16,17 +16,20 @@ use std::time::Duration;
 use object_store::path::Path as ObjectPath;
 
 use crate::snapshot::SnapshotError;
-use crate::storage::DownloadError;
+use crate::storage::{DownloadError, LocationError, OpenError};
 use crate::store::claims::Conflict;
 use portfolio_wire::manifest::{ManifestError, VersionError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
     // Opening the target.
-    /// The `--to` URL or its store, refused by storage (whose errors are
-    /// still text while it is rewritten).
-    #[error("{0}")]
-    Location(String),
+    /// The `--to` text names no object store (`config` refuses it before
+    /// a command runs; a library caller may not have).
+    #[error(transparent)]
+    Location(#[from] LocationError),
+    /// The store `--to` names cannot be opened.
+    #[error(transparent)]
+    Open(#[from] OpenError),
     #[error("cannot start the object store client: {0}")]
     Runtime(#[source] std::io::Error),
 

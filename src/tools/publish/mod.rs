@@ -45,9 +45,8 @@ impl Target {
     /// Opens `to` for `access`: only `publish` writes, so only it creates
     /// a `file://` prefix's directory.
     fn open(to: &str, options: &StorageOptions, access: Access) -> Result<Target, PublishError> {
-        let url = location::parse_target(to).map_err(PublishError::Location)?;
-        let opened =
-            location::open_for(access, &url, options, None).map_err(PublishError::Location)?;
+        let url = location::parse_target(to)?;
+        let opened = location::open_for(access, &url, options, None)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

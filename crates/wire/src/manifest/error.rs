@@ -81,15 +81,6 @@ pub enum VersionError {
     Ambiguous { wanted: String, count: usize },
 }
 
-/// Storage still carries its errors as text (`StorageError::new(kind,
-/// message)`) while it is rewritten (issue 27); this lets it take a
-/// record's error as it did before. Goes once storage's errors are typed.
-impl From<ManifestError> for String {
-    fn from(e: ManifestError) -> String {
-        e.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -79,13 +79,6 @@ impl Manifest {
     }
 }
 
-/// [`Manifest::parse`] with its error as text, for storage, whose
-/// `Polled::Manifest` holds a `Result<Manifest, String>` while storage is
-/// rewritten (issue 27). Goes once storage takes a [`ManifestError`].
-pub fn parse(bytes: &[u8]) -> Result<Manifest, String> {
-    Manifest::parse(bytes).map_err(|e| e.to_string())
-}
-
 /// One workspace's versions in format 2: `workspaces/<id>.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Record {
@@ -156,17 +149,22 @@ mod tests {
     fn parse_reads_both_formats_and_refuses_a_newer_one_saying_what_to_do() {
         let mut old = v1::Manifest::empty();
         old.publish("ws", version(1, "v1"), 10);
-        assert!(matches!(parse(&old.to_json()), Ok(Manifest::V1(_))));
         assert!(matches!(
-            parse(&Root::empty().to_json()),
+            Manifest::parse(&old.to_json()),
+            Ok(Manifest::V1(_))
+        ));
+        assert!(matches!(
+            Manifest::parse(&Root::empty().to_json()),
             Ok(Manifest::V2(_))
         ));
         let err = Manifest::parse(br#"{"manifest_version": 3}"#).unwrap_err();
         assert!(matches!(err, ManifestError::UnknownFormat(3)), "{err}");
-        let err = parse(br#"{"manifest_version": 3}"#).unwrap_err();
+        let err = err.to_string();
         assert!(err.contains("manifest_version 3"), "{err}");
         assert!(err.contains("upgrade the replicas"), "{err}");
-        assert!(parse(b"[]").unwrap_err().contains("not a valid manifest"));
+        let err = Manifest::parse(b"[]").unwrap_err();
+        assert!(matches!(err, ManifestError::NotAManifest(_)), "{err}");
+        assert!(err.to_string().contains("not a valid manifest"));
     }
 
     #[test]
