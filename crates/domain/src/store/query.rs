@@ -220,7 +220,7 @@ impl<'d> Body<'d> {
     /// Writes the gzip form, assembled from precompressed records, into
     /// `out` (cleared first; a kept buffer is reused). False, and `out`
     /// untouched, if the records were not precompressed, if assembling the
-    /// page does not pay (see [`assembly_pays`]), or if the body is a
+    /// page does not pay (see `assembly_pays`), or if the body is a
     /// shared one (see [`Body::shared_gzip`]).
     pub fn write_gzip(&self, out: &mut Vec<u8>) -> bool {
         let Shape::Parts {
