@@ -106,8 +106,9 @@ impl<'d> Body<'d> {
         }
     }
 
-    /// `{"data":[<records>]<tail>`; `list` is a stretch of chain order
-    /// `chain`, if given.
+    /// `{"data":[<records><tail>`, the tail closing the array (`]}`, or
+    /// `],"pagination":...}`); `list` is a stretch of chain order `chain`,
+    /// if given.
     fn list(records: &'d Rendered, list: &'d [u32], chain: Option<usize>, tail: Text) -> Body<'d> {
         Body {
             shape: Shape::Parts {
