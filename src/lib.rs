@@ -15,7 +15,7 @@
 //! - [`storage`]: where snapshots come from, a directory or a prefix of an
 //!   object store: listing, fetching, the cache, backoff; used by the
 //!   server and the publisher alike.
-//! - [`serve`]: the server, [`serve::run`]: the scan and its reloader
+//! - [`serve`](mod@serve): the server, [`serve::run`]: the scan and its reloader
 //!   thread, the API, the operators' listener, the accept loop.
 //! - [`metrics`]: the Prometheus metrics the server and its storage count.
 //! - [`tools`]: the other subcommands: `check`, `diff`, `publish` and its

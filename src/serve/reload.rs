@@ -1,4 +1,5 @@
-//! Hot reload: what makes the loader scan the snapshot directory again.
+//! Hot reload: what makes the loader scan the snapshots (a directory or an
+//! object store) again.
 //!
 //! One thread, the reloader, does every scan, so scans never overlap and
 //! never run on the async runtime. It scans when
@@ -11,7 +12,7 @@
 //! - [`RescanHandle::rescan`] is called (SIGHUP);
 //! - a file it skipped because it was still being written has settled.
 //!
-//! Scans are cheap when nothing changed: a `stat` per file.
+//! Scans of a directory are cheap when nothing changed: a `stat` per file.
 //!
 //! An object store has no events: it is polled, every `--poll-interval`
 //! (10 s by default) jittered by ±20%, and less often while it fails

@@ -260,7 +260,10 @@ impl Activity {
         self.moved.store(self.moved() + 1, Ordering::Relaxed);
     }
 
-    /// Bytes arrived: while no request is being handled, they begin a head.
+    /// Bytes arrived: unless a head is being read already, they begin one.
+    /// Bytes of a request body that arrive after its head count too, as
+    /// the start of the next head: a connection left idle after them is
+    /// closed by the header-read timeout rather than the keep-alive one.
     fn read(&self) {
         self.touch();
         let head = self.head();

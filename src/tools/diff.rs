@@ -1,7 +1,7 @@
 //! `portfolio-replica diff OLD NEW`: what changed between two snapshots,
 //! per collection: the records added, changed and removed (by id) and how
 //! many are unchanged. Records are matched by id, and a record whose bytes
-//! are the same in both is unchanged ([`crate::snapshot::digests`]: 128
+//! are the same in both is unchanged ([`crate::snapshot::digests`](mod@crate::snapshot::digests): 128
 //! bits of SHA-256 of its bytes). `publish` prints the same summary against
 //! the version that serves (`crate::tools::publish`, which also resolves `diff
 //! --to`'s published versions and hands them here).
@@ -199,8 +199,9 @@ pub fn files(
 }
 
 /// One file, checked and hashed record by record. The two passes run at
-/// once, on two threads: a check keeps about one core busy, and the scan
-/// holds only its window, so the peak memory stays that of `check`.
+/// once: the check loads the file as `check` does (a large one on every
+/// core), and the scan beside it holds only its window, so the peak memory
+/// stays that of `check`.
 fn read(path: &Path, err: &mut impl Write) -> Option<Side> {
     let name = path.display().to_string();
     if path.is_dir() {

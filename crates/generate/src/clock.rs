@@ -8,9 +8,11 @@ use super::timestamp::{SHARED_INSTANT, Style, Ts};
 
 /// Hands out ordering timestamps for one collection, with deliberate ties.
 ///
-/// Records 0, 1 and 2 of a collection share [`SHARED_INSTANT`], written as
-/// `Z`, `+02:00` and `-05:00`; the records in `run` share one more instant;
-/// and about `tie_per_mille` of the others reuse one of a pool of instants.
+/// With [`Clock::with_shared_first`] (tasks, feed and notes), records 0, 1
+/// and 2 of a collection share [`SHARED_INSTANT`], written as `Z`, `+02:00`
+/// and `-05:00`; with [`Clock::with_run`] (the feed), the records in `run`
+/// share one more instant; and about `tie_per_mille` of the others reuse
+/// one of a pool of instants.
 pub(super) struct Clock {
     /// How many records the collection holds: one stamp each.
     records: usize,

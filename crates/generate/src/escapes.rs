@@ -12,7 +12,8 @@
 use super::rng::Rng;
 
 /// Pieces of JSON string content (between the quotes), each valid on its
-/// own; `generate::escapes::tests` checks that each decodes.
+/// own; `tests::every_fragment_is_json_string_content` below checks that
+/// each decodes.
 const FRAGMENTS: &[&str] = &[
     // Quotes and backslashes.
     "\\\"quoted\\\" and \\\\back\\\\slashed\\\\",

@@ -111,9 +111,11 @@ impl Json {
     /// This generator used to escape by itself, identically but for U+0008
     /// and U+000C, which serde_json writes as `\b` and `\f` where it wrote
     /// `\u0008` and `\u000c`. Generated text never holds either: it is made
-    /// of this module's string literals, whose only control characters are
+    /// of this crate's string literals, whose only control characters are
     /// `\n` and `\t`, and of decimal and hexadecimal numbers. So the output is
-    /// byte-identical to what it was (`generate::tests` checks the texts).
+    /// byte-identical to what it was (the crate's
+    /// `tests::text_holds_no_control_characters_but_newline_and_tab` checks
+    /// the texts).
     pub(super) fn string(&mut self, text: &str) {
         self.separate();
         text.render(&mut self.buf);

@@ -5,7 +5,7 @@
 //! own `{ "id", "attributes" }` shape. Every random choice comes from a small
 //! xoshiro256** generator seeded from `(seed, workspace)`, and no
 //! floating-point arithmetic is involved, so a given `(scale, seed)` produces
-//! byte-identical files on every machine (as long as this module's code and
+//! byte-identical files on every machine (as long as this crate's code and
 //! word lists are unchanged).
 //!
 //! - `small` writes two workspaces, `acme.json` and `globex.json`, of a few

@@ -77,7 +77,8 @@ impl Plan {
 ///   for measurements over tens of thousands of workspaces;
 /// - tiny, about 100 KB: a handful of companies with a few months of work each;
 /// - small: each of the two demo workspaces, a few hundred kilobytes;
-/// - medium, about 100 MB: a tenth of `large` in every count;
+/// - medium, about 100 MB: a tenth of `large` in every count of records (not
+///   its team, 60 people against 400, nor its run of tied feed entries);
 /// - large, about 1 GB: enough tasks to page at offset 1,000,000 and over
 ///   300,000 feed entries.
 #[rustfmt::skip]

@@ -1,11 +1,12 @@
 //! Everything the process asks of the operating system and the processor
 //! beyond std: huge pages, prefetching, thread priority, handing freed
 //! heap memory back. The `unsafe` system calls live here, each behind a
-//! safe function; the other modules say what
-//! they want (this buffer on huge pages, this thread behind requests) and
-//! not how. It imports nothing of the crate and sits below every layer, so
-//! that each may use it, the store included (ARCHITECTURE.md); the deflate
-//! codec (`gzip_fragments`) gets it from the store as a `Placement`.
+//! safe function; the other crates say what they want (this buffer on huge
+//! pages, this thread behind requests) and not how. It depends on nothing
+//! but libc and sits below every other crate, so that each may use it, the
+//! domain included (ARCHITECTURE.md, "Crates"); the deflate codec
+//! (`gzip_fragments`) gets it as a `Placement` from the server's warm-up
+//! stage (`serve::loader::warm` in the binary).
 //!
 //! All of it is hints. A page copies (or assembles) records from all over
 //! gigabytes of memory: with 4 KB pages nearly every record costs a TLB
@@ -125,7 +126,7 @@ pub fn lower_priority() {
 const MMAP_THRESHOLD: usize = 1 << 20;
 
 /// Fixes glibc's threshold for mapping a block on its own at
-/// [`MMAP_THRESHOLD`]. By default the threshold follows the largest mapped
+/// `MMAP_THRESHOLD` (1 MiB). By default the threshold follows the largest mapped
 /// block freed (up to 32 MiB): once a reload frees the old version's 8 MiB
 /// record chunks, the next versions' chunks come from the heaps of the
 /// loader's threads, where freed memory lingers. Measured on `medium`

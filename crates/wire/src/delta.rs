@@ -17,8 +17,10 @@
 //! record whose bytes are in the base is copied from there, and runs of
 //! records that follow each other in both files, with the same bytes
 //! between them, are one copy; everything else is inserted. So a change of
-//! one record in a file of any size is three ops. The format itself knows
-//! nothing of records: a copy is any range of the base.
+//! one record in a file of any size is a few ops: a copy up to it, the
+//! bytes before it and the record inserted (two ops), a copy of the rest,
+//! and the end. The format itself knows nothing of records: a copy is any
+//! range of the base.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};

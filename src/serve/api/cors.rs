@@ -1,9 +1,10 @@
 //! Cross-origin access for browser clients (`--cors-allow-origin`), off by
 //! default (docs/api.md#cors).
 //!
-//! A preflight (`OPTIONS` with `Access-Control-Request-Method`) is answered
-//! before the key is checked, since browsers send it without one. Every
-//! answer to an allowed origin says so, exposes the headers a client needs
+//! Every `OPTIONS` request is answered with 204 before the key is checked,
+//! as a preflight, since browsers send one without a key (theirs carries
+//! `Access-Control-Request-Method`, which is not required). Every answer to
+//! an allowed origin says so, exposes the headers a client needs
 //! (`X-Snapshot-Version`, `ETag`), and varies on `Origin` unless any origin
 //! is allowed.
 

@@ -48,7 +48,8 @@ pub struct ApiState {
     pub store: Arc<Store>,
     /// Keys are `<key_prefix>_<secret>`.
     pub key_prefix: String,
-    /// Set once the first scan of the snapshot directory has finished.
+    /// Set once the first scan of the snapshots (a directory or an object
+    /// store) has finished.
     pub ready: Arc<AtomicBool>,
     /// Set once the datasets of the first scan are precompressed for gzip
     /// answers: until then `/readyz` still says `starting`, so that a new

@@ -19,7 +19,8 @@ pub enum Route {
     Health,
     Ready,
     OpenApi,
-    /// Unknown paths, requests refused before routing (405, 401, 503).
+    /// Unknown paths, and paths with an empty segment. A request refused
+    /// on a known path (405, 401, 503) keeps that path's route.
     Other,
 }
 

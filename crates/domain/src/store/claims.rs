@@ -9,7 +9,11 @@
 //! between contents of the same age the first name. The rule looks at the
 //! contents alone, never at what a process happened to load first, so every
 //! replica, however it got there, and every restart agree on which
-//! workspace a key reads.
+//! workspace a key reads, as long as they see the same times. With an
+//! object store they do; in a directory the time is each replica's own
+//! copy's, so replicas agree only if their copies keep the source's
+//! modification times (`rsync -a`, `cp -p`), and otherwise may decide a
+//! conflict differently (docs/reload.md#conflicts).
 
 use rustc_hash::FxHashMap;
 use std::fmt;

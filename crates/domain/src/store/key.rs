@@ -1,8 +1,9 @@
 //! API keys as the store knows them: the SHA-256 of the whole key text.
 //!
 //! A key is `<prefix>_<secret>` (docs/api.md#authentication). Snapshots and
-//! the catalog hold only hashes, so a plain key is never stored, logged or
-//! served.
+//! the catalog hold only hashes, so a plain key is never written to a file,
+//! logged or served; the API keeps the text of the last few keys per thread
+//! in memory only, to skip hashing them again (`serve::api::auth`).
 
 use sha2::{Digest, Sha256};
 

@@ -11,7 +11,10 @@
 //! two versions.
 //!
 //! No IO, no HTTP and no file format here: the store imports nothing from
-//! the layers above it (checked by `tests/it/layers.rs`).
+//! the file format beside it in this crate (`snapshot` drives the builder,
+//! not the other way round), and nothing of the crates above it, which
+//! Cargo refuses; `tests/it/layers.rs` checks that the crate does no IO and
+//! starts no thread.
 
 mod builder;
 pub mod claims;

@@ -106,8 +106,9 @@ impl<'d> Body<'d> {
         }
     }
 
-    /// `{"data":[<records>]<tail>`; `list` is a stretch of chain order
-    /// `chain`, if given.
+    /// `{"data":[<records><tail>`, the tail closing the array (`]}`, or
+    /// `],"pagination":...}`); `list` is a stretch of chain order `chain`,
+    /// if given.
     fn list(records: &'d Rendered, list: &'d [u32], chain: Option<usize>, tail: Text) -> Body<'d> {
         Body {
             shape: Shape::Parts {
@@ -220,7 +221,7 @@ impl<'d> Body<'d> {
     /// Writes the gzip form, assembled from precompressed records, into
     /// `out` (cleared first; a kept buffer is reused). False, and `out`
     /// untouched, if the records were not precompressed, if assembling the
-    /// page does not pay (see [`assembly_pays`]), or if the body is a
+    /// page does not pay (see `assembly_pays`), or if the body is a
     /// shared one (see [`Body::shared_gzip`]).
     pub fn write_gzip(&self, out: &mut Vec<u8>) -> bool {
         let Shape::Parts {

@@ -1,9 +1,9 @@
 //! How the domain works in parallel without threads of its own: whoever
 //! calls a load hands it a [`Threads`], which says how many threads the
-//! load may use and runs its jobs on them. The server's loader gives
-//! scoped threads, one per core; `check`, tests and benches may give
-//! [`OneThread`], and the load then does everything on the calling
-//! thread.
+//! load may use and runs its jobs on them. The binary gives scoped
+//! threads, one per core (`threads::Cores`), to the server's loader and to
+//! `check` alike; a caller that gives [`OneThread`] (as `snapshot::load`
+//! does) has the load do everything on the calling thread.
 
 /// Threads a load may use, the calling thread included.
 pub trait Threads: Sync {

@@ -6,8 +6,9 @@
 //!
 //! Who runs the jobs, on which thread, at what priority, and whether the
 //! records then move onto huge pages is the caller's: the server's
-//! loader drives a warm-up stage (`loader::warm`), as tantivy's reader
-//! drives its warmers; tests and benches call [`Dataset::warm`].
+//! loader drives a warm-up stage (`serve::loader::warm` in the binary), as
+//! tantivy's reader drives its warmers; tests and benches call
+//! [`Dataset::warm`].
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
@@ -26,7 +27,7 @@ use crate::store::{Collection, Dataset};
 /// One chain per collection, the order its pages are served in most (the
 /// main list; a parent's list where there is no main list): a chain costs
 /// about 0.4 of the collection's bytes, so every further order would
-/// cost as much again (see [`precompression_jobs`]). Companies, few and
+/// cost as much again (see `precompression_jobs`). Companies, few and
 /// small, keep a second; meetings and their notes, served alone or a few
 /// together, have none.
 pub mod chains {
@@ -147,7 +148,7 @@ impl Drop for WarmTicket {
 
 impl Dataset {
     /// The jobs that warm this dataset, the largest collections first
-    /// (see [`precompression_jobs`]). Each collection's origin (the
+    /// (see `precompression_jobs`). Each collection's origin (the
     /// version it follows) is taken by its job: call it once.
     pub fn warm_jobs(&self) -> Vec<WarmJob> {
         precompression_jobs(self)
@@ -358,7 +359,7 @@ impl WarmJob {
     }
 
     /// Whether the job copies the fragments of all but a few records (at
-    /// most one in [`SMALL_CHANGE`]): a few milliseconds, worth doing
+    /// most one in `SMALL_CHANGE`, 64): a few milliseconds, worth doing
     /// before the dataset serves, so that its gzip answers are at full
     /// speed from its first request.
     pub fn is_small_change(&self) -> bool {

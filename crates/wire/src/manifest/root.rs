@@ -23,7 +23,7 @@ pub const MAX_ROOT_BYTES: usize = 48 << 10;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Root {
-    /// The format: [`FORMAT`].
+    /// The format: [`MANIFEST_VERSION`](super::MANIFEST_VERSION), 2.
     pub manifest_version: u32,
     /// Counts the writes of the root: each publish or rollback adds 1.
     pub revision: u64,
@@ -79,7 +79,7 @@ impl Root {
 
     /// A new revision announcing `changes` (workspace, its record's
     /// revision, the version that serves), dropping the oldest changes past
-    /// [`MAX_CHANGES`] or [`MAX_ROOT_BYTES`].
+    /// [`MAX_CHANGES`] or `MAX_ROOT_BYTES` (48 KiB).
     pub fn announce(&mut self, changes: &[(String, u64, Version)], now: String) {
         self.manifest_version = FORMAT;
         self.revision += 1;

@@ -242,8 +242,9 @@ fn dangling_references(
 }
 
 /// A stable hash of what identifies a dataset's content: workspace, version
-/// and the source's bytes (FxHash is fixed: no per-process seed, so every
-/// replica computes the same value).
+/// and the content hash ([`Meta::content_hash`], which depends on the path
+/// that loaded the file). FxHash is fixed: no per-process seed, so every
+/// replica that loaded the same file the same way computes the same value.
 fn fingerprint(workspace: &str, version: &str, content_hash: u64) -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = rustc_hash::FxBuildHasher.build_hasher();

@@ -14,8 +14,9 @@
 //! Everything derived across records (ids repeated, dangling references,
 //! orders, indexes, the latest metric per name) is derived again by
 //! [`Builder::finish`] from the keys, exactly as for a fresh load; so is
-//! the ETag, from the new file's bytes. Only what a record alone gives is
-//! taken over.
+//! the ETag, from the new file's content hash
+//! ([`Meta::content_hash`](super::Meta::content_hash)).
+//! Only what a record alone gives is taken over.
 //!
 //! Digests are 128 bits (XXH3-128, over the bytes from `{` to `}`): an
 //! accidental collision among a workspace's records is not a practical
@@ -196,7 +197,8 @@ impl Previous {
     /// fragments into the new version's. Measured on `medium` with every
     /// record changed: a peak of 3.2 times the JSON with them, 2.7 without
     /// (BENCHMARKS.md, "Small changes"). If the load fails, the loader has
-    /// the old version precompressed again ([`Dataset::precompress_again`]).
+    /// the fragments the old version let go made again
+    /// ([`Dataset::warm_again`]).
     fn missed(&self) {
         if self.missed.fetch_add(1, Ordering::Relaxed) + 1 == self.most {
             self.dataset.let_go_of_fragments();
