@@ -165,7 +165,7 @@ pub enum Command {
         #[arg(long, env = "PORTFOLIO_PUBLISH_TO", value_name = "URL", value_parser = parse_to)]
         to: String,
         /// Versions of each workspace the manifest keeps (for rollback).
-        #[arg(long, value_name = "N", default_value_t = 10,
+        #[arg(long, value_name = "N", default_value_t = portfolio_wire::manifest::DEFAULT_KEEP as u64,
               value_parser = clap::value_parser!(u64).range(1..=1000))]
         keep: u64,
         /// Check, and print what would change against each workspace's

@@ -523,6 +523,11 @@ fn read_number(reader: &mut impl Read) -> Result<u64, DeltaError> {
     for shift in (0..64).step_by(7) {
         let mut byte = [0u8; 1];
         read_exact(reader, &mut byte)?;
+        // The tenth byte holds bit 63 alone: anything more would be lost
+        // in the shift, and a delta is refused rather than misread.
+        if shift == 63 && byte[0] & 0x7f > 1 {
+            return Err(DeltaError::Corrupt("a number of more than 64 bits".into()));
+        }
         n |= u64::from(byte[0] & 0x7f) << shift;
         if byte[0] & 0x80 == 0 {
             return Ok(n);
@@ -594,6 +599,19 @@ pub fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_round_trip_and_a_65th_bit_is_refused() {
+        for n in [0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX] {
+            let mut bytes = Vec::new();
+            write_number(&mut bytes, n).unwrap();
+            assert_eq!(read_number(&mut &bytes[..]).unwrap(), n);
+        }
+        // Ten bytes whose last holds more than bit 63.
+        let mut too_long = vec![0xff; 9];
+        too_long.push(0x02);
+        assert!(matches!(read_number(&mut &too_long[..]), Err(DeltaError::Corrupt(_))));
+    }
 
     fn company(n: usize, name: &str) -> String {
         format!(
