@@ -1,32 +1,26 @@
 //! The crate's one HTTP client, for the command line: `probe` asks a
 //! listener for a health endpoint and `versions --replica` asks replicas'
-//! admin listeners for `/snapshots`. One `GET` at a time over HTTP/1.1 with
-//! hyper's client, on a current-thread tokio runtime of its own (these are
-//! one-shot commands; nothing else runs), within one deadline.
+//! admin listeners for `/snapshots`. One blocking `GET` over HTTP/1.1 with
+//! `ureq`, within one deadline: these are one-shot commands, so there is no
+//! runtime, no connection pool, no proxy and no redirect to follow.
 //!
 //! Addresses are `http://HOST[:PORT][/PATH]` or the same without the scheme
 //! (`HOST:PORT`), parsed once with the `url` crate into an [`HttpUrl`]. The
 //! listeners speak plain HTTP (TLS ends at the load balancer), so any other
-//! scheme is refused with a message saying so.
+//! scheme is refused with a message saying so (and `ureq` is built without
+//! TLS).
 //!
 //! It imports nothing of the crate: commands and `publish` sit on it.
 
+use std::io::ErrorKind;
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Empty, Limited};
-use hyper::header::{CONNECTION, HOST, HeaderValue, USER_AGENT};
-use hyper::{Request, StatusCode};
-use hyper_util::rt::TokioIo;
+use ureq::http::StatusCode;
 use url::{Host, Url};
 
 /// What `--url` and `--replica` take, said in messages about them.
 const SHAPE: &str = "give http://HOST[:PORT][/PATH] or HOST:PORT[/PATH]";
-
-/// The most of a body read; a `/snapshots` of ten thousand files is a few
-/// megabytes.
-const MAX_BODY: usize = 64 << 20;
 
 /// An `http://` URL with a host, as the user wrote it (for messages) and as
 /// parsed.
@@ -135,11 +129,11 @@ impl HttpUrl {
 #[derive(Debug)]
 pub struct Answer {
     pub status: StatusCode,
-    /// The status line after the version: `200 OK`, with the server's own
-    /// reason phrase when it sent another than the standard one.
+    /// The status line after the version, with the standard reason phrase:
+    /// `200 OK` (`ureq` does not keep the one the server sent).
     pub status_line: String,
     /// Empty unless asked for.
-    pub body: Bytes,
+    pub body: Vec<u8>,
 }
 
 /// Why there was no answer, in a few words (without the URL).
@@ -164,90 +158,110 @@ pub enum Read {
 /// left to the system and not bounded by `timeout`. Blocks: call it from
 /// the command line, not from async code.
 pub fn get(url: &HttpUrl, timeout: Duration, read: Read) -> Result<Answer, Unreachable> {
+    // Resolved here rather than by `ureq`, whose errors say neither that
+    // the name did not resolve nor which address refused.
     let addresses: Vec<SocketAddr> =
         std::net::ToSocketAddrs::to_socket_addrs(&(url.host().as_str(), url.port()))
             .map_err(|e| Unreachable(format!("cannot resolve {}: {e}", url.host())))?
             .collect();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Unreachable(format!("cannot start a runtime: {e}")))?;
-    let exchange = exchange(url, &addresses, read);
-    runtime
-        .block_on(async { tokio::time::timeout(timeout, exchange).await })
-        .unwrap_or_else(|_| Err(Unreachable(format!("no answer within {timeout:?}"))))
-}
-
-/// Connects to the first of `addresses` that accepts, sends the request and
-/// reads the answer. The caller bounds it in time: an address that does not
-/// answer takes all of it, as with the system's `connect`.
-async fn exchange(
-    url: &HttpUrl,
-    addresses: &[SocketAddr],
-    read: Read,
-) -> Result<Answer, Unreachable> {
-    let fail = |doing: &str, e: &dyn std::fmt::Display| Unreachable(format!("{doing}: {e}"));
+    let deadline = Instant::now() + timeout;
+    let late = || Unreachable(format!("no answer within {timeout:?}"));
     let mut failure = Unreachable(format!("{} resolves to no address", url.host()));
-    let mut stream = None;
+    // The first address that accepts answers; one that does not answer
+    // takes all the time left, as with the system's `connect`.
     for address in addresses {
-        match tokio::net::TcpStream::connect(address).await {
-            Ok(connected) => {
-                stream = Some(connected);
-                break;
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(late());
+        }
+        match exchange(url, address, left, read) {
+            Ok(answer) => return Ok(answer),
+            Err(ureq::Error::Io(e)) if is_connect(&e) => {
+                failure = Unreachable(format!("cannot connect to {address}: {e}"));
             }
-            Err(e) => failure = fail(&format!("cannot connect to {address}"), &e),
+            Err(ureq::Error::Timeout(_)) => return Err(late()),
+            Err(e) => return Err(Unreachable(why(e))),
         }
     }
-    let stream = stream.ok_or(failure)?;
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| fail("cannot start HTTP", &e))?;
-    // The connection is driven by its own task while this one waits for
-    // the answer; it ends when the answer has been read (Connection: close).
-    tokio::spawn(connection);
-    let mut request = Request::get(url.target())
-        .body(Empty::<Bytes>::new())
-        .map_err(|e| fail("cannot write the request", &e))?;
-    let headers = request.headers_mut();
-    let host = HeaderValue::from_str(&url.authority()).map_err(|e| fail("bad host", &e))?;
-    headers.insert(HOST, host);
-    headers.insert(
-        USER_AGENT,
-        HeaderValue::from_static(concat!("portfolio-replica/", env!("CARGO_PKG_VERSION"))),
-    );
-    headers.insert(CONNECTION, HeaderValue::from_static("close"));
-    let response = sender.send_request(request).await.map_err(|e| {
-        if e.is_incomplete_message() {
-            Unreachable("the connection closed before a status line".to_owned())
-        } else if e.is_parse() {
-            fail("the answer is not HTTP", &e)
-        } else {
-            fail("cannot read the answer", &e)
+    Err(failure)
+}
+
+/// What went wrong after connecting, in a few words (without `ureq`'s own
+/// prefixes, such as `io: `).
+fn why(e: ureq::Error) -> String {
+    match e {
+        ureq::Error::Io(e) if e.kind() == ErrorKind::UnexpectedEof => {
+            "the connection closed before the whole answer".to_owned()
         }
-    })?;
+        ureq::Error::Io(e) => format!("cannot read the answer: {e}"),
+        ureq::Error::Protocol(e) => format!("the answer is not HTTP: {e}"),
+        ureq::Error::BodyExceedsLimit(_) => {
+            format!("the answer is more than {} MiB", MAX_BODY >> 20)
+        }
+        e => format!("cannot read the answer: {e}"),
+    }
+}
+
+/// The most of a body read; a `/snapshots` of ten thousand files is a few
+/// megabytes.
+const MAX_BODY: u64 = 64 << 20;
+
+/// `GET url` from `address`, all of it within `timeout`.
+fn exchange(
+    url: &HttpUrl,
+    address: SocketAddr,
+    timeout: Duration,
+    read: Read,
+) -> Result<Answer, ureq::Error> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        // A 401 or a 503 is an answer for the caller to judge; so is a
+        // redirect. None of the `*_PROXY` variables is for these addresses
+        // (loopback or a private network).
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .proxy(None)
+        .user_agent(concat!("portfolio-replica/", env!("CARGO_PKG_VERSION")))
+        .accept("")
+        .build()
+        .into();
+    // The address resolved above, and the host as the user wrote it.
+    let response = agent
+        .get(format!("http://{address}{}", url.target()))
+        .header("host", url.authority())
+        .header("connection", "close")
+        .call()?;
     let status = response.status();
-    let reason = response
-        .extensions()
-        .get::<hyper::ext::ReasonPhrase>()
-        .map(|r| String::from_utf8_lossy(r.as_bytes()).into_owned())
-        .or_else(|| status.canonical_reason().map(str::to_owned));
-    let status_line = match reason {
-        Some(reason) => format!("{} {reason}", status.as_str()),
-        None => status.as_str().to_owned(),
-    };
     let body = match read {
-        Read::Head => Bytes::new(),
-        Read::Body => Limited::new(response.into_body(), MAX_BODY)
-            .collect()
-            .await
-            .map_err(|e| fail("cannot read the body", &e))?
-            .to_bytes(),
+        Read::Head => Vec::new(),
+        Read::Body => response
+            .into_body()
+            .with_config()
+            .limit(MAX_BODY)
+            .read_to_vec()?,
     };
     Ok(Answer {
         status,
-        status_line,
+        status_line: match status.canonical_reason() {
+            Some(reason) => format!("{} {reason}", status.as_str()),
+            None => status.as_str().to_owned(),
+        },
         body,
     })
+}
+
+/// Whether a request failed for want of a connection: the errors of
+/// `connect`, after which the next address is tried.
+fn is_connect(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::ConnectionRefused
+            | ErrorKind::HostUnreachable
+            | ErrorKind::NetworkUnreachable
+            | ErrorKind::NetworkDown
+            | ErrorKind::AddrNotAvailable
+            | ErrorKind::PermissionDenied
+    )
 }
 
 #[cfg(test)]

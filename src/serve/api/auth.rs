@@ -6,15 +6,18 @@
 //! wrong prefix, an unknown secret) gets the same 401, so a client learns
 //! nothing about which part was wrong.
 //!
-//! The hash of the last few keys is kept per thread ([`Recent`]): a client
-//! sends the same key on every request, and the hash is a pure function of
-//! the key's text, so a kept hash is always the right one. Only the hash
-//! is kept from one request to the next, never which workspace it opened:
-//! every request still looks it up in the catalog it loaded, so reloads and
-//! key changes apply at once.
+//! The last few keys are kept per thread with their hashes ([`Recent`]): a
+//! client sends the same key on every request, and the hash is a pure
+//! function of the key's text, so a kept hash is always the right one.
+//! What is kept is the key's text itself (keys of up to [`KEPT_KEY_BYTES`]),
+//! in this thread's memory only: never logged, never in a response, and
+//! compared in constant time (`subtle`). Never kept is which workspace a
+//! key opened: every request still looks its hash up in the catalog it
+//! loaded, so reloads and key changes apply at once.
 
 use std::cell::RefCell;
 
+use subtle::ConstantTimeEq;
 use warp::http::HeaderMap;
 use warp::http::header::AUTHORIZATION;
 
@@ -42,6 +45,7 @@ const KEPT_KEYS: usize = 4;
 
 /// The last [`KEPT_KEYS`] keys seen by this thread, and their hashes.
 struct Recent {
+    /// The keys' text: slot `n` holds `lens[n]` bytes of it.
     keys: [[u8; KEPT_KEY_BYTES]; KEPT_KEYS],
     lens: [usize; KEPT_KEYS],
     hashes: [KeyHash; KEPT_KEYS],
@@ -67,35 +71,33 @@ fn hashed(key: &str) -> KeyHash {
     if bytes.len() > KEPT_KEY_BYTES {
         return hash_key(key);
     }
-    let mut padded = [0u8; KEPT_KEY_BYTES];
-    padded[..bytes.len()].copy_from_slice(bytes);
     RECENT
         .try_with(|recent| {
             let Ok(mut recent) = recent.try_borrow_mut() else {
                 return hash_key(key);
             };
             for slot in 0..KEPT_KEYS {
-                if recent.lens[slot] == bytes.len() && same(&recent.keys[slot], &padded) {
+                // The lengths may be compared as usual (a client knows the
+                // length of what it sends); the bytes in constant time, so
+                // that a client cannot learn a kept key byte by byte from
+                // how long its guesses take to be compared.
+                if recent.lens[slot] == bytes.len()
+                    && bool::from(recent.keys[slot][..bytes.len()].ct_eq(bytes))
+                {
                     return recent.hashes[slot];
                 }
             }
             let hash = hash_key(key);
             let slot = recent.next;
-            recent.keys[slot] = padded;
+            // The slot's bytes past this key's length are left as they
+            // were: only its first `lens[slot]` are ever compared.
+            recent.keys[slot][..bytes.len()].copy_from_slice(bytes);
             recent.lens[slot] = bytes.len();
             recent.hashes[slot] = hash;
             recent.next = (slot + 1) % KEPT_KEYS;
             hash
         })
         .unwrap_or_else(|_| hash_key(key))
-}
-
-/// Whether `a` and `b` are equal, in a time that does not depend on where
-/// they differ: a client must not learn a kept key byte by byte from how
-/// long its guesses take to be compared.
-fn same(a: &[u8; KEPT_KEY_BYTES], b: &[u8; KEPT_KEY_BYTES]) -> bool {
-    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    std::hint::black_box(diff) == 0
 }
 
 #[cfg(test)]

@@ -16,12 +16,12 @@
 //! 304 writes no body at all.
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
-use std::hash::{BuildHasher, Hasher};
-use std::sync::{LazyLock, Mutex};
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::LazyLock;
 
 use bytes::Bytes;
 use flate2::{Compress, Compression, FlushCompress, Status};
+use quick_cache::{Equivalent, Weighter};
 use warp::http::header::{
     ACCEPT_ENCODING, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE, ETAG, HeaderName, HeaderValue,
     IF_NONE_MATCH, VARY,
@@ -316,8 +316,8 @@ fn compressed(cache: &PageCache, page: &Page<'_>, body: &Body<'_>) -> Option<Byt
 /// `medium` dataset's JSON (BENCHMARKS.md, "gzip by default").
 pub const CACHE_BYTES: usize = 4 << 20;
 
-/// What each entry costs besides its body and names (map slot, queue slot,
-/// allocation headers), for the bound.
+/// What each entry costs besides its body and names (the cache's slot and
+/// links, allocation headers), for the bound.
 const ENTRY_OVERHEAD: usize = 96;
 
 static CACHE: LazyLock<PageCache> = LazyLock::new(|| PageCache::new(CACHE_BYTES));
@@ -331,94 +331,107 @@ struct Page<'a> {
     query: &'a str,
 }
 
-/// gzip answers by page, at most `capacity` bytes, evicted in CLOCK order
-/// (first in, first out, but an entry read since it was last passed over
-/// gets another round). A std Mutex: nothing awaits while it is held, and
-/// only answers compressed per request take it.
-struct PageCache {
-    capacity: usize,
-    inner: Mutex<Entries>,
-}
-
-#[derive(Default)]
-struct Entries {
-    map: rustc_hash::FxHashMap<(u64, u64), Entry>,
-    /// Keys in CLOCK order, oldest first.
-    order: VecDeque<(u64, u64)>,
-    bytes: usize,
-}
-
-struct Entry {
-    /// Path and query, compared on a hit: the key is a hash.
+/// A [`Page`] as the cache keeps it. Hashed as the dataset and the hash of
+/// path and query, already made for the ETag; path and query are compared
+/// on a hit, as the hash is only a hash.
+#[derive(PartialEq, Eq)]
+struct Name {
+    dataset: u64,
+    request: u64,
     path: Box<str>,
     query: Box<str>,
-    gzip: Bytes,
-    read: bool,
 }
 
-impl Entry {
-    fn cost(&self) -> usize {
-        self.gzip.len() + self.path.len() + self.query.len() + ENTRY_OVERHEAD
+impl Hash for Name {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.dataset);
+        state.write_u64(self.request);
     }
+}
+
+impl Hash for Page<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.dataset);
+        state.write_u64(self.request);
+    }
+}
+
+/// A page is looked up without making a [`Name`] of it.
+impl Equivalent<Name> for Page<'_> {
+    fn equivalent(&self, name: &Name) -> bool {
+        self.dataset == name.dataset
+            && self.request == name.request
+            && self.path == &*name.path
+            && self.query == &*name.query
+    }
+}
+
+/// An entry's weight: its bytes, body and names, and [`ENTRY_OVERHEAD`].
+#[derive(Clone)]
+struct Weight;
+
+impl Weighter<Name, Bytes> for Weight {
+    fn weight(&self, name: &Name, gzip: &Bytes) -> u64 {
+        (gzip.len() + name.path.len() + name.query.len() + ENTRY_OVERHEAD) as u64
+    }
+}
+
+/// gzip answers by page, at most `capacity` bytes, evicted by
+/// `quick_cache`'s Clock-PRO variant: a page read again outlives pages
+/// asked for once, and one asked for again soon after it went comes back
+/// to stay. In [`SHARDS`] parts, each with its own lock.
+struct PageCache {
+    capacity: usize,
+    pages: quick_cache::sync::Cache<Name, Bytes, Weight>,
+}
+
+/// The cache's parts, each a lock and an eighth of the bytes: fixed
+/// rather than `quick_cache`'s default (from the number of cores), so that
+/// which pages are kept does not depend on the machine. A page may take at
+/// most one part ([`PageCache::insert`]).
+const SHARDS: usize = 8;
+
+/// The pages of a typical size (8 KiB) `capacity` holds, for the cache's
+/// sizing of its parts (at least 32 pages each, else fewer parts) and of
+/// its memory of recently evicted pages.
+fn typical_pages(capacity: usize) -> usize {
+    (capacity / (8 << 10)).max(1)
 }
 
 impl PageCache {
     fn new(capacity: usize) -> PageCache {
-        PageCache {
-            capacity,
-            inner: Mutex::new(Entries::default()),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        let options = quick_cache::OptionsBuilder::new()
+            .shards(SHARDS)
+            .estimated_items_capacity(typical_pages(capacity))
+            .weight_capacity(capacity as u64)
+            .build()
+            .expect("refused only when a capacity is not set");
+        let pages = quick_cache::sync::Cache::with_options(
+            options,
+            Weight,
+            Default::default(),
+            Default::default(),
+        );
+        PageCache { capacity, pages }
     }
 
     fn get(&self, page: &Page<'_>) -> Option<Bytes> {
-        let mut entries = self.lock();
-        let entry = entries.map.get_mut(&(page.dataset, page.request))?;
-        if &*entry.path != page.path || &*entry.query != page.query {
-            return None;
-        }
-        entry.read = true;
-        Some(entry.gzip.clone())
+        self.pages.get(page)
     }
 
     fn insert(&self, page: &Page<'_>, gzip: Bytes) {
-        let entry = Entry {
+        let name = Name {
+            dataset: page.dataset,
+            request: page.request,
             path: page.path.into(),
             query: page.query.into(),
-            gzip,
-            read: false,
         };
-        let cost = entry.cost();
         // One page may take at most an eighth: a few huge pages must not
         // push out every other.
-        if cost > self.capacity / 8 {
+        if Weight.weight(&name, &gzip) > (self.capacity / SHARDS) as u64 {
             return;
         }
-        let key = (page.dataset, page.request);
-        let mut entries = self.lock();
-        if entries.map.contains_key(&key) {
-            return;
-        }
-        entries.map.insert(key, entry);
-        entries.order.push_back(key);
-        entries.bytes += cost;
-        while entries.bytes > self.capacity {
-            let Some(oldest) = entries.order.pop_front() else {
-                break;
-            };
-            let Some(entry) = entries.map.get_mut(&oldest) else {
-                continue;
-            };
-            if entry.read {
-                entry.read = false;
-                entries.order.push_back(oldest);
-            } else if let Some(gone) = entries.map.remove(&oldest) {
-                entries.bytes -= gone.cost();
-            }
-        }
+        self.pages.insert(name, gzip);
     }
 }
 
@@ -479,29 +492,27 @@ mod tests {
         assert!(!accepts_gzip(&HeaderMap::new()));
     }
 
-    const PATHS: [&str; 10] = [
-        "/p/0", "/p/1", "/p/2", "/p/3", "/p/4", "/p/5", "/p/6", "/p/7", "/p/8", "/p/9",
-    ];
-
-    fn page(n: usize) -> Page<'static> {
-        Page {
+    #[test]
+    fn the_page_cache_keeps_pages_by_name_and_what_is_read_within_its_bound() {
+        // Each entry costs 1000 bytes (its body, "/p/NN" and "limit=50"):
+        // eighty fill the cache; the first seventy are all kept (once
+        // full, `quick_cache` keeps a few hundredths of it for new pages).
+        let body = Bytes::from(vec![b'x'; 1000 - ENTRY_OVERHEAD - 13]);
+        let cache = PageCache::new(80_000);
+        let paths: Vec<String> = (0..100).map(|n| format!("/p/{n:02}")).collect();
+        let page = |n: usize| Page {
             dataset: 7,
             request: n as u64,
-            path: PATHS[n],
+            path: &paths[n],
             query: "limit=50",
-        }
-    }
-
-    #[test]
-    fn the_page_cache_keeps_what_is_read_and_drops_the_oldest_within_its_bound() {
-        // Each entry costs 1000 bytes (its body, "/p/N" and "limit=50"):
-        // eight fill the cache.
-        let body = Bytes::from(vec![b'x'; 1000 - ENTRY_OVERHEAD - 12]);
-        let cache = PageCache::new(8000);
-        for n in 0..8 {
+        };
+        for n in 0..70 {
             cache.insert(&page(n), body.clone());
         }
-        assert_eq!(cache.get(&page(0)), Some(body.clone()));
+        for (n, path) in paths.iter().enumerate().take(70) {
+            assert_eq!(cache.get(&page(n)), Some(body.clone()), "{path}");
+        }
+        assert_eq!(cache.pages.weight(), 70_000);
         // The same hash under another path is another page, and so is the
         // same page of another dataset.
         assert!(
@@ -520,16 +531,24 @@ mod tests {
                 })
                 .is_none()
         );
-        cache.insert(&page(8), body.clone());
-        // Full: the oldest entry not read since (1) went; 0 got another round.
-        assert!(cache.get(&page(1)).is_none());
-        for n in [0, 2, 3, 4, 5, 6, 7, 8] {
-            assert!(cache.get(&page(n)).is_some(), "{}", PATHS[n]);
+        // Pages asked for once push each other out, never the bound, nor
+        // a page read in between; the newest is kept.
+        for round in 0..10 {
+            for n in 70..100 {
+                let other = Page {
+                    dataset: round,
+                    ..page(n)
+                };
+                cache.insert(&other, body.clone());
+                assert!(cache.get(&other).is_some(), "{} in round {round}", paths[n]);
+                assert!(cache.get(&page(0)).is_some(), "{} gone", paths[0]);
+                let weight = cache.pages.weight();
+                assert!(weight <= 80_000, "{weight} bytes");
+            }
         }
-        assert_eq!(cache.lock().bytes, 8000);
         // More than an eighth of the cache: not kept.
-        cache.insert(&page(9), Bytes::from(vec![0; 1000]));
-        assert!(cache.get(&page(9)).is_none());
+        cache.insert(&page(1), Bytes::from(vec![0; 10_000]));
+        assert_eq!(cache.get(&page(1)), None);
     }
 
     #[test]
