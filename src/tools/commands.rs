@@ -34,58 +34,91 @@ pub fn read_key(mut input: impl BufRead, one_line: bool) -> std::io::Result<Stri
     Ok(key)
 }
 
+/// Why no request could ever authenticate with a key; the message never
+/// quotes the key.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum KeyRefused {
+    #[error(
+        "no key given: pass it as the argument, or on stdin \
+         (no argument, or `-`) to keep it out of shell history"
+    )]
+    Empty,
+    #[error(
+        "the key holds characters other than printable ASCII (a line break, \
+         a control character or non-ASCII text); an Authorization header \
+         cannot carry them, so no request could present this key"
+    )]
+    NotPrintable,
+    #[error(
+        "the key starts or ends with a space or tab; the server trims those \
+         from the Authorization header, so no request could present this key"
+    )]
+    Padded,
+    #[error(
+        "the key has nothing after \"{prefix}_\": a key is \
+         {prefix}_<secret> with a non-empty secret"
+    )]
+    NoSecret { prefix: String },
+    #[error(
+        "the key does not start with \"{prefix}_\": keys are \
+         <prefix>_<secret> and the prefix is \"{prefix}\" \
+         (--key-prefix or PORTFOLIO_KEY_PREFIX, as given to the server)"
+    )]
+    WrongPrefix { prefix: String },
+}
+
 /// The hex SHA-256 of `key` for `api_keys[].sha256`, or why no request
-/// could ever authenticate with it under `prefix`. The reason never quotes
-/// the key.
-pub fn hash_key(key: &str, prefix: &str) -> Result<String, String> {
+/// could ever authenticate with it under `prefix`.
+pub fn hash_key(key: &str, prefix: &str) -> Result<String, KeyRefused> {
     if key.is_empty() {
-        return Err("no key given: pass it as the argument, or on stdin \
-                    (no argument, or `-`) to keep it out of shell history"
-            .to_owned());
+        return Err(KeyRefused::Empty);
     }
     if !key.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)) {
-        return Err(
-            "the key holds characters other than printable ASCII (a line break, \
-                    a control character or non-ASCII text); an Authorization header \
-                    cannot carry them, so no request could present this key"
-                .to_owned(),
-        );
+        return Err(KeyRefused::NotPrintable);
     }
     if key.trim() != key {
-        return Err(
-            "the key starts or ends with a space or tab; the server trims those \
-                    from the Authorization header, so no request could present this key"
-                .to_owned(),
-        );
+        return Err(KeyRefused::Padded);
     }
     if key::secret(key, prefix).is_none() {
-        let with_underscore = format!("{prefix}_");
-        return Err(if key == with_underscore {
-            format!(
-                "the key has nothing after \"{with_underscore}\": a key is \
-                 {prefix}_<secret> with a non-empty secret"
-            )
+        let prefix = prefix.to_owned();
+        return Err(if key == format!("{prefix}_") {
+            KeyRefused::NoSecret { prefix }
         } else {
-            format!(
-                "the key does not start with \"{with_underscore}\": keys are \
-                 <prefix>_<secret> and the prefix is \"{prefix}\" \
-                 (--key-prefix or PORTFOLIO_KEY_PREFIX, as given to the server)"
-            )
+            KeyRefused::WrongPrefix { prefix }
         });
     }
     Ok(key::to_hex(&key::hash_key(key)))
 }
 
+/// Why `probe` found no healthy listener.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("{url}: {why}")]
+    Unreachable {
+        url: String,
+        why: http_client::Unreachable,
+    },
+    #[error("{url} answered {status_line}, not 200")]
+    NotOk { url: String, status_line: String },
+}
+
 /// GETs `url` and returns its status line if it is 200, within `timeout`
 /// from start to status line; otherwise why not, in one line. Name
 /// resolution is left to the system (it is not bounded by `timeout`).
-pub fn probe(url: &HttpUrl, timeout: std::time::Duration) -> Result<String, String> {
-    let answer = http_client::get(url, timeout, http_client::Read::Head)
-        .map_err(|e| format!("{url}: {e}"))?;
+pub fn probe(url: &HttpUrl, timeout: std::time::Duration) -> Result<String, ProbeError> {
+    let answer = http_client::get(url, timeout, http_client::Read::Head).map_err(|why| {
+        ProbeError::Unreachable {
+            url: url.to_string(),
+            why,
+        }
+    })?;
     if answer.status.as_u16() == 200 {
         Ok(answer.status_line)
     } else {
-        Err(format!("{url} answered {}, not 200", answer.status_line))
+        Err(ProbeError::NotOk {
+            url: url.to_string(),
+            status_line: answer.status_line,
+        })
     }
 }
 
@@ -131,7 +164,7 @@ mod tests {
             (" cura_abc", "space or tab"),
             ("cura_abc ", "space or tab"),
         ] {
-            let err = hash_key(bad, "cura").unwrap_err();
+            let err = hash_key(bad, "cura").unwrap_err().to_string();
             assert!(err.contains(says), "{bad:?}: {err}");
             assert!(!err.contains("abc"), "{bad:?} quoted: {err}");
         }

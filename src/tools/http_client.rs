@@ -30,10 +30,37 @@ pub struct HttpUrl {
     url: Url,
 }
 
-impl std::str::FromStr for HttpUrl {
-    type Err = String;
+/// Why a text is not an [`HttpUrl`], or a path cannot be added to one; the
+/// message names the text and what to give instead.
+#[derive(Debug, thiserror::Error)]
+pub enum UrlError {
+    #[error(
+        "only http:// URLs, not {scheme}://: the server speaks plain HTTP \
+         (TLS ends at the load balancer)"
+    )]
+    Tls { scheme: String },
+    #[error("{text:?}: only http:// URLs, not {scheme}://: {SHAPE}")]
+    Scheme { text: String, scheme: String },
+    #[error("{text:?} names no host: {SHAPE}")]
+    NoHost { text: String },
+    #[error("{text:?}: the port is not a number from 0 to 65535")]
+    Port { text: String },
+    #[error("{text:?} is not a URL ({why}): {SHAPE}")]
+    NotUrl { text: String, why: url::ParseError },
+    #[error("{text:?}: user names and passwords are not supported")]
+    Credentials { text: String },
+    #[error("{url}: cannot add {relative:?} to it: {why}")]
+    Join {
+        url: String,
+        relative: String,
+        why: url::ParseError,
+    },
+}
 
-    fn from_str(text: &str) -> Result<HttpUrl, String> {
+impl std::str::FromStr for HttpUrl {
+    type Err = UrlError;
+
+    fn from_str(text: &str) -> Result<HttpUrl, UrlError> {
         // Without a scheme, `url` would read `localhost:9090` as the scheme
         // `localhost`: an address without `://` is taken as http.
         let (scheme, rest) = match text.split_once("://") {
@@ -41,31 +68,37 @@ impl std::str::FromStr for HttpUrl {
             None => ("http", text),
         };
         if scheme.eq_ignore_ascii_case("https") {
-            return Err(format!(
-                "only http:// URLs, not {scheme}://: the server speaks plain HTTP \
-                 (TLS ends at the load balancer)"
-            ));
+            return Err(UrlError::Tls {
+                scheme: scheme.to_owned(),
+            });
         }
         if !scheme.eq_ignore_ascii_case("http") {
-            return Err(format!(
-                "{text:?}: only http:// URLs, not {scheme}://: {SHAPE}"
-            ));
+            return Err(UrlError::Scheme {
+                text: text.to_owned(),
+                scheme: scheme.to_owned(),
+            });
         }
+        let no_host = || UrlError::NoHost {
+            text: text.to_owned(),
+        };
         // `url` reads `http:///x` as the host `x`: refuse it first.
         if rest.is_empty() || rest.starts_with(['/', '?', '#']) {
-            return Err(format!("{text:?} names no host: {SHAPE}"));
+            return Err(no_host());
         }
-        let url = Url::parse(&format!("http://{rest}")).map_err(|e| match e {
-            url::ParseError::InvalidPort => {
-                format!("{text:?}: the port is not a number from 0 to 65535")
-            }
-            url::ParseError::EmptyHost => format!("{text:?} names no host: {SHAPE}"),
-            e => format!("{text:?} is not a URL ({e}): {SHAPE}"),
+        let url = Url::parse(&format!("http://{rest}")).map_err(|why| match why {
+            url::ParseError::InvalidPort => UrlError::Port {
+                text: text.to_owned(),
+            },
+            url::ParseError::EmptyHost => no_host(),
+            why => UrlError::NotUrl {
+                text: text.to_owned(),
+                why,
+            },
         })?;
         if !url.username().is_empty() || url.password().is_some() {
-            return Err(format!(
-                "{text:?}: user names and passwords are not supported"
-            ));
+            return Err(UrlError::Credentials {
+                text: text.to_owned(),
+            });
         }
         Ok(HttpUrl {
             text: text.to_owned(),
@@ -83,11 +116,12 @@ impl std::fmt::Display for HttpUrl {
 impl HttpUrl {
     /// The URL of `relative` from this one (`Url::join`): `snapshots` from
     /// `http://h:9090` is `http://h:9090/snapshots`. Shown as `self`.
-    pub fn join(&self, relative: &str) -> Result<HttpUrl, String> {
-        let url = self
-            .url
-            .join(relative)
-            .map_err(|e| format!("{self}: cannot add {relative:?} to it: {e}"))?;
+    pub fn join(&self, relative: &str) -> Result<HttpUrl, UrlError> {
+        let url = self.url.join(relative).map_err(|why| UrlError::Join {
+            url: self.text.clone(),
+            relative: relative.to_owned(),
+            why,
+        })?;
         Ok(HttpUrl {
             text: self.text.clone(),
             url,
@@ -137,14 +171,9 @@ pub struct Answer {
 }
 
 /// Why there was no answer, in a few words (without the URL).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct Unreachable(pub String);
-
-impl std::fmt::Display for Unreachable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 /// Whether to read the body of the answer, or only its head.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -324,7 +353,7 @@ mod tests {
             ("http://u:p@h/", "user names and passwords"),
             ("http://[::1/", "is not a URL"),
         ] {
-            let err = text.parse::<HttpUrl>().unwrap_err();
+            let err = text.parse::<HttpUrl>().unwrap_err().to_string();
             assert!(err.contains(says), "{text}: {err}");
         }
     }

@@ -610,7 +610,10 @@ mod tests {
         // Ten bytes whose last holds more than bit 63.
         let mut too_long = vec![0xff; 9];
         too_long.push(0x02);
-        assert!(matches!(read_number(&mut &too_long[..]), Err(DeltaError::Corrupt(_))));
+        assert!(matches!(
+            read_number(&mut &too_long[..]),
+            Err(DeltaError::Corrupt(_))
+        ));
     }
 
     fn company(n: usize, name: &str) -> String {

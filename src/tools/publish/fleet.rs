@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::Workspaces;
-use crate::tools::http_client::{self, HttpUrl, Read};
+use crate::tools::http_client::{self, HttpUrl, Read, Unreachable, UrlError};
 use portfolio_wire::status::{FileStatus, SnapshotsStatus};
 
 /// How long one replica may take to answer, from connecting to the last
@@ -95,31 +95,36 @@ fn describe(workspaces: &Workspaces, replica: &HttpUrl, status: &SnapshotsStatus
     text
 }
 
-/// `GET /snapshots` from a replica's admin listener, or the report's line
-/// on why not: no connection, or an answer that is not a replica's status.
-fn snapshots(replica: &HttpUrl, query: &str) -> Result<SnapshotsStatus, String> {
+/// Why a replica's `/snapshots` could not be read: the report's line for
+/// it, led by a word in capitals an operator can grep for.
+#[derive(Debug, thiserror::Error)]
+enum ReplicaProblem {
+    #[error("{0}")]
+    Address(#[from] UrlError),
+    #[error("UNREACHABLE: {0}")]
+    Unreachable(#[from] Unreachable),
+    // The API listener wants a key for every path; the admin one never does.
+    #[error(
+        "WRONG ADDRESS: the replica answered 401: is this the admin address \
+         (--admin-listen), not the API port?"
+    )]
+    WrongAddress,
+    #[error("UNREADABLE: /snapshots answered {0}, not 200")]
+    NotOk(String),
+    #[error("UNREADABLE: /snapshots answered 200 but not its JSON: {0}")]
+    NotJson(#[from] serde_json::Error),
+}
+
+/// `GET /snapshots` from a replica's admin listener, or why not: no
+/// connection, or an answer that is not a replica's status.
+fn snapshots(replica: &HttpUrl, query: &str) -> Result<SnapshotsStatus, ReplicaProblem> {
     let url = replica.join(query)?;
-    let answer =
-        http_client::get(&url, TIMEOUT, Read::Body).map_err(|e| format!("UNREACHABLE: {e}"))?;
+    let answer = http_client::get(&url, TIMEOUT, Read::Body)?;
     match answer.status.as_u16() {
-        200 => {}
-        // The API listener wants a key for every path; the admin one never does.
-        401 => {
-            return Err(
-                "WRONG ADDRESS: the replica answered 401: is this the admin address \
-                 (--admin-listen), not the API port?"
-                    .to_owned(),
-            );
-        }
-        _ => {
-            return Err(format!(
-                "UNREADABLE: /snapshots answered {}, not 200",
-                answer.status_line
-            ));
-        }
+        200 => Ok(serde_json::from_slice(&answer.body)?),
+        401 => Err(ReplicaProblem::WrongAddress),
+        _ => Err(ReplicaProblem::NotOk(answer.status_line)),
     }
-    serde_json::from_slice(&answer.body)
-        .map_err(|e| format!("UNREADABLE: /snapshots answered 200 but not its JSON: {e}"))
 }
 
 /// `text` as a query value.
