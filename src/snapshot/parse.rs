@@ -12,16 +12,16 @@
 //! slowed down by the explaining.
 
 use std::fmt;
+use std::marker::PhantomData;
 
-use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::diagnose::{diagnose, format_version_problem};
 use super::error::SnapshotError;
-use super::format::{ApiKeyDoc, MetricRecord, Record, Text, WorkspaceDoc};
+use super::format::{ApiKeyDoc, Text, WorkspaceDoc};
 use super::header::{check_api_keys, check_format_version, check_version, check_workspace};
-use super::records::{self, RecordCheck};
+use super::records::{self, WireRecord, WithRecordType, with_record_type};
 use crate::store::key::KeyHash;
 use crate::store::{Builder, Collection};
 
@@ -152,7 +152,13 @@ impl<'de> Visitor<'de> for DocVisitor<'_, '_, '_> {
                         });
                 }
                 name => match Collection::from_name(name) {
-                    Some(collection) => collection_value(&mut map, ctx, collection)?,
+                    Some(collection) => with_record_type(
+                        collection,
+                        CollectionValue {
+                            map: &mut map,
+                            ctx: &mut *ctx,
+                        },
+                    )?,
                     None => {
                         map.next_value::<IgnoredAny>()?;
                     }
@@ -164,70 +170,33 @@ impl<'de> Visitor<'de> for DocVisitor<'_, '_, '_> {
     }
 }
 
-/// Streams the records of one collection through its check. The match is
-/// exhaustive: a new collection does not compile until it has a check.
-fn collection_value<'de, M: MapAccess<'de>>(
-    map: &mut M,
-    ctx: &mut Ctx<'_, '_>,
-    collection: Collection,
-) -> Result<(), M::Error> {
-    use records::*;
-    match collection {
-        Collection::Companies => map.next_value_seed(Records::new(ctx, collection, company)),
-        Collection::Tasks => map.next_value_seed(Records::new(ctx, collection, task)),
-        Collection::Roles => map.next_value_seed(Records::new(ctx, collection, role)),
-        Collection::Feed => map.next_value_seed(Records::new(ctx, collection, feed_entry)),
-        Collection::Notes => map.next_value_seed(Records::new(ctx, collection, note)),
-        Collection::Metrics => {
-            map.next_value_seed(Records::<MetricRecord<'de>>::new(ctx, collection, metric))
-        }
-        Collection::Meetings => map.next_value_seed(Records::new(ctx, collection, meeting)),
-        Collection::MeetingNotes => {
-            map.next_value_seed(Records::new(ctx, collection, meeting_note))
-        }
-    }
+/// Reads the value of a collection's key as an array of its records, each
+/// checked and built as soon as it is read.
+struct CollectionValue<'m, 'c, 'f, 'b, M> {
+    map: &'m mut M,
+    ctx: &'c mut Ctx<'f, 'b>,
 }
 
-/// Checks one parsed record (whose id is known good) and hands it to the
-/// builder.
-pub(super) type Check<P> =
-    fn(&RecordCheck<'_>, &P, u128, &mut Builder) -> Result<(), SnapshotError>;
+impl<'de, M: MapAccess<'de>> WithRecordType<'de> for CollectionValue<'_, '_, '_, '_, M> {
+    type Output = Result<(), M::Error>;
+
+    fn with<P: WireRecord<'de>>(self, collection: Collection) -> Self::Output {
+        self.map.next_value_seed(Records::<P> {
+            ctx: self.ctx,
+            collection,
+            record: PhantomData,
+        })
+    }
+}
 
 /// The records of one collection, as a serde seed.
 struct Records<'c, 'f, 'b, P> {
     ctx: &'c mut Ctx<'f, 'b>,
     collection: Collection,
-    check: Check<P>,
+    record: PhantomData<fn() -> P>,
 }
 
-impl<'c, 'f, 'b, P> Records<'c, 'f, 'b, P> {
-    fn new(ctx: &'c mut Ctx<'f, 'b>, collection: Collection, check: Check<P>) -> Self {
-        Records {
-            ctx,
-            collection,
-            check,
-        }
-    }
-}
-
-/// What the streaming pass needs of a parsed record: its id text.
-pub trait HasId<'de> {
-    fn id_text(&self) -> Option<&Text<'de>>;
-}
-
-impl<'de, A> HasId<'de> for Record<'de, A> {
-    fn id_text(&self) -> Option<&Text<'de>> {
-        self.id.as_ref()
-    }
-}
-
-impl<'de> HasId<'de> for MetricRecord<'de> {
-    fn id_text(&self) -> Option<&Text<'de>> {
-        self.id.as_ref()
-    }
-}
-
-impl<'de, P: Deserialize<'de> + HasId<'de>> DeserializeSeed<'de> for Records<'_, '_, '_, P> {
+impl<'de, P: WireRecord<'de>> DeserializeSeed<'de> for Records<'_, '_, '_, P> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
@@ -235,7 +204,7 @@ impl<'de, P: Deserialize<'de> + HasId<'de>> DeserializeSeed<'de> for Records<'_,
     }
 }
 
-impl<'de, P: Deserialize<'de> + HasId<'de>> Visitor<'de> for Records<'_, '_, '_, P> {
+impl<'de, P: WireRecord<'de>> Visitor<'de> for Records<'_, '_, '_, P> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -259,15 +228,7 @@ impl<'de, P: Deserialize<'de> + HasId<'de>> Visitor<'de> for Records<'_, '_, '_,
         let ctx = self.ctx;
         let mut index = 0;
         while let Some(parsed) = seq.next_element::<P>()? {
-            let id_text = parsed.id_text().map(Text::as_str);
-            let c = RecordCheck {
-                file: ctx.file,
-                collection: self.collection.name(),
-                index,
-                id: id_text,
-            };
-            let outcome = records::check_id(&c, id_text)
-                .and_then(|id| (self.check)(&c, &parsed, id, ctx.builder));
+            let outcome = records::build(ctx.file, self.collection, index, &parsed, ctx.builder);
             if let Err(error) = outcome {
                 ctx.error = Some(error);
                 return Err(de::Error::custom("record rejected"));

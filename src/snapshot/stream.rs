@@ -19,18 +19,14 @@
 use std::hash::Hasher;
 use std::io::Read;
 
-use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
 use super::batches::{Sink, Workers, worker_count};
-use super::format::{
-    ApiKeyDoc, CompanyAttrs, FeedAttrs, MeetingAttrs, MeetingNoteAttrs, MetricRecord, NoteAttrs,
-    Record, RoleAttrs, TaskAttrs, Text, WorkspaceDoc,
-};
+use super::format::{ApiKeyDoc, Text, WorkspaceDoc};
 use super::header::{check_api_keys, check_format_version, check_version, check_workspace};
-use super::parse::{HasId, Header};
-use super::records::{self, RecordCheck};
+use super::parse::Header;
+use super::records::{self, WireRecord, WithRecordType, with_record_type};
 use crate::store::{Builder, Collection};
 
 /// How much the window reads at a time.
@@ -288,8 +284,7 @@ impl<R: Read> Stream<'_, '_, '_, R> {
 
 /// Parses, checks and builds one record of `collection` from `bytes`,
 /// unless the version this load replaces has a record of the same bytes,
-/// which the builder then takes over (`store::Previous`). The match is
-/// exhaustive: a new collection does not compile until it is read here too.
+/// which the builder then takes over (`store::Previous`).
 pub fn build_record(
     file: &str,
     collection: Collection,
@@ -297,53 +292,36 @@ pub fn build_record(
     bytes: &[u8],
     builder: &mut Builder,
 ) -> Result<(), GaveUp> {
-    use records::*;
     let digest = xxhash_rust::xxh3::xxh3_128(bytes);
     if builder.reuse(collection, index, digest) {
         return Ok(());
     }
     builder.digest_next(digest);
-    let c = collection;
-    match collection {
-        Collection::Companies => {
-            one::<Record<'_, CompanyAttrs<'_>>>(file, c, index, bytes, builder, company)
-        }
-        Collection::Tasks => one::<Record<'_, TaskAttrs<'_>>>(file, c, index, bytes, builder, task),
-        Collection::Roles => one::<Record<'_, RoleAttrs<'_>>>(file, c, index, bytes, builder, role),
-        Collection::Feed => {
-            one::<Record<'_, FeedAttrs<'_>>>(file, c, index, bytes, builder, feed_entry)
-        }
-        Collection::Notes => one::<Record<'_, NoteAttrs<'_>>>(file, c, index, bytes, builder, note),
-        Collection::Metrics => one::<MetricRecord<'_>>(file, c, index, bytes, builder, metric),
-        Collection::Meetings => {
-            one::<Record<'_, MeetingAttrs<'_>>>(file, c, index, bytes, builder, meeting)
-        }
-        Collection::MeetingNotes => {
-            one::<Record<'_, MeetingNoteAttrs<'_>>>(file, c, index, bytes, builder, meeting_note)
-        }
-    }
+    let record = RecordBytes {
+        file,
+        index,
+        bytes,
+        builder,
+    };
+    with_record_type(collection, record)
 }
 
-/// Parses one record of type `P` from `bytes`, checks it, and builds it.
-fn one<'de, P: Deserialize<'de> + HasId<'de>>(
-    file: &str,
-    collection: Collection,
+/// One record's bytes, to be parsed as its collection's type, checked and
+/// built.
+struct RecordBytes<'a, 'de> {
+    file: &'a str,
     index: usize,
     bytes: &'de [u8],
-    builder: &mut Builder,
-    check: super::parse::Check<P>,
-) -> Result<(), GaveUp> {
-    let parsed: P = serde_json::from_slice(bytes).map_err(|_| GaveUp)?;
-    let id_text = parsed.id_text().map(Text::as_str);
-    let c = RecordCheck {
-        file,
-        collection: collection.name(),
-        index,
-        id: id_text,
-    };
-    records::check_id(&c, id_text)
-        .and_then(|id| check(&c, &parsed, id, builder))
-        .map_err(|_| GaveUp)
+    builder: &'a mut Builder,
+}
+
+impl<'de> WithRecordType<'de> for RecordBytes<'_, 'de> {
+    type Output = Result<(), GaveUp>;
+
+    fn with<P: WireRecord<'de>>(self, collection: Collection) -> Result<(), GaveUp> {
+        let parsed: P = serde_json::from_slice(self.bytes).map_err(|_| GaveUp)?;
+        records::build(self.file, collection, self.index, &parsed, self.builder).map_err(|_| GaveUp)
+    }
 }
 
 /// A window over a reader: the bytes not yet consumed, refilled a chunk at
