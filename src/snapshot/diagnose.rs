@@ -4,12 +4,13 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
-use serde::de::IgnoredAny;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::error::{Place, SnapshotError, shorten};
-use super::format::SnapshotDoc;
+use super::format::{ApiKeyDoc, Text, WorkspaceDoc};
 use super::header::check_format_version;
+use super::records::{WireRecord, WithRecordType, with_record_type};
 use crate::store::Collection;
 
 /// The format version problem of a document, if it has one. Runs only on
@@ -112,7 +113,7 @@ pub fn diagnose(file: &str, bytes: &[u8]) -> SnapshotError {
     // 4. Rerun a typed parse of the whole document, tracking the path to the
     // failing value.
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let err = match serde_path_to_error::deserialize::<_, SnapshotDoc<'_>>(&mut de) {
+    let err = match serde_path_to_error::deserialize::<_, TypedDoc>(&mut de) {
         Ok(_) => {
             // The typed parse skips unknown keys; the streaming one does
             // not allow any key twice.
@@ -177,6 +178,75 @@ pub fn diagnose(file: &str, bytes: &[u8]) -> SnapshotError {
 enum Seg {
     Index(usize),
     Key(String),
+}
+
+/// A snapshot read with the types both passes read it with, kept only
+/// until a value of a wrong type stops the read: what makes the path to
+/// that value. The header's keys and the collections' are read (each
+/// collection's records as [`with_record_type`] says), a known key given
+/// twice is an error as serde makes it for a struct, and any other key is
+/// skipped.
+struct TypedDoc;
+
+impl<'de> Deserialize<'de> for TypedDoc {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<TypedDoc, D::Error> {
+        deserializer.deserialize_map(TypedDoc)
+    }
+}
+
+impl<'de> Visitor<'de> for TypedDoc {
+    type Value = TypedDoc;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a snapshot object")
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<TypedDoc, M::Error> {
+        let mut seen: Vec<Text<'de>> = Vec::new();
+        while let Some(key) = map.next_key::<Text<'de>>()? {
+            // Only known keys are kept, so only they can repeat.
+            if seen.contains(&key) {
+                return Err(de::Error::custom(format_args!(
+                    "duplicate field `{}`",
+                    key.as_str()
+                )));
+            }
+            match key.as_str() {
+                "format_version" => {
+                    map.next_value::<Option<&RawValue>>()?;
+                }
+                "version" => {
+                    map.next_value::<Option<Text<'de>>>()?;
+                }
+                "workspace" => {
+                    map.next_value::<Option<WorkspaceDoc<'de>>>()?;
+                }
+                "api_keys" => {
+                    map.next_value::<Option<Vec<ApiKeyDoc<'de>>>>()?;
+                }
+                name => match Collection::from_name(name) {
+                    Some(collection) => with_record_type(collection, Records(&mut map))?,
+                    None => {
+                        map.next_value::<IgnoredAny>()?;
+                        continue;
+                    }
+                },
+            }
+            seen.push(key);
+        }
+        Ok(TypedDoc)
+    }
+}
+
+/// Reads a collection's value as an array of its records.
+struct Records<'m, M>(&'m mut M);
+
+impl<'de, M: MapAccess<'de>> WithRecordType<'de> for Records<'_, M> {
+    type Output = Result<(), M::Error>;
+
+    fn with<P: WireRecord<'de>>(self, _: Collection) -> Self::Output {
+        self.0.next_value::<Option<Vec<P>>>().map(drop)
+    }
 }
 
 /// What a file that starts with a byte order mark should be told.

@@ -118,24 +118,6 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Field<T> {
     }
 }
 
-/// A whole snapshot file.
-#[derive(Deserialize)]
-#[serde(bound(deserialize = "'de: 'a"))]
-pub struct SnapshotDoc<'a> {
-    pub format_version: Option<&'a RawValue>,
-    pub version: Option<Text<'a>>,
-    pub workspace: Option<WorkspaceDoc<'a>>,
-    pub api_keys: Option<Vec<ApiKeyDoc<'a>>>,
-    pub companies: Option<Vec<Record<'a, CompanyAttrs<'a>>>>,
-    pub tasks: Option<Vec<Record<'a, TaskAttrs<'a>>>>,
-    pub roles: Option<Vec<Record<'a, RoleAttrs<'a>>>>,
-    pub feed: Option<Vec<Record<'a, FeedAttrs<'a>>>>,
-    pub notes: Option<Vec<Record<'a, NoteAttrs<'a>>>>,
-    pub metrics: Option<Vec<MetricRecord<'a>>>,
-    pub meetings: Option<Vec<Record<'a, MeetingAttrs<'a>>>>,
-    pub meeting_notes: Option<Vec<Record<'a, MeetingNoteAttrs<'a>>>>,
-}
-
 #[derive(Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct WorkspaceDoc<'a> {
