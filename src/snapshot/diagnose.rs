@@ -4,12 +4,13 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::error::{Place, SnapshotError, shorten};
-use super::format::{ApiKeyDoc, Text, WorkspaceDoc};
+use super::format::Text;
 use super::header::check_format_version;
+use super::parse::{Top, TopValue, first_time};
 use super::records::{WireRecord, WithRecordType, with_record_type};
 use crate::store::Collection;
 
@@ -180,12 +181,11 @@ enum Seg {
     Key(String),
 }
 
-/// A snapshot read with the types both passes read it with, kept only
-/// until a value of a wrong type stops the read: what makes the path to
-/// that value. The header's keys and the collections' are read (each
-/// collection's records as [`with_record_type`] says), a known key given
-/// twice is an error as serde makes it for a struct, and any other key is
-/// skipped.
+/// A snapshot read as both passes read it, types only, until a value of a
+/// wrong type stops the read: what makes the path to that value. Each
+/// collection's records are read as [`with_record_type`] says, the rest as
+/// [`Top::read`] does; a key of the header or a collection given twice is
+/// an error, in the words serde's derive uses for a struct's field.
 struct TypedDoc;
 
 impl<'de> Deserialize<'de> for TypedDoc {
@@ -202,37 +202,21 @@ impl<'de> Visitor<'de> for TypedDoc {
     }
 
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<TypedDoc, M::Error> {
+        let mut top = Top::default();
         let mut seen: Vec<Text<'de>> = Vec::new();
         while let Some(key) = map.next_key::<Text<'de>>()? {
             // Only known keys are kept, so only they can repeat.
-            if seen.contains(&key) {
-                return Err(de::Error::custom(format_args!(
-                    "duplicate field `{}`",
-                    key.as_str()
-                )));
+            first_time(&seen, &key)?;
+            let known = match Collection::from_name(key.as_str()) {
+                Some(collection) => with_record_type(collection, Records(&mut map)).map(|()| true),
+                None => map.next_value_seed(TopValue {
+                    top: &mut top,
+                    key: key.as_str(),
+                }),
+            }?;
+            if known {
+                seen.push(key);
             }
-            match key.as_str() {
-                "format_version" => {
-                    map.next_value::<Option<&RawValue>>()?;
-                }
-                "version" => {
-                    map.next_value::<Option<Text<'de>>>()?;
-                }
-                "workspace" => {
-                    map.next_value::<Option<WorkspaceDoc<'de>>>()?;
-                }
-                "api_keys" => {
-                    map.next_value::<Option<Vec<ApiKeyDoc<'de>>>>()?;
-                }
-                name => match Collection::from_name(name) {
-                    Some(collection) => with_record_type(collection, Records(&mut map))?,
-                    None => {
-                        map.next_value::<IgnoredAny>()?;
-                        continue;
-                    }
-                },
-            }
-            seen.push(key);
         }
         Ok(TypedDoc)
     }

@@ -14,6 +14,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 
+use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
@@ -63,20 +64,7 @@ pub fn parse(
         .deserialize_map(DocVisitor { ctx: &mut ctx })
         .and_then(|top| de.end().map(|()| top));
     match (result, ctx.error) {
-        (Ok(top), _) => {
-            check_format_version(file, top.format_version.as_deref())?;
-            let workspace = check_workspace(file, top.workspace.as_ref())?;
-            let version = check_version(file, top.version.as_deref())?;
-            let (key_hashes, keys_warning) =
-                check_api_keys(file, top.api_keys.as_deref().unwrap_or_default())?;
-            Ok(Header {
-                workspace_id: workspace.0,
-                workspace_name: workspace.1,
-                version,
-                key_hashes,
-                warnings: keys_warning.into_iter().collect(),
-            })
-        }
+        (Ok(top), _) => top.check(file),
         // A record failed a check. An unknown format version explains that
         // better, whatever the order of the keys in the file.
         (Err(_), Some(error)) => Err(format_version_problem(file, bytes).unwrap_or(error)),
@@ -84,13 +72,79 @@ pub fn parse(
     }
 }
 
-/// The non-record parts of the document, kept as they were parsed.
+/// The non-record parts of the document, kept as they were parsed; both
+/// passes read them with [`Top::read`] and check them with [`Top::check`].
 #[derive(Default)]
-struct Top {
+pub(super) struct Top {
     format_version: Option<String>,
     version: Option<String>,
     workspace: Option<(Option<String>, Option<String>)>,
     api_keys: Option<Vec<Option<String>>>,
+}
+
+impl Top {
+    /// Reads the value of the top-level `key`, which names no collection,
+    /// from `value`: a key of the header into its place; any other is
+    /// skipped (but must be JSON). Whether `key` is the header's.
+    pub(super) fn read<'de, D: Deserializer<'de>>(
+        &mut self,
+        key: &str,
+        value: D,
+    ) -> Result<bool, D::Error> {
+        let owned = |text: Text<'_>| text.as_str().to_owned();
+        match key {
+            "format_version" => {
+                self.format_version = Some(<&RawValue>::deserialize(value)?.get().to_owned());
+            }
+            "version" => self.version = Option::<Text<'de>>::deserialize(value)?.map(owned),
+            "workspace" => {
+                let workspace = Option::<WorkspaceDoc<'de>>::deserialize(value)?;
+                self.workspace = workspace.map(|w| (w.id.map(owned), w.name.map(owned)));
+            }
+            "api_keys" => {
+                let keys = Option::<Vec<ApiKeyDoc<'de>>>::deserialize(value)?;
+                self.api_keys =
+                    keys.map(|keys| keys.into_iter().map(|k| k.sha256.map(owned)).collect());
+            }
+            _ => {
+                IgnoredAny::deserialize(value)?;
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The header's checks, after every record passed, in the documented
+    /// order (docs/snapshot-format.md#order-of-reporting).
+    pub(super) fn check(self, file: &str) -> Result<Header, SnapshotError> {
+        check_format_version(file, self.format_version.as_deref())?;
+        let (workspace_id, workspace_name) = check_workspace(file, self.workspace.as_ref())?;
+        let version = check_version(file, self.version.as_deref())?;
+        let (key_hashes, keys_warning) =
+            check_api_keys(file, self.api_keys.as_deref().unwrap_or_default())?;
+        Ok(Header {
+            workspace_id,
+            workspace_name,
+            version,
+            key_hashes,
+            warnings: keys_warning.into_iter().collect(),
+        })
+    }
+}
+
+/// The value of a top-level key that names no collection, as a serde seed
+/// ([`Top::read`]): whether the key is the header's.
+pub(super) struct TopValue<'t, 'k> {
+    pub top: &'t mut Top,
+    pub key: &'k str,
+}
+
+impl<'de> DeserializeSeed<'de> for TopValue<'_, '_> {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        self.top.read(self.key, deserializer)
+    }
 }
 
 struct Ctx<'f, 'b> {
@@ -119,55 +173,37 @@ impl<'de> Visitor<'de> for DocVisitor<'_, '_, '_> {
         let mut top = Top::default();
         let mut seen: Vec<Text<'de>> = Vec::new();
         while let Some(key) = map.next_key::<Text<'de>>()? {
-            if seen.contains(&key) {
-                return Err(de::Error::custom(format_args!(
-                    "duplicate field `{}`",
-                    key.as_str()
-                )));
-            }
-            match key.as_str() {
-                "format_version" => {
-                    top.format_version = Some(map.next_value::<&RawValue>()?.get().to_owned());
+            first_time(&seen, &key)?;
+            match Collection::from_name(key.as_str()) {
+                Some(collection) => {
+                    let value = CollectionValue {
+                        map: &mut map,
+                        ctx: &mut *ctx,
+                    };
+                    with_record_type(collection, value)?;
                 }
-                "version" => {
-                    top.version = map
-                        .next_value::<Option<Text<'de>>>()?
-                        .map(|t| t.as_str().to_owned());
+                None => {
+                    let key = key.as_str();
+                    map.next_value_seed(TopValue { top: &mut top, key })?;
                 }
-                "workspace" => {
-                    top.workspace = map.next_value::<Option<WorkspaceDoc<'de>>>()?.map(|w| {
-                        (
-                            w.id.map(|t| t.as_str().to_owned()),
-                            w.name.map(|t| t.as_str().to_owned()),
-                        )
-                    });
-                }
-                "api_keys" => {
-                    top.api_keys = map
-                        .next_value::<Option<Vec<ApiKeyDoc<'de>>>>()?
-                        .map(|keys| {
-                            keys.into_iter()
-                                .map(|k| k.sha256.map(|t| t.as_str().to_owned()))
-                                .collect()
-                        });
-                }
-                name => match Collection::from_name(name) {
-                    Some(collection) => with_record_type(
-                        collection,
-                        CollectionValue {
-                            map: &mut map,
-                            ctx: &mut *ctx,
-                        },
-                    )?,
-                    None => {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                },
             }
             seen.push(key);
         }
         Ok(top)
     }
+}
+
+/// An error if `key` is in `seen`, in the words serde's derive uses for a
+/// struct's field given twice (the diagnosis turns them into the
+/// operator's).
+pub(super) fn first_time<E: de::Error>(seen: &[Text<'_>], key: &Text<'_>) -> Result<(), E> {
+    if seen.contains(key) {
+        return Err(E::custom(format_args!(
+            "duplicate field `{}`",
+            key.as_str()
+        )));
+    }
+    Ok(())
 }
 
 /// Reads the value of a collection's key as an array of its records, each

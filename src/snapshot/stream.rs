@@ -19,13 +19,9 @@
 use std::hash::Hasher;
 use std::io::Read;
 
-use serde::de::IgnoredAny;
-use serde_json::value::RawValue;
-
 use super::batches::{Sink, Workers, worker_count};
-use super::format::{ApiKeyDoc, Text, WorkspaceDoc};
-use super::header::{check_api_keys, check_format_version, check_version, check_workspace};
-use super::parse::Header;
+use super::format::Text;
+use super::parse::{Header, Top};
 use super::records::{self, WireRecord, WithRecordType, with_record_type};
 use crate::store::{Builder, Collection};
 
@@ -82,32 +78,11 @@ pub fn scan<'b>(
     };
     let top = s.document()?;
     s.sink.finish()?;
-    // The same checks, in the same order, as the whole-buffer parse.
-    check_format_version(file, top.format_version.as_deref()).map_err(|_| GaveUp)?;
-    let (workspace_id, workspace_name) =
-        check_workspace(file, top.workspace.as_ref()).map_err(|_| GaveUp)?;
-    let version = check_version(file, top.version.as_deref()).map_err(|_| GaveUp)?;
-    let (key_hashes, keys_warning) =
-        check_api_keys(file, top.api_keys.as_deref().unwrap_or_default()).map_err(|_| GaveUp)?;
     Ok(Streamed {
-        header: Header {
-            workspace_id,
-            workspace_name,
-            version,
-            key_hashes,
-            warnings: keys_warning.into_iter().collect(),
-        },
+        // The same checks, in the same order, as the whole-buffer parse.
+        header: top.check(file).map_err(|_| GaveUp)?,
         content_hash: s.hash.finish(),
     })
-}
-
-/// The non-record parts of the document, as the whole-buffer parse keeps them.
-#[derive(Default)]
-struct Top {
-    format_version: Option<String>,
-    version: Option<String>,
-    workspace: Option<(Option<String>, Option<String>)>,
-    api_keys: Option<Vec<Option<String>>>,
 }
 
 /// Bytes of records after which progress is reported even before
@@ -189,38 +164,10 @@ impl<R: Read> Stream<'_, '_, '_, R> {
         let bytes = self.window.peek(len);
         self.hash.write(bytes);
         self.hash.write_u8(0);
-        let bad = |_| GaveUp;
-        match key {
-            "format_version" => {
-                let raw: &RawValue = serde_json::from_slice(bytes).map_err(bad)?;
-                top.format_version = Some(raw.get().to_owned());
-            }
-            "version" => {
-                let text: Option<Text<'_>> = serde_json::from_slice(bytes).map_err(bad)?;
-                top.version = text.map(|t| t.as_str().to_owned());
-            }
-            "workspace" => {
-                let doc: Option<WorkspaceDoc<'_>> = serde_json::from_slice(bytes).map_err(bad)?;
-                top.workspace = doc.map(|w| {
-                    (
-                        w.id.map(|t| t.as_str().to_owned()),
-                        w.name.map(|t| t.as_str().to_owned()),
-                    )
-                });
-            }
-            "api_keys" => {
-                let keys: Option<Vec<ApiKeyDoc<'_>>> =
-                    serde_json::from_slice(bytes).map_err(bad)?;
-                top.api_keys = keys.map(|keys| {
-                    keys.into_iter()
-                        .map(|k| k.sha256.map(|t| t.as_str().to_owned()))
-                        .collect()
-                });
-            }
-            _ => {
-                serde_json::from_slice::<IgnoredAny>(bytes).map_err(bad)?;
-            }
-        }
+        let mut value = serde_json::Deserializer::from_slice(bytes);
+        top.read(key, &mut value)
+            .and_then(|_| value.end())
+            .map_err(|_| GaveUp)?;
         self.window.advance(len);
         Ok(())
     }
