@@ -208,7 +208,9 @@ impl<'de> Visitor<'de> for TypedDoc {
             // Only known keys are kept, so only they can repeat.
             first_time(&seen, &key)?;
             let known = match Collection::from_name(key.as_str()) {
-                Some(collection) => with_record_type(collection, Records(&mut map)).map(|()| true),
+                Some(collection) => {
+                    with_record_type(collection, TypedRecords(&mut map)).map(|()| true)
+                }
                 None => map.next_value_seed(TopValue {
                     top: &mut top,
                     key: key.as_str(),
@@ -223,9 +225,9 @@ impl<'de> Visitor<'de> for TypedDoc {
 }
 
 /// Reads a collection's value as an array of its records.
-struct Records<'m, M>(&'m mut M);
+struct TypedRecords<'m, M>(&'m mut M);
 
-impl<'de, M: MapAccess<'de>> WithRecordType<'de> for Records<'_, M> {
+impl<'de, M: MapAccess<'de>> WithRecordType<'de> for TypedRecords<'_, M> {
     type Output = Result<(), M::Error>;
 
     fn with<P: WireRecord<'de>>(self, _: Collection) -> Self::Output {
