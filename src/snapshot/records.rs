@@ -119,38 +119,6 @@ impl<'de, A: Attributes + Deserialize<'de>> WireRecord<'de> for Record<'de, A> {
     }
 }
 
-/// A metric value's `company_id` sits beside its attributes, so the record
-/// is checked as a whole.
-impl<'de> WireRecord<'de> for MetricRecord<'de> {
-    fn id_text(&self) -> Option<&str> {
-        self.id.as_ref().map(Text::as_str)
-    }
-
-    fn build(
-        &self,
-        c: &RecordCheck<'_>,
-        id: u128,
-        builder: &mut Builder,
-    ) -> Result<(), SnapshotError> {
-        let Some(company) = &self.company_id else {
-            return Err(c.fail(
-                "company_id",
-                "required field is missing or null (it sits beside attributes)",
-            ));
-        };
-        let a = attrs_or_default(&self.attributes);
-        let key = Key {
-            id,
-            at: c.ordering(&a.reported_at, "reported_at")?,
-            parent: parse_id(company.as_str()),
-        };
-        builder.metric(key, text(&a.name), |out| {
-            render::record(out, id_of(&self.id), &*a)
-        });
-        Ok(())
-    }
-}
-
 /// Companies are ordered by name, not by an instant, and belong to nothing.
 impl Attributes for CompanyAttrs<'_> {
     fn key(&self, _: &RecordCheck<'_>, id: u128) -> Result<Key, SnapshotError> {
@@ -165,8 +133,9 @@ impl Attributes for CompanyAttrs<'_> {
     }
 }
 
-// Tasks, roles, feed entries and notes share one shape: a required
-// `company_id` and a required ordering timestamp.
+// Each collection's checks and builder call, in the order of the
+// collections. Tasks, roles, feed entries and notes share one shape: a
+// required `company_id` and a required ordering timestamp.
 
 impl Attributes for TaskAttrs<'_> {
     fn key(&self, c: &RecordCheck<'_>, id: u128) -> Result<Key, SnapshotError> {
@@ -205,6 +174,38 @@ impl Attributes for NoteAttrs<'_> {
 
     fn hand(&self, key: Key, builder: &mut Builder, json: impl FnOnce(&mut Vec<u8>)) {
         builder.note(key, json);
+    }
+}
+
+/// A metric value's `company_id` sits beside its attributes, so the record
+/// is checked as a whole.
+impl<'de> WireRecord<'de> for MetricRecord<'de> {
+    fn id_text(&self) -> Option<&str> {
+        self.id.as_ref().map(Text::as_str)
+    }
+
+    fn build(
+        &self,
+        c: &RecordCheck<'_>,
+        id: u128,
+        builder: &mut Builder,
+    ) -> Result<(), SnapshotError> {
+        let Some(company) = &self.company_id else {
+            return Err(c.fail(
+                "company_id",
+                "required field is missing or null (it sits beside attributes)",
+            ));
+        };
+        let a = attrs_or_default(&self.attributes);
+        let key = Key {
+            id,
+            at: c.ordering(&a.reported_at, "reported_at")?,
+            parent: parse_id(company.as_str()),
+        };
+        builder.metric(key, text(&a.name), |out| {
+            render::record(out, id_of(&self.id), &*a)
+        });
+        Ok(())
     }
 }
 
