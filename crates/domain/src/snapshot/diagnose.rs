@@ -4,12 +4,14 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
-use serde::de::IgnoredAny;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::error::{Place, SnapshotError, shorten};
-use super::format::SnapshotDoc;
+use super::format::Text;
 use super::header::check_format_version;
+use super::parse::{Top, TopValue, first_time};
+use super::records::{WireRecord, WithRecordType, with_record_type};
 use crate::store::Collection;
 
 /// The format version problem of a document, if it has one. Runs only on
@@ -112,7 +114,7 @@ pub fn diagnose(file: &str, bytes: &[u8]) -> SnapshotError {
     // 4. Rerun a typed parse of the whole document, tracking the path to the
     // failing value.
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let err = match serde_path_to_error::deserialize::<_, SnapshotDoc<'_>>(&mut de) {
+    let err = match serde_path_to_error::deserialize::<_, TypedDoc>(&mut de) {
         Ok(_) => {
             // The typed parse skips unknown keys; the streaming one does
             // not allow any key twice.
@@ -177,6 +179,60 @@ pub fn diagnose(file: &str, bytes: &[u8]) -> SnapshotError {
 enum Seg {
     Index(usize),
     Key(String),
+}
+
+/// A snapshot read as both passes read it, types only, until a value of a
+/// wrong type stops the read: what makes the path to that value. Each
+/// collection's records are read as [`with_record_type`] says, the rest as
+/// [`Top::read`] does; a key of the header or a collection given twice is
+/// an error, in the words serde's derive uses for a struct's field.
+struct TypedDoc;
+
+impl<'de> Deserialize<'de> for TypedDoc {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<TypedDoc, D::Error> {
+        deserializer.deserialize_map(TypedDoc)
+    }
+}
+
+impl<'de> Visitor<'de> for TypedDoc {
+    type Value = TypedDoc;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a snapshot object")
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<TypedDoc, M::Error> {
+        let mut top = Top::default();
+        let mut seen: Vec<Text<'de>> = Vec::new();
+        while let Some(key) = map.next_key::<Text<'de>>()? {
+            // Only known keys are kept, so only they can repeat.
+            first_time(&seen, &key)?;
+            let known = match Collection::from_name(key.as_str()) {
+                Some(collection) => {
+                    with_record_type(collection, TypedRecords(&mut map)).map(|()| true)
+                }
+                None => map.next_value_seed(TopValue {
+                    top: &mut top,
+                    key: key.as_str(),
+                }),
+            }?;
+            if known {
+                seen.push(key);
+            }
+        }
+        Ok(TypedDoc)
+    }
+}
+
+/// Reads a collection's value as an array of its records.
+struct TypedRecords<'m, M>(&'m mut M);
+
+impl<'de, M: MapAccess<'de>> WithRecordType<'de> for TypedRecords<'_, M> {
+    type Output = Result<(), M::Error>;
+
+    fn with<P: WireRecord<'de>>(self, _: Collection) -> Self::Output {
+        self.0.next_value::<Option<Vec<P>>>().map(drop)
+    }
 }
 
 /// What a file that starts with a byte order mark should be told.

@@ -75,30 +75,9 @@ impl Digests {
         self.collections.iter().map(Vec::len).sum()
     }
 
-    /// Hashes one record of `collection` (the `index`th) into the digests.
-    fn record(
-        &mut self,
-        file: &str,
-        collection: Collection,
-        index: usize,
-        offset: u64,
-        bytes: &[u8],
-    ) -> Result<(), GaveUp> {
-        let parsed;
-        let id_text = match leading_id(bytes) {
-            Some(text) => Some(text),
-            None => {
-                parsed = serde_json::from_slice::<IdOnly<'_>>(bytes).map_err(|_| GaveUp)?;
-                parsed.id.as_ref().map(Text::as_str)
-            }
-        };
-        let check = RecordCheck {
-            file,
-            collection: collection.name(),
-            index,
-            id: id_text,
-        };
-        let id = records::check_id(&check, id_text).map_err(|_| GaveUp)?;
+    /// Hashes one record of `collection`, whose id is `id`, into the
+    /// digests; `offset` is where its `bytes` are in the file.
+    fn push(&mut self, collection: Collection, id: u128, offset: u64, bytes: &[u8]) {
         let sha = Sha256::digest(bytes);
         let mut digest = [0u8; DIGEST_LEN];
         digest.copy_from_slice(&sha[..DIGEST_LEN]);
@@ -108,8 +87,32 @@ impl Digests {
             offset,
             len: bytes.len() as u64,
         });
-        Ok(())
     }
+}
+
+/// The id of the `index`th record of `collection`, by the rule a load
+/// applies to it.
+fn record_id(
+    file: &str,
+    collection: Collection,
+    index: usize,
+    bytes: &[u8],
+) -> Result<u128, GaveUp> {
+    let parsed;
+    let id_text = match leading_id(bytes) {
+        Some(text) => Some(text),
+        None => {
+            parsed = serde_json::from_slice::<IdOnly<'_>>(bytes).map_err(|_| GaveUp)?;
+            parsed.id.as_ref().map(Text::as_str)
+        }
+    };
+    let check = RecordCheck {
+        file,
+        collection: collection.name(),
+        index,
+        id: id_text,
+    };
+    records::check_id(&check, id_text).map_err(|_| GaveUp)
 }
 
 /// The id of a record written as exporters write it, `{"id":"<36 bytes>"`
@@ -162,7 +165,9 @@ fn scan_digests(file: &str, reader: impl std::io::Read) -> Option<(Digests, Opti
         file,
         reader,
         Sink::Digests(&mut |collection, index, offset, bytes| {
-            digests.record(file, collection, index, offset, bytes)
+            let id = record_id(file, collection, index, bytes)?;
+            digests.push(collection, id, offset, bytes);
+            Ok(())
         }),
         &mut |_, _| {},
     )

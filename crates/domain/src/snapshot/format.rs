@@ -1,10 +1,13 @@
 //! The snapshot file format (docs/snapshot-format.md) as serde types.
 //!
 //! These are wire types: they mirror the JSON an exporter writes, borrow their
-//! text from the input buffer where the JSON has no escapes, and are validated
-//! by [`super::validate`] before the store builds anything from them.
-//! [`super::render`] writes them back as exactly the attributes the API
-//! serves; that is how each record is rendered to JSON once, at load.
+//! text from the input buffer where the JSON has no escapes, and are checked
+//! by [`super::records`] before the store builds anything from them. Each
+//! object of a record is declared once, in the `wire_objects!` list below:
+//! its members, their JSON names and the order the API serves them in. That
+//! one list makes both the struct serde reads and the [`Render`] impl that
+//! writes it back as exactly the attributes the API serves; that is how
+//! each record is rendered to JSON once, at load.
 //!
 //! Non-meeting attributes are `Option`s: absent and `null` both render as
 //! `null`, and a value of another JSON type fails the parse. Meeting and
@@ -17,6 +20,8 @@ use std::fmt;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 use serde_json::value::RawValue;
+
+use super::render::{Render, member};
 
 /// A JSON string, borrowed from the input unless it contained escapes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,24 +118,6 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Field<T> {
     }
 }
 
-/// A whole snapshot file.
-#[derive(Deserialize)]
-#[serde(bound(deserialize = "'de: 'a"))]
-pub struct SnapshotDoc<'a> {
-    pub format_version: Option<&'a RawValue>,
-    pub version: Option<Text<'a>>,
-    pub workspace: Option<WorkspaceDoc<'a>>,
-    pub api_keys: Option<Vec<ApiKeyDoc<'a>>>,
-    pub companies: Option<Vec<Record<'a, CompanyAttrs<'a>>>>,
-    pub tasks: Option<Vec<Record<'a, TaskAttrs<'a>>>>,
-    pub roles: Option<Vec<Record<'a, RoleAttrs<'a>>>>,
-    pub feed: Option<Vec<Record<'a, FeedAttrs<'a>>>>,
-    pub notes: Option<Vec<Record<'a, NoteAttrs<'a>>>>,
-    pub metrics: Option<Vec<MetricRecord<'a>>>,
-    pub meetings: Option<Vec<Record<'a, MeetingAttrs<'a>>>>,
-    pub meeting_notes: Option<Vec<Record<'a, MeetingNoteAttrs<'a>>>>,
-}
-
 #[derive(Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct WorkspaceDoc<'a> {
@@ -163,168 +150,159 @@ pub struct MetricRecord<'a> {
     pub attributes: Option<MetricAttrs<'a>>,
 }
 
-#[derive(Clone, Default, Deserialize)]
-#[serde(bound(deserialize = "'de: 'a"))]
-pub struct CompanyAttrs<'a> {
-    pub domain: Option<Text<'a>>,
-    pub name: Option<Text<'a>>,
-    pub logo_url: Option<Text<'a>>,
-    pub headline: Option<Text<'a>>,
-    pub description: Option<Text<'a>>,
-    pub professional_network: Option<Text<'a>>,
-    pub x: Option<Text<'a>>,
-    pub careers_url: Option<Text<'a>>,
-    pub domain_aliases: Option<Vec<Text<'a>>>,
-    pub priority: Option<Text<'a>>,
-    pub labels: Option<Vec<Text<'a>>>,
-    pub value_propositions: Option<Vec<ValueProposition<'a>>>,
+/// Declares wire objects, each from one list of its members: the struct
+/// that serde reads and the [`Render`] impl that writes it back, so that a
+/// member is added, renamed or moved in one place.
+///
+/// Members are listed in the order the API serves them (the spec's), in
+/// runs of one type: `a, b: Option<Text<'a>>` (the input's lifetime is
+/// `'a`). A member whose JSON name is not a Rust name says it:
+/// `kind as "type"`. An absent member is read as `None`, or as
+/// [`Field::Missing`], and written as `null`, except in a run marked
+/// `#[omit_if_none]`, whose members are left out of the rendering when
+/// `None` (docs/snapshot-format.md#rendering).
+macro_rules! wire_objects {
+    ($( $(#[$doc:meta])* $name:ident { $($runs:tt)* } )*) => {$(
+        wire_objects!(@struct [$(#[$doc])*] $name {} $($runs)*);
+        wire_objects!(@render $name $($runs)*);
+    )*};
+
+    // The struct, a run of members at a time. Only `Field` members are
+    // `serde(default)`: that is how an absent one is told from a `null`.
+    // Serde also reads a struct from an array, by position, and a default
+    // fills a missing position: on an `Option` member it would let `[]`
+    // stand for an object, which the format rejects.
+    (
+        @struct $docs:tt $name:ident {$($done:tt)*}
+        $(#[$omit:ident])? $($member:ident $(as $json:literal)?),+ : Field<$inner:ty>
+        $(, $($rest:tt)*)?
+    ) => {
+        wire_objects!(@struct $docs $name {
+            $($done)*
+            $( #[serde(default $(, rename = $json)?)] pub $member: Field<$inner>, )+
+        } $($($rest)*)?);
+    };
+    (
+        @struct $docs:tt $name:ident {$($done:tt)*}
+        $(#[$omit:ident])? $($member:ident $(as $json:literal)?),+ : $ty:ty
+        $(, $($rest:tt)*)?
+    ) => {
+        wire_objects!(@struct $docs $name {
+            $($done)*
+            $( $(#[serde(rename = $json)])? pub $member: $ty, )+
+        } $($($rest)*)?);
+    };
+    (@struct [$($doc:tt)*] $name:ident {$($done:tt)*}) => {
+        $($doc)*
+        #[derive(Clone, Default, Deserialize)]
+        #[serde(bound(deserialize = "'de: 'a"))]
+        pub struct $name<'a> {
+            $($done)*
+        }
+    };
+
+    // The rendering: each member in the order listed.
+    (
+        @render $name:ident
+        $( $(#[$omit:ident])? $($member:ident $(as $json:literal)?),+ : $ty:ty ),* $(,)?
+    ) => {
+        impl Render for $name<'_> {
+            fn render(&self, out: &mut Vec<u8>) {
+                let mut first = true;
+                out.push(b'{');
+                $( wire_objects!(@run self, out, first, [$($omit)?] $($member $($json)?),+); )*
+                out.push(b'}');
+            }
+        }
+    };
+    // One run of members: each written as `null` when absent...
+    (@run $self:ident, $out:ident, $first:ident, [] $($member:ident $($json:literal)?),+) => {
+        $( member($out, &mut $first, wire_objects!(@name $member $($json)?), &$self.$member); )+
+    };
+    // ... or left out.
+    (
+        @run $self:ident, $out:ident, $first:ident,
+        [omit_if_none] $($member:ident $($json:literal)?),+
+    ) => {
+        $(
+            if let Some(value) = &$self.$member {
+                member($out, &mut $first, wire_objects!(@name $member $($json)?), value);
+            }
+        )+
+    };
+    // A member's JSON name: its own, or the one it gives after `as`.
+    (@name $member:ident) => { stringify!($member) };
+    (@name $member:ident $json:literal) => { $json };
 }
 
-#[derive(Clone, Deserialize)]
-#[serde(bound(deserialize = "'de: 'a"))]
-pub struct ValueProposition<'a> {
-    pub problem: Option<Text<'a>>,
-    pub solution: Option<Text<'a>>,
-    pub icp: Option<Text<'a>>,
-}
+wire_objects! {
+    CompanyAttrs {
+        domain, name, logo_url, headline, description, professional_network, x,
+        careers_url: Option<Text<'a>>,
+        domain_aliases: Option<Vec<Text<'a>>>,
+        priority: Option<Text<'a>>,
+        labels: Option<Vec<Text<'a>>>,
+        value_propositions: Option<Vec<ValueProposition<'a>>>,
+    }
 
-#[derive(Clone, Default, Deserialize)]
-#[serde(bound(deserialize = "'de: 'a"))]
-pub struct TaskAttrs<'a> {
-    pub title: Option<Text<'a>>,
-    pub description: Option<Text<'a>>,
-    pub status: Option<Text<'a>>,
-    pub priority: Option<Text<'a>>,
-    pub source: Option<Text<'a>>,
-    pub company_id: Option<Text<'a>>,
-    pub assignee_id: Option<Text<'a>>,
-    pub due_date: Option<Text<'a>>,
-    pub created_at: Option<Text<'a>>,
-    pub updated_at: Option<Text<'a>>,
-}
+    ValueProposition {
+        problem, solution, icp: Option<Text<'a>>,
+    }
 
-#[derive(Clone, Default, Deserialize)]
-#[serde(bound(deserialize = "'de: 'a"))]
-pub struct RoleAttrs<'a> {
-    pub company_id: Option<Text<'a>>,
-    pub name: Option<Text<'a>>,
-    pub url: Option<Text<'a>>,
-    pub description: Option<Text<'a>>,
-    pub domain: Option<Text<'a>>,
-    pub level: Option<Text<'a>>,
-    pub opened_at: Option<Text<'a>>,
-}
+    TaskAttrs {
+        title, description, status, priority, source, company_id, assignee_id, due_date,
+        created_at, updated_at: Option<Text<'a>>,
+    }
 
-#[derive(Clone, Default, Deserialize)]
-#[serde(bound(deserialize = "'de: 'a"))]
-pub struct FeedAttrs<'a> {
-    pub company_id: Option<Text<'a>>,
-    #[serde(rename = "type")]
-    pub kind: Option<Text<'a>>,
-    pub title: Option<Text<'a>>,
-    pub content: Option<Text<'a>>,
-    pub published_at: Option<Text<'a>>,
-    pub private: Option<bool>,
-    pub sources: Option<Vec<FeedSource<'a>>>,
-}
+    RoleAttrs {
+        company_id, name, url, description, domain, level, opened_at: Option<Text<'a>>,
+    }
 
-#[derive(Clone, Deserialize)]
-#[serde(bound(deserialize = "'de: 'a"))]
-pub struct FeedSource<'a> {
-    pub source: Option<Text<'a>>,
-    pub url: Option<Text<'a>>,
-    pub title: Option<Text<'a>>,
-    pub published_at: Option<Text<'a>>,
-}
+    FeedAttrs {
+        company_id, kind as "type", title, content, published_at: Option<Text<'a>>,
+        private: Option<bool>,
+        sources: Option<Vec<FeedSource<'a>>>,
+    }
 
-#[derive(Clone, Default, Deserialize)]
-#[serde(bound(deserialize = "'de: 'a"))]
-pub struct NoteAttrs<'a> {
-    pub company_id: Option<Text<'a>>,
-    pub title: Option<Text<'a>>,
-    pub content: Option<Text<'a>>,
-    pub source: Option<Text<'a>>,
-    pub created_by: Option<Text<'a>>,
-    pub created_at: Option<Text<'a>>,
-}
+    FeedSource {
+        source, url, title, published_at: Option<Text<'a>>,
+    }
 
-#[derive(Clone, Default, Deserialize)]
-#[serde(bound(deserialize = "'de: 'a"))]
-pub struct MetricAttrs<'a> {
-    pub name: Option<Text<'a>>,
-    pub unit: Option<Text<'a>>,
-    pub value_text: Option<Text<'a>>,
-    pub value_numeric: Option<Number<'a>>,
-    pub value_currency: Option<Text<'a>>,
-    pub period_label: Option<Text<'a>>,
-    pub period_start: Option<Text<'a>>,
-    pub period_end: Option<Text<'a>>,
-    pub reported_at: Option<Text<'a>>,
-}
+    NoteAttrs {
+        company_id, title, content, source, created_by, created_at: Option<Text<'a>>,
+    }
 
-#[derive(Clone, Default, Deserialize)]
-#[serde(bound(deserialize = "'de: 'a"))]
-pub struct MeetingAttrs<'a> {
-    #[serde(default)]
-    pub company_id: Field<Text<'a>>,
-    #[serde(default)]
-    pub title: Field<Text<'a>>,
-    #[serde(default)]
-    pub start_time: Field<Text<'a>>,
-    #[serde(default)]
-    pub end_time: Field<Text<'a>>,
-    #[serde(default)]
-    pub attendees: Field<Vec<Attendee<'a>>>,
-    #[serde(default)]
-    pub created_at: Field<Text<'a>>,
-    #[serde(default)]
-    pub updated_at: Field<Text<'a>>,
-}
+    MetricAttrs {
+        name, unit, value_text: Option<Text<'a>>,
+        value_numeric: Option<Number<'a>>,
+        value_currency, period_label, period_start, period_end, reported_at: Option<Text<'a>>,
+    }
 
-#[derive(Clone, Deserialize)]
-#[serde(bound(deserialize = "'de: 'a"))]
-pub struct Attendee<'a> {
-    #[serde(default)]
-    pub email: Field<Text<'a>>,
-    #[serde(default)]
-    pub organizer: Field<bool>,
-    pub name: Option<Text<'a>>,
-}
+    MeetingAttrs {
+        company_id, title, start_time, end_time: Field<Text<'a>>,
+        attendees: Field<Vec<Attendee<'a>>>,
+        created_at, updated_at: Field<Text<'a>>,
+    }
 
-#[derive(Clone, Default, Deserialize)]
-#[serde(bound(deserialize = "'de: 'a"))]
-pub struct MeetingNoteAttrs<'a> {
-    #[serde(default)]
-    pub meeting_id: Field<Text<'a>>,
-    #[serde(default, rename = "type")]
-    pub kind: Field<Text<'a>>,
-    #[serde(default)]
-    pub notes: Field<Text<'a>>,
-    #[serde(default)]
-    pub transcript: Field<Transcript<'a>>,
-    #[serde(default)]
-    pub synced_at: Field<Text<'a>>,
-    #[serde(default)]
-    pub created_at: Field<Text<'a>>,
-    #[serde(default)]
-    pub updated_at: Field<Text<'a>>,
-}
+    Attendee {
+        email: Field<Text<'a>>,
+        organizer: Field<bool>,
+        #[omit_if_none] name: Option<Text<'a>>,
+    }
 
-#[derive(Clone, Deserialize)]
-#[serde(bound(deserialize = "'de: 'a"))]
-pub struct Transcript<'a> {
-    #[serde(default)]
-    pub segments: Field<Vec<Segment<'a>>>,
-}
+    MeetingNoteAttrs {
+        meeting_id, kind as "type", notes: Field<Text<'a>>,
+        transcript: Field<Transcript<'a>>,
+        synced_at, created_at, updated_at: Field<Text<'a>>,
+    }
 
-#[derive(Clone, Deserialize)]
-#[serde(bound(deserialize = "'de: 'a"))]
-pub struct Segment<'a> {
-    #[serde(default)]
-    pub text: Field<Text<'a>>,
-    pub speaker: Option<Text<'a>>,
-    #[serde(rename = "startTime")]
-    pub start_time: Option<Number<'a>>,
-    #[serde(rename = "endTime")]
-    pub end_time: Option<Number<'a>>,
+    Transcript {
+        segments: Field<Vec<Segment<'a>>>,
+    }
+
+    Segment {
+        text: Field<Text<'a>>,
+        #[omit_if_none] speaker: Option<Text<'a>>,
+        #[omit_if_none] start_time as "startTime", end_time as "endTime": Option<Number<'a>>,
+    }
 }

@@ -12,6 +12,7 @@
 //! slowed down by the explaining.
 
 use std::fmt;
+use std::marker::PhantomData;
 
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -19,9 +20,9 @@ use serde_json::value::RawValue;
 
 use super::diagnose::{diagnose, format_version_problem};
 use super::error::SnapshotError;
-use super::format::{ApiKeyDoc, MetricRecord, Record, Text, WorkspaceDoc};
+use super::format::{ApiKeyDoc, Text, WorkspaceDoc};
 use super::header::{check_api_keys, check_format_version, check_version, check_workspace};
-use super::records::{self, RecordCheck};
+use super::records::{self, WireRecord, WithRecordType, with_record_type};
 use crate::store::key::KeyHash;
 use crate::store::{Builder, Collection};
 
@@ -63,20 +64,7 @@ pub fn parse(
         .deserialize_map(DocVisitor { ctx: &mut ctx })
         .and_then(|top| de.end().map(|()| top));
     match (result, ctx.error) {
-        (Ok(top), _) => {
-            check_format_version(file, top.format_version.as_deref())?;
-            let workspace = check_workspace(file, top.workspace.as_ref())?;
-            let version = check_version(file, top.version.as_deref())?;
-            let (key_hashes, keys_warning) =
-                check_api_keys(file, top.api_keys.as_deref().unwrap_or_default())?;
-            Ok(Header {
-                workspace_id: workspace.0,
-                workspace_name: workspace.1,
-                version,
-                key_hashes,
-                warnings: keys_warning.into_iter().collect(),
-            })
-        }
+        (Ok(top), _) => top.check(file),
         // A record failed a check. An unknown format version explains that
         // better, whatever the order of the keys in the file.
         (Err(_), Some(error)) => Err(format_version_problem(file, bytes).unwrap_or(error)),
@@ -84,13 +72,79 @@ pub fn parse(
     }
 }
 
-/// The non-record parts of the document, kept as they were parsed.
+/// The non-record parts of the document, kept as they were parsed; both
+/// passes read them with [`Top::read`] and check them with [`Top::check`].
 #[derive(Default)]
-struct Top {
+pub(super) struct Top {
     format_version: Option<String>,
     version: Option<String>,
     workspace: Option<(Option<String>, Option<String>)>,
     api_keys: Option<Vec<Option<String>>>,
+}
+
+impl Top {
+    /// Reads the value of the top-level `key`, which names no collection,
+    /// from `value`: a key of the header into its place; any other is
+    /// skipped (but must be JSON). Whether `key` is the header's.
+    pub(super) fn read<'de, D: Deserializer<'de>>(
+        &mut self,
+        key: &str,
+        value: D,
+    ) -> Result<bool, D::Error> {
+        let owned = |text: Text<'_>| text.as_str().to_owned();
+        match key {
+            "format_version" => {
+                self.format_version = Some(<&RawValue>::deserialize(value)?.get().to_owned());
+            }
+            "version" => self.version = Option::<Text<'de>>::deserialize(value)?.map(owned),
+            "workspace" => {
+                let workspace = Option::<WorkspaceDoc<'de>>::deserialize(value)?;
+                self.workspace = workspace.map(|w| (w.id.map(owned), w.name.map(owned)));
+            }
+            "api_keys" => {
+                let keys = Option::<Vec<ApiKeyDoc<'de>>>::deserialize(value)?;
+                self.api_keys =
+                    keys.map(|keys| keys.into_iter().map(|k| k.sha256.map(owned)).collect());
+            }
+            _ => {
+                IgnoredAny::deserialize(value)?;
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The header's checks, after every record passed, in the documented
+    /// order (docs/snapshot-format.md#order-of-reporting).
+    pub(super) fn check(self, file: &str) -> Result<Header, SnapshotError> {
+        check_format_version(file, self.format_version.as_deref())?;
+        let (workspace_id, workspace_name) = check_workspace(file, self.workspace.as_ref())?;
+        let version = check_version(file, self.version.as_deref())?;
+        let (key_hashes, keys_warning) =
+            check_api_keys(file, self.api_keys.as_deref().unwrap_or_default())?;
+        Ok(Header {
+            workspace_id,
+            workspace_name,
+            version,
+            key_hashes,
+            warnings: keys_warning.into_iter().collect(),
+        })
+    }
+}
+
+/// The value of a top-level key that names no collection, as a serde seed
+/// ([`Top::read`]): whether the key is the header's.
+pub(super) struct TopValue<'t, 'k> {
+    pub top: &'t mut Top,
+    pub key: &'k str,
+}
+
+impl<'de> DeserializeSeed<'de> for TopValue<'_, '_> {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        self.top.read(self.key, deserializer)
+    }
 }
 
 struct Ctx<'f, 'b> {
@@ -119,44 +173,19 @@ impl<'de> Visitor<'de> for DocVisitor<'_, '_, '_> {
         let mut top = Top::default();
         let mut seen: Vec<Text<'de>> = Vec::new();
         while let Some(key) = map.next_key::<Text<'de>>()? {
-            if seen.contains(&key) {
-                return Err(de::Error::custom(format_args!(
-                    "duplicate field `{}`",
-                    key.as_str()
-                )));
-            }
-            match key.as_str() {
-                "format_version" => {
-                    top.format_version = Some(map.next_value::<&RawValue>()?.get().to_owned());
+            first_time(&seen, &key)?;
+            match Collection::from_name(key.as_str()) {
+                Some(collection) => {
+                    let value = CollectionValue {
+                        map: &mut map,
+                        ctx: &mut *ctx,
+                    };
+                    with_record_type(collection, value)?;
                 }
-                "version" => {
-                    top.version = map
-                        .next_value::<Option<Text<'de>>>()?
-                        .map(|t| t.as_str().to_owned());
+                None => {
+                    let key = key.as_str();
+                    map.next_value_seed(TopValue { top: &mut top, key })?;
                 }
-                "workspace" => {
-                    top.workspace = map.next_value::<Option<WorkspaceDoc<'de>>>()?.map(|w| {
-                        (
-                            w.id.map(|t| t.as_str().to_owned()),
-                            w.name.map(|t| t.as_str().to_owned()),
-                        )
-                    });
-                }
-                "api_keys" => {
-                    top.api_keys = map
-                        .next_value::<Option<Vec<ApiKeyDoc<'de>>>>()?
-                        .map(|keys| {
-                            keys.into_iter()
-                                .map(|k| k.sha256.map(|t| t.as_str().to_owned()))
-                                .collect()
-                        });
-                }
-                name => match Collection::from_name(name) {
-                    Some(collection) => collection_value(&mut map, ctx, collection)?,
-                    None => {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                },
             }
             seen.push(key);
         }
@@ -164,70 +193,46 @@ impl<'de> Visitor<'de> for DocVisitor<'_, '_, '_> {
     }
 }
 
-/// Streams the records of one collection through its check. The match is
-/// exhaustive: a new collection does not compile until it has a check.
-fn collection_value<'de, M: MapAccess<'de>>(
-    map: &mut M,
-    ctx: &mut Ctx<'_, '_>,
-    collection: Collection,
-) -> Result<(), M::Error> {
-    use records::*;
-    match collection {
-        Collection::Companies => map.next_value_seed(Records::new(ctx, collection, company)),
-        Collection::Tasks => map.next_value_seed(Records::new(ctx, collection, task)),
-        Collection::Roles => map.next_value_seed(Records::new(ctx, collection, role)),
-        Collection::Feed => map.next_value_seed(Records::new(ctx, collection, feed_entry)),
-        Collection::Notes => map.next_value_seed(Records::new(ctx, collection, note)),
-        Collection::Metrics => {
-            map.next_value_seed(Records::<MetricRecord<'de>>::new(ctx, collection, metric))
-        }
-        Collection::Meetings => map.next_value_seed(Records::new(ctx, collection, meeting)),
-        Collection::MeetingNotes => {
-            map.next_value_seed(Records::new(ctx, collection, meeting_note))
-        }
+/// An error if `key` is in `seen`, in the words serde's derive uses for a
+/// struct's field given twice (the diagnosis turns them into the
+/// operator's).
+pub(super) fn first_time<E: de::Error>(seen: &[Text<'_>], key: &Text<'_>) -> Result<(), E> {
+    if seen.contains(key) {
+        return Err(E::custom(format_args!(
+            "duplicate field `{}`",
+            key.as_str()
+        )));
     }
+    Ok(())
 }
 
-/// Checks one parsed record (whose id is known good) and hands it to the
-/// builder.
-pub(super) type Check<P> =
-    fn(&RecordCheck<'_>, &P, u128, &mut Builder) -> Result<(), SnapshotError>;
+/// Reads the value of a collection's key as an array of its records, each
+/// checked and built as soon as it is read.
+struct CollectionValue<'m, 'c, 'f, 'b, M> {
+    map: &'m mut M,
+    ctx: &'c mut Ctx<'f, 'b>,
+}
+
+impl<'de, M: MapAccess<'de>> WithRecordType<'de> for CollectionValue<'_, '_, '_, '_, M> {
+    type Output = Result<(), M::Error>;
+
+    fn with<P: WireRecord<'de>>(self, collection: Collection) -> Self::Output {
+        self.map.next_value_seed(Records::<P> {
+            ctx: self.ctx,
+            collection,
+            record: PhantomData,
+        })
+    }
+}
 
 /// The records of one collection, as a serde seed.
 struct Records<'c, 'f, 'b, P> {
     ctx: &'c mut Ctx<'f, 'b>,
     collection: Collection,
-    check: Check<P>,
+    record: PhantomData<fn() -> P>,
 }
 
-impl<'c, 'f, 'b, P> Records<'c, 'f, 'b, P> {
-    fn new(ctx: &'c mut Ctx<'f, 'b>, collection: Collection, check: Check<P>) -> Self {
-        Records {
-            ctx,
-            collection,
-            check,
-        }
-    }
-}
-
-/// What the streaming pass needs of a parsed record: its id text.
-pub trait HasId<'de> {
-    fn id_text(&self) -> Option<&Text<'de>>;
-}
-
-impl<'de, A> HasId<'de> for Record<'de, A> {
-    fn id_text(&self) -> Option<&Text<'de>> {
-        self.id.as_ref()
-    }
-}
-
-impl<'de> HasId<'de> for MetricRecord<'de> {
-    fn id_text(&self) -> Option<&Text<'de>> {
-        self.id.as_ref()
-    }
-}
-
-impl<'de, P: Deserialize<'de> + HasId<'de>> DeserializeSeed<'de> for Records<'_, '_, '_, P> {
+impl<'de, P: WireRecord<'de>> DeserializeSeed<'de> for Records<'_, '_, '_, P> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
@@ -235,7 +240,7 @@ impl<'de, P: Deserialize<'de> + HasId<'de>> DeserializeSeed<'de> for Records<'_,
     }
 }
 
-impl<'de, P: Deserialize<'de> + HasId<'de>> Visitor<'de> for Records<'_, '_, '_, P> {
+impl<'de, P: WireRecord<'de>> Visitor<'de> for Records<'_, '_, '_, P> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -259,15 +264,7 @@ impl<'de, P: Deserialize<'de> + HasId<'de>> Visitor<'de> for Records<'_, '_, '_,
         let ctx = self.ctx;
         let mut index = 0;
         while let Some(parsed) = seq.next_element::<P>()? {
-            let id_text = parsed.id_text().map(Text::as_str);
-            let c = RecordCheck {
-                file: ctx.file,
-                collection: self.collection.name(),
-                index,
-                id: id_text,
-            };
-            let outcome = records::check_id(&c, id_text)
-                .and_then(|id| (self.check)(&c, &parsed, id, ctx.builder));
+            let outcome = records::build(ctx.file, self.collection, index, &parsed, ctx.builder);
             if let Err(error) = outcome {
                 ctx.error = Some(error);
                 return Err(de::Error::custom("record rejected"));

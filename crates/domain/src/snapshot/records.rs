@@ -1,4 +1,14 @@
-//! The checks of each record, and what each hands to the store's builder.
+//! Each collection's records: the wire type they are read as, the checks
+//! they pass, and what they hand the store's builder.
+//!
+//! [`with_record_type`] is the one place where a [`Collection`] becomes the
+//! type its records are read as; the streaming pass, the whole-buffer pass
+//! and the diagnosis of a rejected file all read records through it. Its
+//! match is exhaustive, so a collection added to the store's list does not
+//! compile until it has a type there, nor that type until it is a
+//! [`WireRecord`]: for a record in the API's `{"id", "attributes"}` shape,
+//! until its attributes are [`Attributes`], which say what they are checked
+//! for and what they hand the builder.
 //!
 //! A check knows where its record is ([`RecordCheck`]), so every failure
 //! names the collection, the record's position and id, and the field
@@ -7,15 +17,270 @@
 
 use std::borrow::Cow;
 
+use serde::Deserialize;
+
 use super::error::{Place, SnapshotError, quote, shorten};
 use super::format::{
     CompanyAttrs, FeedAttrs, Field, MeetingAttrs, MeetingNoteAttrs, MetricRecord, NoteAttrs,
     Record, RoleAttrs, TaskAttrs, Text,
 };
-use super::render;
+use super::render::{self, Render};
 use crate::store::id::parse_id;
 use crate::store::time::Instant;
-use crate::store::{Builder, Key};
+use crate::store::{Builder, Collection, Key};
+
+/// A collection's record as the file has it: read by serde, then checked
+/// and handed to the builder.
+pub trait WireRecord<'de>: Deserialize<'de> {
+    /// The record's id as written.
+    fn id_text(&self) -> Option<&str>;
+
+    /// Checks the record, whose id is known good, in the documented order
+    /// (docs/snapshot-format.md#order-of-reporting), and hands it to the
+    /// builder.
+    fn build(
+        &self,
+        c: &RecordCheck<'_>,
+        id: u128,
+        builder: &mut Builder,
+    ) -> Result<(), SnapshotError>;
+}
+
+/// What a pass does with the records of one collection, whatever their
+/// type: [`with_record_type`] calls it with the type.
+pub trait WithRecordType<'de> {
+    type Output;
+
+    fn with<P: WireRecord<'de>>(self, collection: Collection) -> Self::Output;
+}
+
+/// Calls `w` with the type that `collection`'s records are read as.
+pub fn with_record_type<'de, W: WithRecordType<'de>>(collection: Collection, w: W) -> W::Output {
+    match collection {
+        Collection::Companies => w.with::<Record<'de, CompanyAttrs<'de>>>(collection),
+        Collection::Tasks => w.with::<Record<'de, TaskAttrs<'de>>>(collection),
+        Collection::Roles => w.with::<Record<'de, RoleAttrs<'de>>>(collection),
+        Collection::Feed => w.with::<Record<'de, FeedAttrs<'de>>>(collection),
+        Collection::Notes => w.with::<Record<'de, NoteAttrs<'de>>>(collection),
+        Collection::Metrics => w.with::<MetricRecord<'de>>(collection),
+        Collection::Meetings => w.with::<Record<'de, MeetingAttrs<'de>>>(collection),
+        Collection::MeetingNotes => w.with::<Record<'de, MeetingNoteAttrs<'de>>>(collection),
+    }
+}
+
+/// Checks the parsed record at `index` of `collection` (its id, then the
+/// rest) and hands it to the builder. `file` only names the file in errors.
+pub fn build<'de>(
+    file: &str,
+    collection: Collection,
+    index: usize,
+    parsed: &impl WireRecord<'de>,
+    builder: &mut Builder,
+) -> Result<(), SnapshotError> {
+    let id_text = parsed.id_text();
+    let c = RecordCheck {
+        file,
+        collection: collection.name(),
+        index,
+        id: id_text,
+    };
+    let id = check_id(&c, id_text)?;
+    parsed.build(&c, id, builder)
+}
+
+/// The attributes of a collection whose records are `{"id", "attributes"}`.
+/// Absent or `null` attributes are checked as `{}`.
+pub trait Attributes: Render + Default + Clone {
+    /// Checks the attributes in the documented order; the record's key.
+    fn key(&self, c: &RecordCheck<'_>, id: u128) -> Result<Key, SnapshotError>;
+
+    /// Hands the checked record to the builder: its key, the attributes
+    /// the store indexes, and `json`, which writes the record.
+    fn hand(&self, key: Key, builder: &mut Builder, json: impl FnOnce(&mut Vec<u8>));
+}
+
+impl<'de, A: Attributes + Deserialize<'de>> WireRecord<'de> for Record<'de, A> {
+    fn id_text(&self) -> Option<&str> {
+        self.id.as_ref().map(Text::as_str)
+    }
+
+    fn build(
+        &self,
+        c: &RecordCheck<'_>,
+        id: u128,
+        builder: &mut Builder,
+    ) -> Result<(), SnapshotError> {
+        let a = attrs_or_default(&self.attributes);
+        let key = a.key(c, id)?;
+        a.hand(key, builder, |out| {
+            render::record(out, id_of(&self.id), &*a)
+        });
+        Ok(())
+    }
+}
+
+/// Companies are ordered by name, not by an instant, and belong to nothing.
+impl Attributes for CompanyAttrs<'_> {
+    fn key(&self, _: &RecordCheck<'_>, id: u128) -> Result<Key, SnapshotError> {
+        Ok(Key {
+            id,
+            ..Key::default()
+        })
+    }
+
+    fn hand(&self, key: Key, builder: &mut Builder, json: impl FnOnce(&mut Vec<u8>)) {
+        builder.company(key, text(&self.name), text(&self.priority), json);
+    }
+}
+
+// Each collection's checks and builder call, in the order of the
+// collections. Tasks, roles, feed entries and notes share one shape: a
+// required `company_id` and a required ordering timestamp.
+
+impl Attributes for TaskAttrs<'_> {
+    fn key(&self, c: &RecordCheck<'_>, id: u128) -> Result<Key, SnapshotError> {
+        c.keyed(id, &self.company_id, &self.created_at, "created_at")
+    }
+
+    fn hand(&self, key: Key, builder: &mut Builder, json: impl FnOnce(&mut Vec<u8>)) {
+        builder.task(key, text(&self.status), text(&self.priority), json);
+    }
+}
+
+impl Attributes for RoleAttrs<'_> {
+    fn key(&self, c: &RecordCheck<'_>, id: u128) -> Result<Key, SnapshotError> {
+        c.keyed(id, &self.company_id, &self.opened_at, "opened_at")
+    }
+
+    fn hand(&self, key: Key, builder: &mut Builder, json: impl FnOnce(&mut Vec<u8>)) {
+        builder.role(key, json);
+    }
+}
+
+impl Attributes for FeedAttrs<'_> {
+    fn key(&self, c: &RecordCheck<'_>, id: u128) -> Result<Key, SnapshotError> {
+        c.keyed(id, &self.company_id, &self.published_at, "published_at")
+    }
+
+    fn hand(&self, key: Key, builder: &mut Builder, json: impl FnOnce(&mut Vec<u8>)) {
+        builder.feed_entry(key, text(&self.kind), json);
+    }
+}
+
+impl Attributes for NoteAttrs<'_> {
+    fn key(&self, c: &RecordCheck<'_>, id: u128) -> Result<Key, SnapshotError> {
+        c.keyed(id, &self.company_id, &self.created_at, "created_at")
+    }
+
+    fn hand(&self, key: Key, builder: &mut Builder, json: impl FnOnce(&mut Vec<u8>)) {
+        builder.note(key, json);
+    }
+}
+
+/// A metric value's `company_id` sits beside its attributes, so the record
+/// is checked as a whole.
+impl<'de> WireRecord<'de> for MetricRecord<'de> {
+    fn id_text(&self) -> Option<&str> {
+        self.id.as_ref().map(Text::as_str)
+    }
+
+    fn build(
+        &self,
+        c: &RecordCheck<'_>,
+        id: u128,
+        builder: &mut Builder,
+    ) -> Result<(), SnapshotError> {
+        let Some(company) = &self.company_id else {
+            return Err(c.fail(
+                "company_id",
+                "required field is missing or null (it sits beside attributes)",
+            ));
+        };
+        let a = attrs_or_default(&self.attributes);
+        let key = Key {
+            id,
+            at: c.ordering(&a.reported_at, "reported_at")?,
+            parent: parse_id(company.as_str()),
+        };
+        builder.metric(key, text(&a.name), |out| {
+            render::record(out, id_of(&self.id), &*a)
+        });
+        Ok(())
+    }
+}
+
+impl Attributes for MeetingAttrs<'_> {
+    fn key(&self, c: &RecordCheck<'_>, id: u128) -> Result<Key, SnapshotError> {
+        let company = c.required_text(&self.company_id, "company_id")?;
+        c.required_text(&self.title, "title")?;
+        let at = c.timestamp(&self.start_time, "start_time")?;
+        c.nullable(&self.end_time, "end_time")?;
+        c.required_text(&self.created_at, "created_at")?;
+        c.required_text(&self.updated_at, "updated_at")?;
+        let attendees = c.required(&self.attendees, "attendees", "an array of attendees")?;
+        for (i, attendee) in attendees.iter().enumerate() {
+            let field = format!("attendees[{i}].email");
+            let email = c.required_text(&attendee.email, &field)?;
+            if !looks_like_email(email) {
+                return Err(c.fail(
+                    &attr(&field),
+                    format!("{} is not an email address", quote(email)),
+                ));
+            }
+            c.required(
+                &attendee.organizer,
+                &format!("attendees[{i}].organizer"),
+                "a boolean",
+            )?;
+        }
+        Ok(Key {
+            id,
+            at,
+            parent: parse_id(company),
+        })
+    }
+
+    fn hand(&self, key: Key, builder: &mut Builder, json: impl FnOnce(&mut Vec<u8>)) {
+        builder.meeting(key, json);
+    }
+}
+
+impl Attributes for MeetingNoteAttrs<'_> {
+    fn key(&self, c: &RecordCheck<'_>, id: u128) -> Result<Key, SnapshotError> {
+        let meeting = c.required_text(&self.meeting_id, "meeting_id")?;
+        let kind = c.required_text(&self.kind, "type")?;
+        if kind != "notetool" {
+            return Err(c.fail(
+                &attr("type"),
+                format!("{} is not an allowed type (only \"notetool\")", quote(kind)),
+            ));
+        }
+        c.nullable(&self.notes, "notes")?;
+        c.nullable(&self.transcript, "transcript")?;
+        if let Field::Value(transcript) = &self.transcript {
+            let segments = c.required(
+                &transcript.segments,
+                "transcript.segments",
+                "an array of segments",
+            )?;
+            for (i, segment) in segments.iter().enumerate() {
+                c.required_text(&segment.text, &format!("transcript.segments[{i}].text"))?;
+            }
+        }
+        c.nullable(&self.synced_at, "synced_at")?;
+        let at = c.timestamp(&self.created_at, "created_at")?;
+        c.required_text(&self.updated_at, "updated_at")?;
+        Ok(Key {
+            id,
+            at,
+            parent: parse_id(meeting),
+        })
+    }
+
+    fn hand(&self, key: Key, builder: &mut Builder, json: impl FnOnce(&mut Vec<u8>)) {
+        builder.meeting_note(key, json);
+    }
+}
 
 /// The attributes of a record; absent ones are all `null`.
 fn attrs_or_default<A: Default + Clone>(attributes: &Option<A>) -> Cow<'_, A> {
@@ -30,236 +295,9 @@ fn id_of<'p, 'de>(id: &'p Option<Text<'de>>) -> &'p Text<'de> {
     id.as_ref().unwrap_or(NONE)
 }
 
-pub fn company(
-    _: &RecordCheck<'_>,
-    r: &Record<'_, CompanyAttrs<'_>>,
-    id: u128,
-    builder: &mut Builder,
-) -> Result<(), SnapshotError> {
-    let a = attrs_or_default(&r.attributes);
-    let key = Key {
-        id,
-        ..Key::default()
-    };
-    builder.company(key, text(&a.name), text(&a.priority), |out| {
-        render::record(out, id_of(&r.id), &*a)
-    });
-    Ok(())
-}
-
-// Tasks, roles, feed entries and notes share one shape: a required
-// `company_id` and a required ordering timestamp.
-
-pub fn task(
-    c: &RecordCheck<'_>,
-    r: &Record<'_, TaskAttrs<'_>>,
-    id: u128,
-    builder: &mut Builder,
-) -> Result<(), SnapshotError> {
-    let a = attrs_or_default(&r.attributes);
-    let key = keyed(
-        c,
-        id,
-        a.company_id.as_ref(),
-        a.created_at.as_ref(),
-        "created_at",
-    )?;
-    builder.task(key, text(&a.status), text(&a.priority), |out| {
-        render::record(out, id_of(&r.id), &*a)
-    });
-    Ok(())
-}
-
-pub fn role(
-    c: &RecordCheck<'_>,
-    r: &Record<'_, RoleAttrs<'_>>,
-    id: u128,
-    builder: &mut Builder,
-) -> Result<(), SnapshotError> {
-    let a = attrs_or_default(&r.attributes);
-    let key = keyed(
-        c,
-        id,
-        a.company_id.as_ref(),
-        a.opened_at.as_ref(),
-        "opened_at",
-    )?;
-    builder.role(key, |out| render::record(out, id_of(&r.id), &*a));
-    Ok(())
-}
-
-pub fn feed_entry(
-    c: &RecordCheck<'_>,
-    r: &Record<'_, FeedAttrs<'_>>,
-    id: u128,
-    builder: &mut Builder,
-) -> Result<(), SnapshotError> {
-    let a = attrs_or_default(&r.attributes);
-    let key = keyed(
-        c,
-        id,
-        a.company_id.as_ref(),
-        a.published_at.as_ref(),
-        "published_at",
-    )?;
-    builder.feed_entry(key, text(&a.kind), |out| {
-        render::record(out, id_of(&r.id), &*a)
-    });
-    Ok(())
-}
-
-pub fn note(
-    c: &RecordCheck<'_>,
-    r: &Record<'_, NoteAttrs<'_>>,
-    id: u128,
-    builder: &mut Builder,
-) -> Result<(), SnapshotError> {
-    let a = attrs_or_default(&r.attributes);
-    let key = keyed(
-        c,
-        id,
-        a.company_id.as_ref(),
-        a.created_at.as_ref(),
-        "created_at",
-    )?;
-    builder.note(key, |out| render::record(out, id_of(&r.id), &*a));
-    Ok(())
-}
-
 /// The text of an optional attribute.
 fn text<'t>(value: &'t Option<Text<'_>>) -> Option<&'t str> {
     value.as_ref().map(Text::as_str)
-}
-
-pub fn metric(
-    c: &RecordCheck<'_>,
-    r: &MetricRecord<'_>,
-    id: u128,
-    builder: &mut Builder,
-) -> Result<(), SnapshotError> {
-    let Some(company) = &r.company_id else {
-        return Err(c.fail(
-            "company_id",
-            "required field is missing or null (it sits beside attributes)",
-        ));
-    };
-    let a = attrs_or_default(&r.attributes);
-    let Some(reported) = &a.reported_at else {
-        return Err(c.fail(
-            "attributes.reported_at",
-            "required timestamp is missing or null",
-        ));
-    };
-    let at = parse_timestamp(c, reported.as_str(), "reported_at")?;
-    let key = Key {
-        id,
-        at,
-        parent: parse_id(company.as_str()),
-    };
-    builder.metric(key, text(&a.name), |out| {
-        render::record(out, id_of(&r.id), &*a)
-    });
-    Ok(())
-}
-
-pub fn meeting(
-    c: &RecordCheck<'_>,
-    r: &Record<'_, MeetingAttrs<'_>>,
-    id: u128,
-    builder: &mut Builder,
-) -> Result<(), SnapshotError> {
-    let a = attrs_or_default(&r.attributes);
-    let company = c.required_text(&a.company_id, "company_id")?;
-    c.required_text(&a.title, "title")?;
-    let at = c.timestamp(&a.start_time, "start_time")?;
-    c.nullable(&a.end_time, "end_time")?;
-    c.required_text(&a.created_at, "created_at")?;
-    c.required_text(&a.updated_at, "updated_at")?;
-    let attendees = c.required(&a.attendees, "attendees", "an array of attendees")?;
-    for (i, attendee) in attendees.iter().enumerate() {
-        let field = format!("attendees[{i}].email");
-        let email = c.required_text(&attendee.email, &field)?;
-        if !looks_like_email(email) {
-            return Err(c.fail(
-                &attr(&field),
-                format!("{} is not an email address", quote(email)),
-            ));
-        }
-        c.required(
-            &attendee.organizer,
-            &format!("attendees[{i}].organizer"),
-            "a boolean",
-        )?;
-    }
-    let key = Key {
-        id,
-        at,
-        parent: parse_id(company),
-    };
-    builder.meeting(key, |out| render::record(out, id_of(&r.id), &*a));
-    Ok(())
-}
-
-pub fn meeting_note(
-    c: &RecordCheck<'_>,
-    r: &Record<'_, MeetingNoteAttrs<'_>>,
-    id: u128,
-    builder: &mut Builder,
-) -> Result<(), SnapshotError> {
-    let a = attrs_or_default(&r.attributes);
-    let meeting = c.required_text(&a.meeting_id, "meeting_id")?;
-    let kind = c.required_text(&a.kind, "type")?;
-    if kind != "notetool" {
-        return Err(c.fail(
-            &attr("type"),
-            format!("{} is not an allowed type (only \"notetool\")", quote(kind)),
-        ));
-    }
-    c.nullable(&a.notes, "notes")?;
-    c.nullable(&a.transcript, "transcript")?;
-    if let Field::Value(transcript) = &a.transcript {
-        let segments = c.required(
-            &transcript.segments,
-            "transcript.segments",
-            "an array of segments",
-        )?;
-        for (i, segment) in segments.iter().enumerate() {
-            c.required_text(&segment.text, &format!("transcript.segments[{i}].text"))?;
-        }
-    }
-    c.nullable(&a.synced_at, "synced_at")?;
-    let at = c.timestamp(&a.created_at, "created_at")?;
-    c.required_text(&a.updated_at, "updated_at")?;
-    let key = Key {
-        id,
-        at,
-        parent: parse_id(meeting),
-    };
-    builder.meeting_note(key, |out| render::record(out, id_of(&r.id), &*a));
-    Ok(())
-}
-
-/// The key of a record with a required `company_id` and a required
-/// ordering timestamp `at_field`.
-fn keyed(
-    c: &RecordCheck<'_>,
-    id: u128,
-    company: Option<&Text<'_>>,
-    at: Option<&Text<'_>>,
-    at_field: &str,
-) -> Result<Key, SnapshotError> {
-    let Some(company) = company else {
-        return Err(c.fail(&attr("company_id"), "required attribute is missing or null"));
-    };
-    let at = match at {
-        None => return Err(c.fail(&attr(at_field), "required timestamp is missing or null")),
-        Some(text) => parse_timestamp(c, text.as_str(), at_field)?,
-    };
-    Ok(Key {
-        id,
-        at,
-        parent: parse_id(company.as_str()),
-    })
 }
 
 /// An ordering timestamp: RFC 3339 in the profile that every common client
@@ -389,6 +427,33 @@ impl RecordCheck<'_> {
     fn timestamp(&self, field: &Field<Text<'_>>, name: &str) -> Result<Instant, SnapshotError> {
         let text = self.required(field, name, "a timestamp")?;
         parse_timestamp(self, text.as_str(), name)
+    }
+
+    /// The key of a record with a required `company_id` and a required
+    /// ordering timestamp `at_field`, checked in that order.
+    fn keyed(
+        &self,
+        id: u128,
+        company: &Option<Text<'_>>,
+        at: &Option<Text<'_>>,
+        at_field: &str,
+    ) -> Result<Key, SnapshotError> {
+        let Some(company) = company else {
+            return Err(self.fail(&attr("company_id"), "required attribute is missing or null"));
+        };
+        Ok(Key {
+            id,
+            at: self.ordering(at, at_field)?,
+            parent: parse_id(company.as_str()),
+        })
+    }
+
+    /// The required ordering timestamp of a record that is not a meeting's.
+    fn ordering(&self, at: &Option<Text<'_>>, field: &str) -> Result<Instant, SnapshotError> {
+        match at {
+            None => Err(self.fail(&attr(field), "required timestamp is missing or null")),
+            Some(text) => parse_timestamp(self, text.as_str(), field),
+        }
     }
 }
 

@@ -7,15 +7,12 @@
 //! is; only strings that had escapes are escaped again.
 //!
 //! Attributes are written in the spec's order, `null` where the snapshot
-//! omitted them, and nothing the spec does not list.
+//! omitted them, and nothing the spec does not list: each wire object's
+//! impl is made from the list of its members in [`super::format`].
 
 use std::borrow::Cow;
 
-use super::format::{
-    Attendee, CompanyAttrs, FeedAttrs, FeedSource, Field, MeetingAttrs, MeetingNoteAttrs,
-    MetricAttrs, NoteAttrs, Number, RoleAttrs, Segment, TaskAttrs, Text, Transcript,
-    ValueProposition,
-};
+use super::format::{Field, Number, Text};
 
 /// A value that writes itself as JSON.
 pub trait Render {
@@ -97,8 +94,15 @@ pub fn record(out: &mut Vec<u8>, id: &Text<'_>, attributes: &impl Render) {
     out.push(b'}');
 }
 
-/// Writes `"name":` and the value, with a comma before all but the first.
-fn member(out: &mut Vec<u8>, first: &mut bool, name: &str, value: &(impl Render + ?Sized)) {
+/// Writes `"name":` and the value, with a comma before all but the first:
+/// one member of an object (the wire objects' [`Render`] impls are made by
+/// `wire_objects!` in [`super::format`] from the list of their members).
+pub(super) fn member(
+    out: &mut Vec<u8>,
+    first: &mut bool,
+    name: &str,
+    value: &(impl Render + ?Sized),
+) {
     if !*first {
         out.push(b',');
     }
@@ -109,152 +113,10 @@ fn member(out: &mut Vec<u8>, first: &mut bool, name: &str, value: &(impl Render 
     value.render(out);
 }
 
-/// Implements [`Render`] for a struct as an object of the listed fields, in
-/// order, under their JSON names.
-macro_rules! render_object {
-    ($ty:ident { $($field:ident => $name:literal),* $(,)? }) => {
-        impl Render for $ty<'_> {
-            fn render(&self, out: &mut Vec<u8>) {
-                let mut first = true;
-                out.push(b'{');
-                $( member(out, &mut first, $name, &self.$field); )*
-                out.push(b'}');
-            }
-        }
-    };
-}
-
-render_object!(CompanyAttrs {
-    domain => "domain",
-    name => "name",
-    logo_url => "logo_url",
-    headline => "headline",
-    description => "description",
-    professional_network => "professional_network",
-    x => "x",
-    careers_url => "careers_url",
-    domain_aliases => "domain_aliases",
-    priority => "priority",
-    labels => "labels",
-    value_propositions => "value_propositions",
-});
-
-render_object!(ValueProposition { problem => "problem", solution => "solution", icp => "icp" });
-
-render_object!(TaskAttrs {
-    title => "title",
-    description => "description",
-    status => "status",
-    priority => "priority",
-    source => "source",
-    company_id => "company_id",
-    assignee_id => "assignee_id",
-    due_date => "due_date",
-    created_at => "created_at",
-    updated_at => "updated_at",
-});
-
-render_object!(RoleAttrs {
-    company_id => "company_id",
-    name => "name",
-    url => "url",
-    description => "description",
-    domain => "domain",
-    level => "level",
-    opened_at => "opened_at",
-});
-
-render_object!(FeedAttrs {
-    company_id => "company_id",
-    kind => "type",
-    title => "title",
-    content => "content",
-    published_at => "published_at",
-    private => "private",
-    sources => "sources",
-});
-
-render_object!(FeedSource { source => "source", url => "url", title => "title", published_at => "published_at" });
-
-render_object!(NoteAttrs {
-    company_id => "company_id",
-    title => "title",
-    content => "content",
-    source => "source",
-    created_by => "created_by",
-    created_at => "created_at",
-});
-
-render_object!(MetricAttrs {
-    name => "name",
-    unit => "unit",
-    value_text => "value_text",
-    value_numeric => "value_numeric",
-    value_currency => "value_currency",
-    period_label => "period_label",
-    period_start => "period_start",
-    period_end => "period_end",
-    reported_at => "reported_at",
-});
-
-render_object!(MeetingAttrs {
-    company_id => "company_id",
-    title => "title",
-    start_time => "start_time",
-    end_time => "end_time",
-    attendees => "attendees",
-    created_at => "created_at",
-    updated_at => "updated_at",
-});
-
-render_object!(MeetingNoteAttrs {
-    meeting_id => "meeting_id",
-    kind => "type",
-    notes => "notes",
-    transcript => "transcript",
-    synced_at => "synced_at",
-    created_at => "created_at",
-    updated_at => "updated_at",
-});
-
-render_object!(Transcript { segments => "segments" });
-
-/// Optional attendee `name` is left out when absent.
-impl Render for Attendee<'_> {
-    fn render(&self, out: &mut Vec<u8>) {
-        let mut first = true;
-        out.push(b'{');
-        member(out, &mut first, "email", &self.email);
-        member(out, &mut first, "organizer", &self.organizer);
-        if let Some(name) = &self.name {
-            member(out, &mut first, "name", name);
-        }
-        out.push(b'}');
-    }
-}
-
-/// Optional segment `speaker`, `startTime` and `endTime` are left out when absent.
-impl Render for Segment<'_> {
-    fn render(&self, out: &mut Vec<u8>) {
-        let mut first = true;
-        out.push(b'{');
-        member(out, &mut first, "text", &self.text);
-        if let Some(speaker) = &self.speaker {
-            member(out, &mut first, "speaker", speaker);
-        }
-        if let Some(start) = &self.start_time {
-            member(out, &mut first, "startTime", start);
-        }
-        if let Some(end) = &self.end_time {
-            member(out, &mut first, "endTime", end);
-        }
-        out.push(b'}');
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::snapshot::format::{Attendee, RoleAttrs, Segment};
 
     fn render(value: &impl Render) -> String {
         let mut out = Vec::new();

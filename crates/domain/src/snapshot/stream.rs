@@ -19,18 +19,10 @@
 use std::hash::Hasher;
 use std::io::Read;
 
-use serde::Deserialize;
-use serde::de::IgnoredAny;
-use serde_json::value::RawValue;
-
 use super::batches::{Sink, Workers, worker_count};
-use super::format::{
-    ApiKeyDoc, CompanyAttrs, FeedAttrs, MeetingAttrs, MeetingNoteAttrs, MetricRecord, NoteAttrs,
-    Record, RoleAttrs, TaskAttrs, Text, WorkspaceDoc,
-};
-use super::header::{check_api_keys, check_format_version, check_version, check_workspace};
-use super::parse::{HasId, Header};
-use super::records::{self, RecordCheck};
+use super::format::Text;
+use super::parse::{Header, Top};
+use super::records::{self, WireRecord, WithRecordType, with_record_type};
 use crate::store::{Builder, Collection, Threads};
 
 /// How much the window reads at a time.
@@ -90,32 +82,11 @@ pub fn scan<'b>(
     };
     let top = s.document()?;
     s.sink.finish()?;
-    // The same checks, in the same order, as the whole-buffer parse.
-    check_format_version(file, top.format_version.as_deref()).map_err(|_| GaveUp)?;
-    let (workspace_id, workspace_name) =
-        check_workspace(file, top.workspace.as_ref()).map_err(|_| GaveUp)?;
-    let version = check_version(file, top.version.as_deref()).map_err(|_| GaveUp)?;
-    let (key_hashes, keys_warning) =
-        check_api_keys(file, top.api_keys.as_deref().unwrap_or_default()).map_err(|_| GaveUp)?;
     Ok(Streamed {
-        header: Header {
-            workspace_id,
-            workspace_name,
-            version,
-            key_hashes,
-            warnings: keys_warning.into_iter().collect(),
-        },
+        // The same checks, in the same order, as the whole-buffer parse.
+        header: top.check(file).map_err(|_| GaveUp)?,
         content_hash: s.hash.finish(),
     })
-}
-
-/// The non-record parts of the document, as the whole-buffer parse keeps them.
-#[derive(Default)]
-struct Top {
-    format_version: Option<String>,
-    version: Option<String>,
-    workspace: Option<(Option<String>, Option<String>)>,
-    api_keys: Option<Vec<Option<String>>>,
 }
 
 /// Bytes of records after which progress is reported even before
@@ -197,38 +168,10 @@ impl<R: Read> Stream<'_, '_, '_, R> {
         let bytes = self.window.peek(len);
         self.hash.write(bytes);
         self.hash.write_u8(0);
-        let bad = |_| GaveUp;
-        match key {
-            "format_version" => {
-                let raw: &RawValue = serde_json::from_slice(bytes).map_err(bad)?;
-                top.format_version = Some(raw.get().to_owned());
-            }
-            "version" => {
-                let text: Option<Text<'_>> = serde_json::from_slice(bytes).map_err(bad)?;
-                top.version = text.map(|t| t.as_str().to_owned());
-            }
-            "workspace" => {
-                let doc: Option<WorkspaceDoc<'_>> = serde_json::from_slice(bytes).map_err(bad)?;
-                top.workspace = doc.map(|w| {
-                    (
-                        w.id.map(|t| t.as_str().to_owned()),
-                        w.name.map(|t| t.as_str().to_owned()),
-                    )
-                });
-            }
-            "api_keys" => {
-                let keys: Option<Vec<ApiKeyDoc<'_>>> =
-                    serde_json::from_slice(bytes).map_err(bad)?;
-                top.api_keys = keys.map(|keys| {
-                    keys.into_iter()
-                        .map(|k| k.sha256.map(|t| t.as_str().to_owned()))
-                        .collect()
-                });
-            }
-            _ => {
-                serde_json::from_slice::<IgnoredAny>(bytes).map_err(bad)?;
-            }
-        }
+        let mut value = serde_json::Deserializer::from_slice(bytes);
+        top.read(key, &mut value)
+            .and_then(|_| value.end())
+            .map_err(|_| GaveUp)?;
         self.window.advance(len);
         Ok(())
     }
@@ -292,8 +235,7 @@ impl<R: Read> Stream<'_, '_, '_, R> {
 
 /// Parses, checks and builds one record of `collection` from `bytes`,
 /// unless the version this load replaces has a record of the same bytes,
-/// which the builder then takes over (`store::Previous`). The match is
-/// exhaustive: a new collection does not compile until it is read here too.
+/// which the builder then takes over (`store::Previous`).
 pub fn build_record(
     file: &str,
     collection: Collection,
@@ -301,53 +243,36 @@ pub fn build_record(
     bytes: &[u8],
     builder: &mut Builder,
 ) -> Result<(), GaveUp> {
-    use records::*;
     let digest = xxhash_rust::xxh3::xxh3_128(bytes);
     if builder.reuse(collection, index, digest) {
         return Ok(());
     }
     builder.digest_next(digest);
-    let c = collection;
-    match collection {
-        Collection::Companies => {
-            one::<Record<'_, CompanyAttrs<'_>>>(file, c, index, bytes, builder, company)
-        }
-        Collection::Tasks => one::<Record<'_, TaskAttrs<'_>>>(file, c, index, bytes, builder, task),
-        Collection::Roles => one::<Record<'_, RoleAttrs<'_>>>(file, c, index, bytes, builder, role),
-        Collection::Feed => {
-            one::<Record<'_, FeedAttrs<'_>>>(file, c, index, bytes, builder, feed_entry)
-        }
-        Collection::Notes => one::<Record<'_, NoteAttrs<'_>>>(file, c, index, bytes, builder, note),
-        Collection::Metrics => one::<MetricRecord<'_>>(file, c, index, bytes, builder, metric),
-        Collection::Meetings => {
-            one::<Record<'_, MeetingAttrs<'_>>>(file, c, index, bytes, builder, meeting)
-        }
-        Collection::MeetingNotes => {
-            one::<Record<'_, MeetingNoteAttrs<'_>>>(file, c, index, bytes, builder, meeting_note)
-        }
-    }
+    let record = RecordBytes {
+        file,
+        index,
+        bytes,
+        builder,
+    };
+    with_record_type(collection, record)
 }
 
-/// Parses one record of type `P` from `bytes`, checks it, and builds it.
-fn one<'de, P: Deserialize<'de> + HasId<'de>>(
-    file: &str,
-    collection: Collection,
+/// One record's bytes, to be parsed as its collection's type, checked and
+/// built.
+struct RecordBytes<'a, 'de> {
+    file: &'a str,
     index: usize,
     bytes: &'de [u8],
-    builder: &mut Builder,
-    check: super::parse::Check<P>,
-) -> Result<(), GaveUp> {
-    let parsed: P = serde_json::from_slice(bytes).map_err(|_| GaveUp)?;
-    let id_text = parsed.id_text().map(Text::as_str);
-    let c = RecordCheck {
-        file,
-        collection: collection.name(),
-        index,
-        id: id_text,
-    };
-    records::check_id(&c, id_text)
-        .and_then(|id| check(&c, &parsed, id, builder))
-        .map_err(|_| GaveUp)
+    builder: &'a mut Builder,
+}
+
+impl<'de> WithRecordType<'de> for RecordBytes<'_, 'de> {
+    type Output = Result<(), GaveUp>;
+
+    fn with<P: WireRecord<'de>>(self, collection: Collection) -> Result<(), GaveUp> {
+        let parsed: P = serde_json::from_slice(self.bytes).map_err(|_| GaveUp)?;
+        records::build(self.file, collection, self.index, &parsed, self.builder).map_err(|_| GaveUp)
+    }
 }
 
 /// A window over a reader: the bytes not yet consumed, refilled a chunk at
