@@ -2,12 +2,12 @@
 //! collection, id and a 128-bit digest of its raw bytes (the first 16 bytes
 //! of their SHA-256), in file order, without building a dataset.
 //!
-//! The streaming pass's own scanner ([`super::stream`]) finds each record,
+//! The streaming pass's own scanner (`stream.rs`) finds each record,
 //! exactly as a load does; each record is then read only for its id (the
-//! same id rule as a load, [`records::check_id`]) and hashed. Nothing else
+//! same id rule as a load, `records::check_id`) and hashed. Nothing else
 //! of the record is checked (where the id comes first, the rest is not even
 //! parsed): a caller that needs the file validated loads it
-//! (`crate::check`); the header checks are the load's.
+//! (the binary's `check` does); the header checks are the load's.
 //!
 //! Two records with the same digest have the same bytes (a collision of 128
 //! bits of SHA-256 is not a practical risk; a 64-bit hash would be). So the
@@ -43,7 +43,7 @@ pub struct RecordDigest {
 
 /// Where one record's bytes are in the (uncompressed) file, and their
 /// digest: what a publish's delta copies from the version it replaces
-/// (`crate::storage::delta`).
+/// (`portfolio_wire::delta`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecordSpan {
     pub digest: RecordHash,

@@ -2,7 +2,7 @@
 //!
 //! These are wire types: they mirror the JSON an exporter writes, borrow their
 //! text from the input buffer where the JSON has no escapes, and are checked
-//! by [`super::records`] before the store builds anything from them. Each
+//! by `records.rs` before the store builds anything from them. Each
 //! object of a record is declared once, in the `wire_objects!` list below:
 //! its members, their JSON names and the order the API serves them in. That
 //! one list makes both the struct serde reads and the [`Render`] impl that

@@ -38,12 +38,12 @@ pub struct Header {
 }
 
 /// How often a parse reports progress, in records: often enough that the
-/// loader can pace a load on a shared core ([`crate::loader`]), and cheap.
+/// server's loader can pace a load on a shared core, and cheap.
 pub(super) const PROGRESS_EVERY: usize = 64;
 
 /// Parses and validates one snapshot, handing each record to `builder`.
 /// `file` only names the file in errors. `progress` is told, every
-/// [`PROGRESS_EVERY`] records, the collection being read and how many
+/// `PROGRESS_EVERY` records, the collection being read and how many
 /// records have been read in all. On an error the builder has seen part of
 /// the records and must be thrown away.
 pub fn parse(
