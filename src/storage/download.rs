@@ -9,8 +9,36 @@ use std::path::Path;
 
 use futures_util::StreamExt;
 use object_store::path::Path as ObjectPath;
-use object_store::{GetOptions, ObjectStore};
+use object_store::{GetOptions, GetResult, ObjectStore};
 use sha2::{Digest, Sha256};
+
+use super::error::{ErrorKind, StorageError};
+
+/// A small object read whole into memory (the manifest, a workspace
+/// record), and its ETag. One over `max` bytes is refused before its body
+/// is read: `what` names whose limit it is ("a manifest").
+pub(super) async fn read_small(
+    result: GetResult,
+    key: &ObjectPath,
+    max: usize,
+    what: &str,
+) -> Result<(bytes::Bytes, Option<String>), StorageError> {
+    if result.meta.size > max as u64 {
+        return Err(StorageError::new(
+            ErrorKind::Manifest,
+            format!(
+                "{key} is {} bytes, over the {max} {what} may have",
+                result.meta.size
+            ),
+        ));
+    }
+    let etag = result.meta.e_tag.clone();
+    let bytes = result
+        .bytes()
+        .await
+        .map_err(|e| StorageError::new(ErrorKind::Incomplete, format!("cannot read {key}: {e}")))?;
+    Ok((bytes, etag))
+}
 
 /// What a download wrote.
 #[derive(Debug)]

@@ -17,6 +17,7 @@ use futures_util::StreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
+use super::download::read_small;
 use super::error::{ErrorKind, StorageError};
 use super::listing::{Fingerprint, Listing, ObjectVersion};
 use super::manifest::{self, DeltaRef, MAX_RECORD_BYTES, RECORDS_DIR, Record, Root, Version, v1};
@@ -317,19 +318,8 @@ async fn read_record(
         Err(object_store::Error::NotFound { .. }) => return Ok(None),
         Err(e) => return Err(error(&e, format!("cannot read {path}: {e}"))),
     };
-    if result.meta.size > MAX_RECORD_BYTES as u64 {
-        return Err(StorageError::new(
-            ErrorKind::Manifest,
-            format!(
-                "{path} is {} bytes, over the {MAX_RECORD_BYTES} a workspace record may have",
-                result.meta.size
-            ),
-        ));
-    }
-    let etag = result.meta.e_tag.clone().unwrap_or_default();
-    let bytes = result.bytes().await.map_err(|e| {
-        StorageError::new(ErrorKind::Incomplete, format!("cannot read {path}: {e}"))
-    })?;
+    let (bytes, etag) = read_small(result, &path, MAX_RECORD_BYTES, "a workspace record").await?;
+    let etag = etag.unwrap_or_default();
     let what = path.to_string();
     let record = Record::parse(&bytes, &what)?;
     Ok(Some((record, what, etag, bytes.len() as u64)))

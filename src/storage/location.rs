@@ -193,6 +193,22 @@ pub fn open_for(
     let connector = Connector::new(Arc::clone(&log), metrics);
     let retry = request_retries(options.timeout);
     let client = client_settings(options.timeout);
+    // The cloud builders share no trait, only these steps: the client
+    // settings under each one's own key type, the retries, the connector.
+    macro_rules! build {
+        ($builder:expr, $client_key:path) => {{
+            let mut builder = $builder;
+            for (key, value) in &client {
+                builder = builder.with_config($client_key(*key), value);
+            }
+            let store = builder
+                .with_retry(retry)
+                .with_http_connector(connector)
+                .build()
+                .map_err(store_error)?;
+            Arc::new(store)
+        }};
+    }
     let store: Arc<dyn ObjectStore> = match scheme {
         ObjectStoreScheme::AmazonS3 => {
             let mut builder = AmazonS3Builder::from_env().with_url(url.as_str());
@@ -223,42 +239,18 @@ pub fn open_for(
             if let Some(secret) = &options.secret_access_key {
                 builder = builder.with_secret_access_key(secret);
             }
-            for (key, value) in &client {
-                builder = builder.with_config(AmazonS3ConfigKey::Client(*key), value);
-            }
-            let store = builder
-                .with_retry(retry)
-                .with_http_connector(connector)
-                .build()
-                .map_err(store_error)?;
-            Arc::new(store)
+            build!(builder, AmazonS3ConfigKey::Client)
         }
         ObjectStoreScheme::GoogleCloudStorage => {
-            let mut builder = GoogleCloudStorageBuilder::from_env().with_url(url.as_str());
-            for (key, value) in &client {
-                builder = builder.with_config(GoogleConfigKey::Client(*key), value);
-            }
-            let store = builder
-                .with_retry(retry)
-                .with_http_connector(connector)
-                .build()
-                .map_err(store_error)?;
-            Arc::new(store)
+            let builder = GoogleCloudStorageBuilder::from_env().with_url(url.as_str());
+            build!(builder, GoogleConfigKey::Client)
         }
         ObjectStoreScheme::MicrosoftAzure => {
             let mut builder = MicrosoftAzureBuilder::from_env().with_url(url.as_str());
             if let Some(allow) = options.allow_http {
                 builder = builder.with_allow_http(allow);
             }
-            for (key, value) in &client {
-                builder = builder.with_config(AzureConfigKey::Client(*key), value);
-            }
-            let store = builder
-                .with_retry(retry)
-                .with_http_connector(connector)
-                .build()
-                .map_err(store_error)?;
-            Arc::new(store)
+            build!(builder, AzureConfigKey::Client)
         }
         ObjectStoreScheme::Local => {
             let root = local_root(url, access)?;

@@ -31,7 +31,7 @@ use super::backoff::PollBackoff;
 use super::cache::Cache;
 use super::cached::Cached;
 use super::client::{ClientLog, classify};
-use super::download::{DownloadError, Expect, download};
+use super::download::{DownloadError, Expect, download, read_small};
 use super::error::{ErrorKind, ListError, OpenError, StorageError};
 use super::file::is_snapshot_name;
 use super::follow::{self, Followed, Records};
@@ -289,19 +289,7 @@ impl ObjectSource {
             Err(object_store::Error::NotFound { .. }) => return Ok(None),
             Err(e) => return Err(self.error(&e, format!("cannot read {key}: {e}"))),
         };
-        if result.meta.size > MAX_MANIFEST_BYTES as u64 {
-            return Err(StorageError::new(
-                ErrorKind::Manifest,
-                format!(
-                    "{key} is {} bytes, over the {MAX_MANIFEST_BYTES} a manifest may have",
-                    result.meta.size
-                ),
-            ));
-        }
-        let etag = result.meta.e_tag.clone();
-        let bytes = result.bytes().await.map_err(|e| {
-            StorageError::new(ErrorKind::Incomplete, format!("cannot read {key}: {e}"))
-        })?;
+        let (bytes, etag) = read_small(result, key, MAX_MANIFEST_BYTES, "a manifest").await?;
         self.metrics.source_bytes(bytes.len() as u64);
         Ok(Some(Polled::Manifest(Manifest::parse(&bytes), etag, None)))
     }

@@ -99,6 +99,16 @@ impl Fixture {
         }
     }
 
+    /// A fixture in manifest mode that serves `ws-a` at `a1`, and the
+    /// manifest it published.
+    fn serving_a1() -> (Fixture, Manifest) {
+        let f = Fixture::new(Arc::new(InMemory::new()), None);
+        let mut manifest = Manifest::empty();
+        f.publish(&mut manifest, "ws-a", &snapshot("ws-a", "a1", 1), "a1");
+        f.snapshots.scan().unwrap();
+        (f, manifest)
+    }
+
     /// Writes `manifest` as a publisher would in the fixture's format: in
     /// format 2, the records whose versions changed and a root announcing
     /// them.
@@ -338,10 +348,7 @@ fn format_2_follows_the_journal_and_reads_the_records_when_it_fell_behind() {
 
 #[test]
 fn a_broken_manifest_or_a_missing_object_unloads_nothing() {
-    let f = Fixture::new(Arc::new(InMemory::new()), None);
-    let mut manifest = Manifest::empty();
-    f.publish(&mut manifest, "ws-a", &snapshot("ws-a", "a1", 1), "a1");
-    f.snapshots.scan().unwrap();
+    let (f, manifest) = Fixture::serving_a1();
 
     f.put("fleet/manifest.json", b"{ not json".to_vec());
     let report = f.snapshots.scan().unwrap();
@@ -545,10 +552,7 @@ fn a_large_prefix_is_listed_less_often() {
 /// fixed the replica follows again.
 #[test]
 fn a_broken_workspace_record_unloads_nothing() {
-    let f = Fixture::new(Arc::new(InMemory::new()), None);
-    let mut manifest = Manifest::empty();
-    f.publish(&mut manifest, "ws-a", &snapshot("ws-a", "a1", 1), "a1");
-    f.snapshots.scan().unwrap();
+    let (f, mut manifest) = Fixture::serving_a1();
     assert_eq!(f.serving("ws-a").as_deref(), Some("a1"));
 
     // A record broken by hand, and a root that sends every replica to
