@@ -672,12 +672,18 @@ mod tests {
         (0..n).map(|i| company(i, &format!("{name} {i}"))).collect()
     }
 
+    /// `n` records, and the same with the one at `at` changed.
+    fn one_changed(n: usize, at: usize) -> (Vec<String>, Vec<String>) {
+        let old = records(n, "Acme");
+        let mut changed = old.clone();
+        changed[at] = company(at, "Changed");
+        (old, changed)
+    }
+
     #[test]
     fn round_trips_every_kind_of_change_exactly() {
-        let old_records = records(50, "Acme");
+        let (old_records, changed) = one_changed(50, 20);
         let old = snapshot("v1", &old_records);
-        let mut changed = old_records.clone();
-        changed[20] = company(20, "Changed");
         let mut added = old_records.clone();
         added.insert(10, company(500, "New"));
         added.push(company(501, "Last"));
@@ -720,10 +726,8 @@ mod tests {
 
     #[test]
     fn a_change_of_one_record_is_a_few_ops_whatever_the_size() {
-        let old_records = records(2000, "Acme");
+        let (old_records, changed) = one_changed(2000, 1000);
         let old = snapshot("v1", &old_records);
-        let mut changed = old_records.clone();
-        changed[1000] = company(1000, "Changed");
         let (same, encoded) = delta(&old, &old);
         assert_eq!(
             (encoded.ops, encoded.inserted),
@@ -740,9 +744,8 @@ mod tests {
 
     #[test]
     fn tampering_is_refused() {
-        let old = snapshot("v1", &records(20, "Acme"));
-        let mut changed = records(20, "Acme");
-        changed[5] = company(5, "Changed");
+        let (old_records, changed) = one_changed(20, 5);
+        let old = snapshot("v1", &old_records);
         let new = snapshot("v2", &changed);
         let (good, _) = delta(&old, &new);
         assert_eq!(apply_to(&old, &good).unwrap(), new.as_bytes());

@@ -124,19 +124,20 @@ pub struct KeyClaim {
 /// The object name of `workspace`'s record under `prefix`. The id is one
 /// path segment, escaped as the store escapes it, so any id is safe.
 pub fn record_path(prefix: &ObjectPath, workspace: &str) -> ObjectPath {
-    let name = format!("{workspace}.json");
-    prefix
-        .parts()
-        .chain([PathPart::from(RECORDS_DIR), PathPart::from(name.as_str())])
-        .collect()
+    json_object(prefix, RECORDS_DIR, workspace)
 }
 
 /// The object name of the claim on the key whose SHA-256 is `key_hex`.
 pub fn claim_path(prefix: &ObjectPath, key_hex: &str) -> ObjectPath {
-    let name = format!("{key_hex}.json");
+    json_object(prefix, CLAIMS_DIR, key_hex)
+}
+
+/// `<prefix>/<dir>/<stem>.json`, the last part one escaped path segment.
+fn json_object(prefix: &ObjectPath, dir: &str, stem: &str) -> ObjectPath {
+    let name = format!("{stem}.json");
     prefix
         .parts()
-        .chain([PathPart::from(CLAIMS_DIR), PathPart::from(name.as_str())])
+        .chain([PathPart::from(dir), PathPart::from(name.as_str())])
         .collect()
 }
 
