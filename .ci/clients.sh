@@ -106,8 +106,7 @@ PY=$VENV/bin/python
 
 # --- data -------------------------------------------------------------------
 mkdir -p "$OUT"
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/clients-check.XXXXXX")
-SCRATCH_DIRS+=("$TMP")
+scratch_dir TMP clients-check
 SNAP=$TMP/snapshots
 NEG=$TMP/negative
 mkdir -p "$SNAP" "$NEG"

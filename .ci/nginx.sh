@@ -117,15 +117,14 @@ else
   printf '%s\n' "$out" | sed 's/^/      | /'
 fi
 
-timeout 1800 cargo build --release --locked --quiet --bin portfolio-replica
+build_release
 ok "release build $BIN"
 
 # --- Two replicas -------------------------------------------------------------
 
 rm -rf "$WORK"
 mkdir -p "$WORK"
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/nginx-ci.XXXXXX")
-SCRATCH_DIRS+=("$TMP")
+scratch_dir TMP nginx-ci
 "$BIN" generate --scale micro --workspaces "$WORKSPACES" --out "$TMP/snapshots" >/dev/null
 
 declare -A REPLICA_PID=() REPLICA_ADDR=()

@@ -108,15 +108,14 @@ fi
 ok "python prometheus_client $PROM_CLIENT_VERSION ($VENV)"
 PY=$VENV/bin/python
 
-timeout 1800 cargo build --release --locked --quiet --bin portfolio-replica
+build_release
 ok "release build $BIN"
 
 # --- The server ---------------------------------------------------------------
 
 rm -rf "$WORK"
 mkdir -p "$WORK"
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/prometheus-ci.XXXXXX")
-SCRATCH_DIRS+=("$TMP")
+scratch_dir TMP prometheus-ci
 mkdir -p "$TMP/snapshots" "$TMP/data"
 cp snapshots/*.json "$TMP/snapshots/"
 # A rejected file, so that the failure counter has a series too.

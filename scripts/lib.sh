@@ -28,6 +28,19 @@ SCRATCH_DIRS=()
 
 track() { PIDS+=("$@"); }
 
+# scratch_dir VAR NAME: a new directory NAME.XXXXXX under TMPDIR, removed
+# at exit, its path put in the variable VAR (not echoed: a $(...) would
+# lose the registration in its subshell).
+scratch_dir() {
+  local dir
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/$2.XXXXXX")
+  SCRATCH_DIRS+=("$dir")
+  printf -v "$1" '%s' "$dir"
+}
+
+# build_release: the release binary, quietly, within 30 minutes.
+build_release() { timeout 1800 cargo build --release --locked --quiet --bin portfolio-replica; }
+
 stop() {
   local pid
   for pid in "$@"; do kill "$pid" 2>/dev/null || true; done
