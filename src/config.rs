@@ -373,6 +373,11 @@ pub struct ServeArgs {
     /// cgroup's memory limit, when there is one.
     #[arg(long, env = "PORTFOLIO_MEMORY_LIMIT", value_name = "BYTES", value_parser = parse_bytes)]
     pub memory_limit: Option<u64>,
+    /// Hold at most about this many bytes of workspaces in memory (K, M,
+    /// G suffixes); the others are loaded when a request needs them and
+    /// the least useful evicted. Default: every workspace resident.
+    #[arg(long, env = "PORTFOLIO_MEMORY_BUDGET", value_name = "BYTES", value_parser = parse_bytes)]
+    pub memory_budget: Option<u64>,
     /// Object storage: keep the last good object of each workspace in this
     /// directory, to serve from at a restart while storage is unreachable.
     #[arg(long, env = "PORTFOLIO_CACHE_DIR", value_name = "DIR")]
@@ -530,6 +535,8 @@ pub struct ServeConfig {
     pub cors: Option<Cors>,
     /// Loads that would not fit are refused; `None`: the cgroup's limit.
     pub memory_limit: Option<u64>,
+    /// Workspaces held in memory at most, in bytes; `None`: all of them.
+    pub memory_budget: Option<u64>,
     /// Object storage: client settings and the download cache.
     pub storage: StorageOptions,
     /// Metric series per file and workspace, besides the fleet's.
@@ -550,6 +557,7 @@ impl ServeConfig {
             require_workspaces: 0,
             cors: None,
             memory_limit: None,
+            memory_budget: None,
             storage: StorageOptions::default(),
             metrics_per_workspace: false,
         }
@@ -575,6 +583,7 @@ impl From<&ServeArgs> for ServeConfig {
             require_workspaces: args.require_workspaces,
             cors: args.cors_allow_origin.clone(),
             memory_limit: args.memory_limit,
+            memory_budget: args.memory_budget,
             storage: args.storage.options(args.cache_dir.clone()),
             metrics_per_workspace: args.metrics_per_workspace,
         }

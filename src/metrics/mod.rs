@@ -34,6 +34,7 @@ use exposition::{classic_from_openmetrics, sorted_series};
 pub use snapshots::Fleet;
 use snapshots::SnapshotMetrics;
 
+mod budget;
 mod exposition;
 mod snapshots;
 
@@ -82,6 +83,8 @@ pub struct Metrics {
     /// Object storage only ([`Metrics::with_object_store`]): a server
     /// reading a directory exposes none of these.
     source: Option<SourceMetrics>,
+    /// A memory budget only ([`Metrics::with_budget`]).
+    budget: Option<budget::BudgetMetrics>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -176,6 +179,49 @@ impl Metrics {
             answered: AtomicU64::new(0),
             snapshots,
             source: None,
+            budget: None,
+        }
+    }
+
+    /// The same metrics, plus those of a memory budget of `bytes`
+    /// (`portfolio_replica_resident_*`, `demand_*`, `evictions*`).
+    pub fn with_budget(mut self, bytes: u64) -> Metrics {
+        self.budget = Some(budget::BudgetMetrics::register(&mut self.registry, bytes));
+        self
+    }
+
+    /// A request found its workspace resident (`hit`) or not.
+    pub fn resident_lookup(&self, hit: bool) {
+        if let Some(budget) = &self.budget {
+            budget.lookup(hit);
+        }
+    }
+
+    /// A load on demand ended: `ok` after `elapsed`, having read `bytes`.
+    pub fn demand_load(&self, ok: bool, elapsed: Duration, bytes: u64) {
+        if let Some(budget) = &self.budget {
+            budget.load(ok, elapsed, bytes);
+        }
+    }
+
+    /// A workspace was evicted.
+    pub fn evicted(&self) {
+        if let Some(budget) = &self.budget {
+            budget.evicted();
+        }
+    }
+
+    /// A workspace was loaded on demand moments after its eviction.
+    pub fn reloaded_soon(&self) {
+        if let Some(budget) = &self.budget {
+            budget.reloaded_soon();
+        }
+    }
+
+    /// What is resident now.
+    pub fn resident(&self, bytes: u64, workspaces: usize) {
+        if let Some(budget) = &self.budget {
+            budget.resident(bytes, workspaces);
         }
     }
 

@@ -52,9 +52,24 @@ pub async fn run(
     if let crate::storage::Location::Url(_) = config.snapshots {
         metrics = metrics.with_object_store();
     }
+    if let Some(budget) = config.memory_budget {
+        metrics = metrics.with_budget(budget);
+    }
     let metrics = Arc::new(metrics);
+    let resident = config.memory_budget.map(|budget| {
+        Arc::new(loader::resident::Resident::new(
+            budget,
+            config.precompress,
+            Arc::clone(&metrics),
+        ))
+    });
     let origin =
-        crate::storage::Origin::open(&config.snapshots, &config.storage, Arc::clone(&metrics))
+        crate::storage::Origin::open(
+            &config.snapshots,
+            &config.storage,
+            Arc::clone(&metrics),
+            config.memory_budget.is_some(),
+        )
             // As a message: it names its cause already, and the `{:#}`
             // that prints a fatal error would name it twice.
             .map_err(|e| anyhow::Error::msg(e.to_string()))?;
@@ -64,6 +79,7 @@ pub async fn run(
         Arc::clone(&metrics),
         loader::MemoryLimit::given_or_cgroup(config.memory_limit),
         config.precompress,
+        resident.clone(),
     ));
     let ready = Arc::new(AtomicBool::new(false));
     let draining = Arc::new(AtomicBool::new(false));
@@ -89,6 +105,7 @@ pub async fn run(
         compression: config.compression,
         require_workspaces: config.require_workspaces,
         cors: config.cors.clone(),
+        resident,
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let limits = config.limits;

@@ -154,6 +154,13 @@ impl Cache {
         path.is_file().then_some((path, record))
     }
 
+    /// The data file of `name`'s last good object (with or without
+    /// `--cache-dir`): where a load on demand reads it.
+    pub fn kept(&self, name: &str) -> Option<PathBuf> {
+        let record = self.record(name)?;
+        Some(self.dir.join(&record.data))
+    }
+
     /// The cached copy of `name` at `version`, ready to load, if the cache
     /// holds it.
     pub fn local(&self, name: &str, version: &ObjectVersion) -> Option<Local> {

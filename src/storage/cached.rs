@@ -131,6 +131,10 @@ impl<S: Source> Source for Cached<S> {
         self.inner.forgotten(name);
     }
 
+    fn kept(&self, name: &str) -> Option<std::path::PathBuf> {
+        self.cache.kept(name)
+    }
+
     fn next_poll(&self, interval: Duration) -> Duration {
         self.inner.next_poll(interval)
     }

@@ -169,6 +169,17 @@ pub enum OpenError {
         dir: PathBuf,
         source: std::io::Error,
     },
+    /// With `--memory-budget`, the directory for the last good copies of
+    /// the snapshots cannot be made (`<--cache-dir>/copies`, or one in the
+    /// system's temporary directory).
+    #[error(
+        "cannot keep copies of the snapshots for loads on demand (--memory-budget) in {}: {source}",
+        .dir.as_ref().map_or_else(|| "the temporary directory".to_owned(), |d| d.join("copies").display().to_string())
+    )]
+    CopiesUnwritable {
+        dir: Option<PathBuf>,
+        source: std::io::Error,
+    },
     /// `--snapshots DIR` cannot be read; a missing one is likely a first
     /// start, and the message says where snapshots go.
     #[error(

@@ -16,6 +16,7 @@ mod backoff;
 mod cache;
 mod cached;
 mod client;
+mod copies;
 mod dir;
 mod download;
 mod error;

@@ -7,10 +7,11 @@
 //! download costs the same memory as a file dropped into a directory. A new
 //! kind of storage is a new `Source`; the scan does not change.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::copies::Copies;
 use super::dir::Directory;
 use super::error::{ListError, OpenError};
 use super::listing::{Fetch, Fingerprint, Listing, Local};
@@ -59,6 +60,13 @@ pub trait Source: Send + Sync {
     /// Called when `name` has left the listing.
     fn forgotten(&self, _name: &str) {}
 
+    /// Where the bytes of `name`'s last good content lie, for a load on
+    /// demand (`--memory-budget`): called once it has loaded. `None` where
+    /// nothing is kept (a directory read in place).
+    fn kept(&self, _name: &str) -> Option<PathBuf> {
+        None
+    }
+
     /// How long to wait before the next poll, for a poll interval of
     /// `interval`: by default exactly that.
     fn next_poll(&self, interval: Duration) -> Duration {
@@ -78,13 +86,25 @@ pub struct Origin(Box<dyn Source>);
 
 impl Origin {
     /// The source `location` names. A directory must exist; an object
-    /// store is not contacted until the first poll.
+    /// store is not contacted until the first poll. With `copies` (a
+    /// memory budget), a directory's files are loaded from private copies
+    /// that outlive them ([`Copies`]); an object store keeps its last good
+    /// downloads anyway.
     pub fn open(
         location: &Location,
         options: &StorageOptions,
         metrics: Arc<Metrics>,
+        copies: bool,
     ) -> Result<Origin, OpenError> {
         match location {
+            Location::Directory(dir) if copies => {
+                let copies = Copies::new(Directory::open(dir)?, options.cache_dir.as_deref())
+                    .map_err(|source| OpenError::CopiesUnwritable {
+                        dir: options.cache_dir.clone(),
+                        source,
+                    })?;
+                Ok(Origin::new(copies))
+            }
             Location::Directory(dir) => Ok(Origin::new(Directory::open(dir)?)),
             Location::Url(url) => Ok(Origin::new(ObjectSource::open(url, options, metrics)?)),
         }

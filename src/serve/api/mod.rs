@@ -17,8 +17,11 @@ mod query;
 mod routes;
 
 use std::convert::Infallible;
-use std::future::{Ready, ready};
+use std::future::{Future, Ready, ready};
+use std::pin::Pin;
 use std::sync::Arc;
+
+use futures_util::future::Either;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
@@ -32,6 +35,7 @@ pub use error::ApiError;
 pub use query::Query;
 
 use crate::metrics::Metrics;
+use crate::serve::loader::resident::{Resident, Unavailable};
 use crate::serve::reply::json;
 use crate::store::id::parse_id;
 use crate::store::{Body, Dataset, OffsetPage, Store};
@@ -66,6 +70,9 @@ pub struct ApiState {
     pub require_workspaces: usize,
     /// Cross-origin access for browser clients, when allowed.
     pub cors: Option<Cors>,
+    /// With a memory budget: the workspaces in memory, and loads on
+    /// demand of the others (the catalog holds them hollow).
+    pub resident: Option<Arc<Resident>>,
 }
 
 /// The Portfolio API, `/healthz` and `/readyz`, as a hyper service: each
@@ -88,16 +95,64 @@ impl ApiService {
         ApiService { state }
     }
 
-    /// Answers `request`, counted in the metrics and traced.
-    fn answer<B>(&self, request: &Request<B>) -> Response {
+    /// Answers `request` now, or, when its workspace must be loaded on
+    /// demand first, once it is; counted in the metrics and traced.
+    fn answer<B: Send + 'static>(&self, request: Request<B>) -> Answering {
         let state = &self.state;
         let started = std::time::Instant::now();
         state.metrics.start();
         let (method, uri, headers) = (request.method(), request.uri(), request.headers());
         let query = uri.query().unwrap_or("");
-        let (mut response, route) = respond(state, method, uri.path(), query, headers);
+        let (step, route) = respond(state, method, uri.path(), query, headers);
+        match step {
+            Step::Answer(response) => {
+                Either::Left(ready(Ok(self.finish(&request, route, response, started))))
+            }
+            Step::Load(hollow, resident) => {
+                let service = self.clone();
+                Either::Right(Box::pin(async move {
+                    let loaded = resident.load(&hollow).await;
+                    let response = service.answer_loaded(&request, route, loaded);
+                    Ok(service.finish(&request, route, response, started))
+                }))
+            }
+        }
+    }
+
+    /// The answer from a workspace loaded on demand, or the 503 of a load
+    /// that failed.
+    fn answer_loaded<B>(
+        &self,
+        request: &Request<B>,
+        route: Route,
+        loaded: Result<Arc<Dataset>, Unavailable>,
+    ) -> Response {
+        match loaded {
+            Ok(dataset) => {
+                let (uri, headers) = (request.uri(), request.headers());
+                let query = uri.query().unwrap_or("");
+                let (_, id) = Route::classify(uri.path());
+                from_dataset(&self.state, &dataset, route, uri.path(), id, query, headers)
+            }
+            Err(Unavailable(why)) => json_error_with(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!("The workspace's data cannot be loaded now: {why}"),
+                (RETRY_AFTER, "1"),
+            ),
+        }
+    }
+
+    /// Counts and traces an answered request, with CORS headers added.
+    fn finish<B>(
+        &self,
+        request: &Request<B>,
+        route: Route,
+        mut response: Response,
+        started: std::time::Instant,
+    ) -> Response {
+        let state = &self.state;
         if let Some(cors) = &state.cors {
-            cors.decorate(headers, &mut response);
+            cors.decorate(request.headers(), &mut response);
         }
         let elapsed = started.elapsed();
         let status = response.status().as_u16();
@@ -105,7 +160,7 @@ impl ApiService {
         // Never the query's values or a header: only what identifies
         // the endpoint. Keys travel in a header and are never logged.
         tracing::debug!(
-            method = %method,
+            method = %request.method(),
             route = route.label(),
             status,
             elapsed_us = elapsed.as_micros() as u64,
@@ -115,32 +170,59 @@ impl ApiService {
     }
 }
 
-impl<B> hyper::service::Service<Request<B>> for ApiService {
+/// The future of an answer: ready at once, or after a load on demand.
+type Answering = Either<
+    Ready<Result<Response, Infallible>>,
+    Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>,
+>;
+
+impl<B: Send + 'static> hyper::service::Service<Request<B>> for ApiService {
     type Response = Response;
     type Error = Infallible;
-    type Future = Ready<Result<Response, Infallible>>;
+    type Future = Answering;
 
     fn call(&self, request: Request<B>) -> Self::Future {
-        ready(Ok(self.answer(&request)))
+        self.answer(request)
     }
 }
 
-/// Answers one request; also says which route answered, for the metrics.
+/// What answering a request takes.
+pub enum Step {
+    Answer(Response),
+    /// The data of this hollow dataset's workspace, loaded on demand.
+    Load(Arc<Dataset>, Arc<Resident>),
+}
+
+impl From<Response> for Step {
+    fn from(response: Response) -> Step {
+        Step::Answer(response)
+    }
+}
+
+impl Step {
+    /// The answer, unless a load on demand must come first.
+    pub fn answered(self) -> Option<Response> {
+        match self {
+            Step::Answer(response) => Some(response),
+            Step::Load(..) => None,
+        }
+    }
+}
+
+/// Answers one request, or says which workspace must be loaded first;
+/// also says which route it is, for the metrics.
 pub fn respond(
     state: &ApiState,
     method: &Method,
     path: &str,
     query: &str,
     headers: &HeaderMap,
-) -> (Response, Route) {
+) -> (Step, Route) {
     let (route, id) = Route::classify(path);
-    (
-        answer(state, method, route, path, id, query, headers),
-        route,
-    )
+    (step(state, method, route, path, id, query, headers), route)
 }
 
-fn answer(
+fn step(
     state: &ApiState,
     method: &Method,
     route: Route,
@@ -148,37 +230,42 @@ fn answer(
     id: &str,
     query: &str,
     headers: &HeaderMap,
-) -> Response {
+) -> Step {
     // A browser's preflight carries no key: it is answered before anything
     // else, when cross-origin access is on.
     if let Some(cors) = &state.cors
         && method == Method::OPTIONS
     {
-        return cors.preflight(headers);
+        return cors.preflight(headers).into();
     }
     if method != Method::GET && method != Method::HEAD {
         return json_error_with(
             StatusCode::METHOD_NOT_ALLOWED,
             "Method not allowed: this API is read-only",
             (ALLOW, "GET, HEAD"),
-        );
+        )
+        .into();
     }
     let ready = state.ready.load(Ordering::Acquire);
     match route {
-        Route::Health => return json(StatusCode::OK, Bytes::from_static(b"{\"status\":\"ok\"}")),
-        Route::OpenApi => return json(StatusCode::OK, Bytes::from_static(OPENAPI)),
+        Route::Health => {
+            return json(StatusCode::OK, Bytes::from_static(b"{\"status\":\"ok\"}")).into();
+        }
+        Route::OpenApi => return json(StatusCode::OK, Bytes::from_static(OPENAPI)).into(),
         Route::Ready if state.draining.load(Ordering::Acquire) => {
             return json(
                 StatusCode::SERVICE_UNAVAILABLE,
                 Bytes::from_static(b"{\"status\":\"draining\"}"),
-            );
+            )
+            .into();
         }
-        Route::Ready if ready => return readiness(state),
+        Route::Ready if ready => return readiness(state).into(),
         Route::Ready => {
             return json(
                 StatusCode::SERVICE_UNAVAILABLE,
                 Bytes::from_static(b"{\"status\":\"starting\"}"),
-            );
+            )
+            .into();
         }
         _ => {}
     }
@@ -187,17 +274,44 @@ fn answer(
             StatusCode::SERVICE_UNAVAILABLE,
             "Service is starting: snapshots are still loading",
             (RETRY_AFTER, "1"),
-        );
+        )
+        .into();
     }
     let Some(key_hash) = auth::bearer_key_hash(headers, &state.key_prefix) else {
-        return unauthorized();
+        return unauthorized().into();
     };
     // The one load of the catalog for this request; the guard lives until
     // the body is built, and the body comes from this one dataset.
     let catalog = state.store.load();
     let Some(dataset) = catalog.by_key(&key_hash) else {
-        return unauthorized();
+        return unauthorized().into();
     };
+    if let (true, Some(resident)) = (dataset.is_hollow(), &state.resident) {
+        // The contract's 400s (and an unknown path's 404) come before a
+        // load on demand: the endpoint checks them on the hollow dataset.
+        if let Err(err) = endpoint(dataset, route, id, &Query::parse(query))
+            && (err.status == StatusCode::BAD_REQUEST || route == Route::Other)
+        {
+            return json(err.status, err.body().into()).into();
+        }
+        return match resident.get(dataset) {
+            Some(full) => from_dataset(state, &full, route, path, id, query, headers).into(),
+            None => Step::Load(Arc::clone(dataset), Arc::clone(resident)),
+        };
+    }
+    from_dataset(state, dataset, route, path, id, query, headers).into()
+}
+
+/// The answer from `dataset`, the workspace's data.
+fn from_dataset(
+    state: &ApiState,
+    dataset: &Dataset,
+    route: Route,
+    path: &str,
+    id: &str,
+    query: &str,
+    headers: &HeaderMap,
+) -> Response {
     match endpoint(dataset, route, id, &Query::parse(query)) {
         Ok(body) => http::ok(dataset, path, query, headers, body, state.compression),
         Err(err) => json(err.status, err.body().into()),

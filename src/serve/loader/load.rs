@@ -270,6 +270,17 @@ impl Loading<'_> {
     }
 }
 
+/// Loads the kept bytes of a workspace that is not resident
+/// (`resident.rs`): nothing to take over, logged like any load.
+pub(super) fn on_demand(
+    label: &str,
+    path: &std::path::Path,
+    metrics: &Metrics,
+) -> Result<Loaded, SnapshotError> {
+    let file = SnapshotFile::named(path, label);
+    load_logging_progress(label, &file, None, Clock::now(), metrics)
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -24,11 +24,13 @@ mod batch;
 mod changed;
 mod fetch;
 mod files;
+mod hollow;
 mod limit;
 mod load;
 #[cfg(test)]
 mod object_store_tests;
 mod publish;
+pub mod resident;
 mod settle;
 pub mod warm;
 
@@ -45,6 +47,7 @@ pub use files::FileStatus;
 use files::Files;
 pub use limit::{MemoryLimit, SizeError, parse_bytes, resident_bytes};
 use load::{Loading, Read, ReadResult};
+use resident::Resident;
 use settle::Settled;
 
 /// The outcome of one scan, for logs and for the reloader.
@@ -131,6 +134,9 @@ pub struct Snapshots {
     /// Whether loaded datasets precompress their records for gzip answers
     /// (`--precompress`).
     precompress: bool,
+    /// With a memory budget: the workspaces held in memory; the catalog
+    /// then holds hollow datasets (`resident.rs`).
+    resident: Option<Arc<Resident>>,
 }
 
 impl Snapshots {
@@ -140,6 +146,7 @@ impl Snapshots {
         metrics: Arc<Metrics>,
         memory: MemoryLimit,
         precompress: bool,
+        resident: Option<Arc<Resident>>,
     ) -> Snapshots {
         Snapshots {
             origin,
@@ -150,6 +157,7 @@ impl Snapshots {
             empty: AtomicBool::new(false),
             memory,
             precompress,
+            resident,
         }
     }
 
@@ -160,7 +168,20 @@ impl Snapshots {
     /// The status of every snapshot file seen, by file name.
     pub fn statuses(&self) -> Vec<FileStatus> {
         let now = SystemTime::now();
-        self.files().values().map(|e| e.status_now(now)).collect()
+        let files = self.files();
+        let resident = |dataset: &Dataset| {
+            self.resident
+                .as_ref()
+                .is_none_or(|resident| resident.is_resident(dataset))
+        };
+        files
+            .values()
+            .map(|e| {
+                let mut status = e.status_now(now);
+                status.resident = e.dataset.as_deref().map(resident);
+                status
+            })
+            .collect()
     }
 
     /// Every entry counted by state, for `/metrics`.
@@ -298,8 +319,13 @@ impl Snapshots {
     ) -> Settled {
         // 5. Settle: apply, decide conflicts.
         let mut settled = settle::settle(&mut files, removed, unreadable, read);
-        // 6. Warm up what won.
-        let loaded = settled.loaded.iter().map(|(name, _)| name.as_str());
+        // 6. Warm up what won; with a budget, what won goes hollow in the
+        // catalog first, and only what stays resident warms up.
+        let mut loaded: Vec<&str> = settled.loaded.iter().map(|(n, _)| n.as_str()).collect();
+        if let Some(resident) = &self.resident {
+            hollow::out(&mut files, &settled, resident, &self.origin, self.precompress);
+            loaded.clear();
+        }
         warm::up(&mut files, loaded, &settled.restored, self.precompress);
         // 7. Publish.
         publish::publish(&files, &settled, &self.store, &self.metrics, &self.origin);

@@ -89,6 +89,7 @@ impl Fixture {
             metrics,
             MemoryLimit::none(),
             false,
+            None,
         );
         Fixture {
             store,
@@ -462,7 +463,7 @@ fn downloads_are_cached_and_serve_while_storage_is_unreachable() {
         cache_dir: Some(dir.clone()),
     };
     let url = Url::parse("s3://bucket/fleet/").unwrap();
-    let origin = Origin::open(&Location::Url(url), &options, Arc::clone(&metrics)).unwrap();
+    let origin = Origin::open(&Location::Url(url), &options, Arc::clone(&metrics), false).unwrap();
     let catalog = Arc::new(Store::default());
     let snapshots = Snapshots::new(
         origin,
@@ -470,6 +471,7 @@ fn downloads_are_cached_and_serve_while_storage_is_unreachable() {
         Arc::clone(&metrics),
         MemoryLimit::none(),
         false,
+        None,
     );
     let report = snapshots.scan().unwrap();
     assert!(

@@ -89,6 +89,9 @@ pub struct Dataset {
     warming: warm::Warming,
     /// Whether [`Dataset::let_go_of_fragments`] let some go.
     fragments_let_go: AtomicBool,
+    /// What [`Dataset::hollow`] made: the workspace's identity and counts
+    /// without its records, which are held elsewhere (a memory budget).
+    hollow: bool,
 }
 
 struct Companies {
@@ -167,6 +170,35 @@ pub struct Catalog {
 }
 
 impl Dataset {
+    /// This workspace at this version without its records: what a catalog
+    /// under a memory budget keeps of a workspace, whether or not it is
+    /// resident. Ids, version, fingerprint, keys and counts are this
+    /// dataset's; every list is empty, so that an endpoint run on it
+    /// still checks the path and the query (the contract's 400s come
+    /// before a load on demand). A few hundred bytes besides the keys.
+    pub fn hollow(&self) -> Dataset {
+        let meta = Meta {
+            workspace_id: self.workspace_id.clone(),
+            workspace_name: self.workspace_name.clone(),
+            version: self.version.clone(),
+            key_hashes: self.key_hashes.clone(),
+            content_hash: 0,
+        };
+        let mut hollow = Builder::default()
+            .finish(meta, &OneThread)
+            .expect("no records, no repeated id")
+            .dataset;
+        hollow.fingerprint = self.fingerprint;
+        hollow.counts = self.counts;
+        hollow.hollow = true;
+        hollow
+    }
+
+    /// Whether this is a [`Dataset::hollow`]: its records are elsewhere.
+    pub fn is_hollow(&self) -> bool {
+        self.hollow
+    }
+
     /// Bytes held by the records' gzip fragments (0 without precompression).
     pub fn precompressed_bytes(&self) -> usize {
         let packed: usize = Collection::ALL
@@ -232,8 +264,8 @@ impl Catalog {
     }
 
     /// The workspace that `key_hash` (the SHA-256 of a whole API key) opens.
-    pub fn by_key(&self, key_hash: &KeyHash) -> Option<&Dataset> {
-        self.by_key.get(key_hash).map(Arc::as_ref)
+    pub fn by_key(&self, key_hash: &KeyHash) -> Option<&Arc<Dataset>> {
+        self.by_key.get(key_hash)
     }
 
     /// How many workspaces serve.

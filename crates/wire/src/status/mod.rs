@@ -171,6 +171,11 @@ pub struct FileStatus {
     pub source_error_kind: Option<Cow<'static, str>>,
     /// Since when that problem has lasted (RFC 3339, UTC).
     pub source_error_since: Option<String>,
+    /// Whether the serving version's data is in memory now: always true
+    /// without a memory budget; with one, false until a request loads it
+    /// and again once it is evicted. `null` when nothing serves.
+    #[serde(default)]
+    pub resident: Option<bool>,
 }
 
 impl FileStatus {
@@ -192,6 +197,7 @@ impl FileStatus {
             source_error: None,
             source_error_kind: None,
             source_error_since: None,
+            resident: None,
         }
     }
 

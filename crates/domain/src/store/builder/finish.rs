@@ -177,6 +177,7 @@ impl Builder {
             reusable,
             warming: Warming::off(),
             fragments_let_go: Default::default(),
+            hollow: false,
         };
         Ok(Built { dataset, warnings })
     }

@@ -1,0 +1,68 @@
+//! Step 6 of a scan under a memory budget: what the scan loaded serves
+//! hollow in the catalog (`Dataset::hollow`: ids, version, keys, counts),
+//! its records left to [`Resident`]. A new version of a workspace that
+//! was resident stays resident, as a reload swaps it in without a budget;
+//! any other is dropped once validated, and loaded again from its kept
+//! bytes when a request needs it. Versions that stopped serving are
+//! forgotten first (their kept bytes may go), so that a version loaded
+//! again with the same content keeps its place.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashSet;
+
+use super::files::Files;
+use super::resident::{Kept, Resident};
+use super::settle::Settled;
+use crate::storage::Origin;
+
+/// Hollows out what `settled` loaded; the ones that stay resident start
+/// warming here.
+pub fn out(
+    files: &mut Files,
+    settled: &Settled,
+    resident: &Resident,
+    origin: &Origin,
+    precompress: bool,
+) {
+    let was_resident: FxHashSet<&str> = settled
+        .retired
+        .iter()
+        .filter(|d| resident.is_resident(d))
+        .map(|d| d.workspace_id.as_str())
+        .collect();
+    for retired in &settled.retired {
+        resident.forget(retired);
+    }
+    for (name, _) in &settled.loaded {
+        let Some(entry) = files.get_mut(name) else {
+            continue;
+        };
+        let Some(mut full) = entry.dataset.take() else {
+            continue;
+        };
+        let Some(path) = origin.kept(name) else {
+            // Nowhere to load it from again: it stays whole in the catalog,
+            // beyond the budget, as without one.
+            tracing::warn!(file = %name, "no kept copy of this snapshot: it stays in memory whatever the budget");
+            entry.dataset = Some(full);
+            continue;
+        };
+        let kept = Kept {
+            path,
+            label: entry
+                .status
+                .source
+                .as_ref()
+                .map_or_else(|| name.clone(), |s| s.key.clone()),
+        };
+        let hollow = Arc::new(full.hollow());
+        let stays = was_resident.contains(full.workspace_id.as_str());
+        if stays && let Some(dataset) = Arc::get_mut(&mut full) {
+            // Not shared yet: the catalog shares the hollow one.
+            super::warm::start(dataset, precompress);
+        }
+        resident.loaded(&full, kept, stays);
+        entry.dataset = Some(hollow);
+    }
+}

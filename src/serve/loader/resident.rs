@@ -1,0 +1,401 @@
+//! Workspaces held in memory under a budget (`--memory-budget`), and loads
+//! on demand of the others.
+//!
+//! With a budget, the catalog holds every workspace as a hollow dataset
+//! (`Dataset::hollow`: its ids, version, keys and counts, no records), and
+//! [`Resident`] holds the full datasets of those in use, keyed by their
+//! fingerprint (workspace, version and content), in a `quick_cache` cache
+//! weighted by bytes: it keeps the hot ones and evicts the others (its
+//! policy, CLOCK-PRO-like with ghosts, keeps a workspace used once from
+//! pushing out one used often: `examples/cache_policy.rs`). A request for
+//! a workspace that is not resident loads it from the bytes its version
+//! was validated from ([`crate::storage::Source::kept`]); concurrent
+//! requests for it share that one load (the cache's placeholder: one
+//! loader per key, the others wait for its value). What the scan loads
+//! of a resident workspace replaces it here at once, as without a budget.
+//!
+//! A workspace heavier than the whole budget is held alone beyond it, one
+//! at a time (the last one loaded), and said once in the log with the
+//! budget it would need. A load that fails answers 503 (the caller's), is
+//! counted and logged, and for a second any request for that version is
+//! answered the same way without another attempt.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant as Clock};
+
+use quick_cache::sync::Cache;
+use quick_cache::{Lifecycle, OptionsBuilder, Weighter};
+use rustc_hash::{FxBuildHasher, FxHashMap};
+
+use super::load;
+use crate::metrics::Metrics;
+use crate::store::Dataset;
+
+/// Bytes a dataset holds per byte of its rendered records: the records
+/// themselves, their keys, id maps and list orders (measured at 1.05 to
+/// 1.15 on the generator's data, BENCHMARKS.md "Memory budget") ...
+const HELD_FACTOR: (u64, u64) = (115, 100);
+
+/// ... and the gzip fragments besides, with `--precompress on` (0.42 on
+/// `medium`, BENCHMARKS.md "gzip by default").
+const FRAGMENT_FACTOR: (u64, u64) = (45, 100);
+
+/// A version evicted and loaded again within this long counts as
+/// thrashing.
+const THRASH_WINDOW: Duration = Duration::from_secs(10);
+
+/// For this long after a load failed, requests for that version get the
+/// same 503 without another attempt.
+const FAILED_FOR: Duration = Duration::from_secs(1);
+
+/// A load on demand taking longer than this is logged.
+const SLOW_LOAD: Duration = Duration::from_millis(100);
+
+/// Where the bytes of a version lie, for a load on demand.
+#[derive(Clone, Debug)]
+pub struct Kept {
+    pub path: PathBuf,
+    /// The name load errors give: the file name, or the object's key.
+    pub label: String,
+}
+
+/// Why a workspace's data cannot be had now: answered with a 503.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Unavailable(pub String);
+
+/// The weight of a resident dataset: what [`Resident`] counts it at.
+#[derive(Clone, Copy)]
+struct Weigh {
+    precompress: bool,
+}
+
+impl Weighter<u64, Arc<Dataset>> for Weigh {
+    fn weight(&self, _: &u64, dataset: &Arc<Dataset>) -> u64 {
+        held_bytes(dataset, self.precompress).max(1)
+    }
+}
+
+/// What a dataset holds in memory, as the budget counts it.
+fn held_bytes(dataset: &Dataset, precompress: bool) -> u64 {
+    let records: u64 = dataset
+        .records_largest_first()
+        .iter()
+        .map(|r| r.bytes() as u64)
+        .sum();
+    let mut bytes = records * HELD_FACTOR.0 / HELD_FACTOR.1;
+    if precompress {
+        bytes += records * FRAGMENT_FACTOR.0 / FRAGMENT_FACTOR.1;
+    }
+    bytes
+}
+
+/// Collects what an insert evicted, to be counted and freed off the
+/// request's thread.
+#[derive(Clone, Copy, Default)]
+struct Evictions;
+
+impl Lifecycle<u64, Arc<Dataset>> for Evictions {
+    type RequestState = Vec<(u64, Arc<Dataset>)>;
+
+    fn on_evict(&self, evicted: &mut Self::RequestState, key: u64, dataset: Arc<Dataset>) {
+        evicted.push((key, dataset));
+    }
+}
+
+type Datasets = Cache<u64, Arc<Dataset>, Weigh, FxBuildHasher, Evictions>;
+
+/// The resident workspaces under a budget, and how to load the others.
+pub struct Resident {
+    datasets: Datasets,
+    budget: u64,
+    precompress: bool,
+    metrics: Arc<Metrics>,
+    /// Where each version that serves lies, by fingerprint; the scan
+    /// keeps it current ([`Resident::kept_at`], [`Resident::forget`]).
+    kept: Mutex<FxHashMap<u64, Kept>>,
+    /// A workspace heavier than the whole budget, held alone beyond it.
+    oversized: Mutex<Option<Arc<Dataset>>>,
+    /// When versions were evicted, to tell thrashing.
+    evicted_at: Mutex<FxHashMap<u64, Clock>>,
+    /// Loads that failed a moment ago, with why.
+    failed: Mutex<FxHashMap<u64, (Clock, String)>>,
+    /// When freed memory was last handed back to the OS (ms since `started`).
+    trimmed_ms: AtomicU64,
+    started: Clock,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Resident {
+    /// Resident workspaces of at most `budget` bytes, as [`held_bytes`]
+    /// counts them (their gzip fragments too if `precompress`).
+    pub fn new(budget: u64, precompress: bool, metrics: Arc<Metrics>) -> Resident {
+        // One shard: quick_cache splits the capacity between its shards,
+        // and a workspace heavier than one shard's share would never stay.
+        let options = OptionsBuilder::new()
+            .shards(1)
+            .estimated_items_capacity((budget / (128 << 10)).clamp(16, 1 << 20) as usize)
+            .weight_capacity(budget)
+            .build()
+            .expect("valid cache options");
+        let datasets = Cache::with_options(
+            options,
+            Weigh { precompress },
+            FxBuildHasher,
+            Evictions,
+        );
+        Resident {
+            datasets,
+            budget,
+            precompress,
+            metrics,
+            kept: Mutex::default(),
+            oversized: Mutex::default(),
+            evicted_at: Mutex::default(),
+            failed: Mutex::default(),
+            trimmed_ms: AtomicU64::new(0),
+            started: Clock::now(),
+        }
+    }
+
+    /// The full dataset of `hollow`'s version if it is resident (counted
+    /// as a hit or a miss).
+    pub fn get(&self, hollow: &Dataset) -> Option<Arc<Dataset>> {
+        let found = self
+            .datasets
+            .get(&hollow.fingerprint)
+            .or_else(|| self.oversized(hollow.fingerprint));
+        self.metrics.resident_lookup(found.is_some());
+        found
+    }
+
+    /// Whether `dataset` (hollow or not) has its records in memory.
+    pub fn is_resident(&self, dataset: &Dataset) -> bool {
+        !dataset.is_hollow()
+            || self.datasets.contains_key(&dataset.fingerprint)
+            || self.oversized(dataset.fingerprint).is_some()
+    }
+
+    fn oversized(&self, fingerprint: u64) -> Option<Arc<Dataset>> {
+        lock(&self.oversized)
+            .as_ref()
+            .filter(|d| d.fingerprint == fingerprint)
+            .cloned()
+    }
+
+    /// Loads `hollow`'s version from its kept bytes, unless another
+    /// request is loading it already: then waits for that load.
+    pub async fn load(&self, hollow: &Dataset) -> Result<Arc<Dataset>, Unavailable> {
+        let fingerprint = hollow.fingerprint;
+        let guard = match self.datasets.get_value_or_guard_async(&fingerprint).await {
+            Ok(dataset) => return Ok(dataset),
+            Err(guard) => guard,
+        };
+        // A loader before this one may have held it alone, or failed.
+        if let Some(dataset) = self.oversized(fingerprint) {
+            return Ok(dataset);
+        }
+        self.failed_lately(fingerprint)?;
+        let kept = lock(&self.kept).get(&fingerprint).cloned().ok_or_else(|| {
+            Unavailable(format!(
+                "the data of workspace {} at version {} is no longer kept (a newer version replaced it); try again",
+                hollow.workspace_id, hollow.version
+            ))
+        })?;
+        let started = Clock::now();
+        let precompress = self.precompress;
+        let metrics = Arc::clone(&self.metrics);
+        let (workspace, version) = (hollow.workspace_id.clone(), hollow.version.clone());
+        let loading = tokio::task::spawn_blocking(move || {
+            load_kept(&kept, fingerprint, &workspace, &version, precompress, &metrics)
+        });
+        let loaded = match loading.await {
+            Ok(loaded) => loaded,
+            Err(panic) => Err(Unavailable(format!("the load stopped: {panic}"))),
+        };
+        let bytes = match &loaded {
+            Ok(dataset) => held_bytes(dataset, false),
+            Err(_) => 0,
+        };
+        self.metrics
+            .demand_load(loaded.is_ok(), started.elapsed(), bytes);
+        let dataset = match loaded {
+            Ok(dataset) => dataset,
+            Err(unavailable) => {
+                tracing::error!(
+                    workspace = %hollow.workspace_id,
+                    version = %hollow.version,
+                    error = %unavailable,
+                    "load on demand failed; requests for this workspace get 503 until one succeeds"
+                );
+                lock(&self.failed).insert(fingerprint, (Clock::now(), unavailable.0.clone()));
+                return Err(unavailable);
+            }
+        };
+        let elapsed = started.elapsed();
+        if elapsed >= SLOW_LOAD {
+            tracing::info!(
+                workspace = %dataset.workspace_id,
+                bytes,
+                elapsed_ms = elapsed.as_millis() as u64,
+                "slow load on demand"
+            );
+        }
+        if lock(&self.evicted_at)
+            .remove(&fingerprint)
+            .is_some_and(|at| at.elapsed() < THRASH_WINDOW)
+        {
+            self.metrics.reloaded_soon();
+        }
+        self.hold_oversized(&dataset);
+        let mut evicted = Vec::new();
+        // Its waiters get the dataset even if the cache does not keep it.
+        let _ = guard.insert_with_lifecycle(Arc::clone(&dataset), &mut evicted);
+        self.evicted(evicted).await;
+        Ok(dataset)
+    }
+
+    /// Why a load of `fingerprint` that failed a moment ago is not tried
+    /// again yet.
+    fn failed_lately(&self, fingerprint: u64) -> Result<(), Unavailable> {
+        let mut failed = lock(&self.failed);
+        match failed.get(&fingerprint) {
+            Some((at, why)) if at.elapsed() < FAILED_FOR => Err(Unavailable(why.clone())),
+            Some(_) => {
+                failed.remove(&fingerprint);
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Holds `dataset` alone beyond the budget if it is heavier than all
+    /// of it (the cache would not keep it).
+    fn hold_oversized(&self, dataset: &Arc<Dataset>) {
+        let weight = held_bytes(dataset, self.precompress);
+        if weight <= self.budget {
+            return;
+        }
+        let mut oversized = lock(&self.oversized);
+        if oversized.as_ref().is_none_or(|d| d.fingerprint != dataset.fingerprint) {
+            tracing::warn!(
+                workspace = %dataset.workspace_id,
+                needs_bytes = weight,
+                budget_bytes = self.budget,
+                "a workspace heavier than the whole memory budget is held alone beyond it; raise --memory-budget to at least this to keep it with the others"
+            );
+        }
+        let replaced = oversized.replace(Arc::clone(dataset));
+        drop(oversized);
+        drop(replaced);
+    }
+
+    /// Counts what an insert evicted, and frees it off the async runtime.
+    async fn evicted(&self, evicted: Vec<(u64, Arc<Dataset>)>) {
+        self.note_evicted(&evicted);
+        if !evicted.is_empty() {
+            let trim = self.trim_due();
+            let _ = tokio::task::spawn_blocking(move || {
+                drop(evicted);
+                if trim {
+                    crate::os::release_free_memory();
+                }
+            })
+            .await;
+        }
+    }
+
+    fn note_evicted(&self, evicted: &[(u64, Arc<Dataset>)]) {
+        let now = Clock::now();
+        let heavy = |d: &Dataset| held_bytes(d, self.precompress) > self.budget;
+        {
+            let mut at = lock(&self.evicted_at);
+            for (key, dataset) in evicted {
+                // What the cache refused as too heavy was never resident.
+                if !heavy(dataset) {
+                    self.metrics.evicted();
+                    at.insert(*key, now);
+                }
+            }
+            if at.len() > 100_000 {
+                at.retain(|_, when| when.elapsed() < THRASH_WINDOW);
+            }
+        }
+        let oversized = lock(&self.oversized).as_ref().map_or(0, |d| held_bytes(d, self.precompress));
+        let held = usize::from(oversized > 0);
+        self.metrics
+            .resident(self.datasets.weight() + oversized, self.datasets.len() + held);
+    }
+
+    /// Whether to hand freed memory back to the OS now: at most once a
+    /// second, since `malloc_trim` walks the whole heap.
+    fn trim_due(&self) -> bool {
+        let now = self.started.elapsed().as_millis() as u64;
+        let last = self.trimmed_ms.load(Ordering::Relaxed);
+        now >= last + 1000
+            && self
+                .trimmed_ms
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// The scan: `dataset` (a version just loaded, with its bytes kept at
+    /// `kept`) serves from now on, resident if it `stays`.
+    pub fn loaded(&self, dataset: &Arc<Dataset>, kept: Kept, stays: bool) {
+        lock(&self.kept).insert(dataset.fingerprint, kept);
+        lock(&self.failed).remove(&dataset.fingerprint);
+        if stays {
+            let mut evicted = Vec::new();
+            self.datasets
+                .insert_with_lifecycle(dataset.fingerprint, Arc::clone(dataset), &mut evicted);
+            self.hold_oversized(dataset);
+            self.note_evicted(&evicted);
+        }
+    }
+
+    /// The scan: `dataset`'s version no longer serves.
+    pub fn forget(&self, dataset: &Dataset) {
+        lock(&self.kept).remove(&dataset.fingerprint);
+        let removed = self.datasets.remove(&dataset.fingerprint);
+        let mut oversized = lock(&self.oversized);
+        let alone = oversized.take_if(|d| d.fingerprint == dataset.fingerprint);
+        drop(oversized);
+        if removed.is_some() || alone.is_some() {
+            self.note_evicted(&[]);
+        }
+    }
+}
+
+/// Loads the version `fingerprint` of `workspace` from `kept`, and starts
+/// warming it (its gzip fragments follow in the background, as after a
+/// reload). Anything else than exactly that version is refused.
+fn load_kept(
+    kept: &Kept,
+    fingerprint: u64,
+    workspace: &str,
+    version: &str,
+    precompress: bool,
+    metrics: &Metrics,
+) -> Result<Arc<Dataset>, Unavailable> {
+    let loaded = load::on_demand(&kept.label, &kept.path, metrics).map_err(|e| {
+        Unavailable(format!(
+            "cannot load workspace {workspace} at version {version}: {e}"
+        ))
+    })?;
+    let mut dataset = loaded.dataset;
+    if dataset.fingerprint != fingerprint {
+        return Err(Unavailable(format!(
+            "the kept bytes of workspace {workspace} at version {version} ({}) now hold another version ({} of {}); they are loaded again from the source by the next scan",
+            kept.path.display(),
+            dataset.version,
+            dataset.workspace_id
+        )));
+    }
+    super::warm::start(&mut dataset, precompress);
+    Ok(Arc::new(dataset))
+}

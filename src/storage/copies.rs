@@ -1,0 +1,227 @@
+//! [`Copies`]: a directory whose files are loaded from private copies, so
+//! that the bytes a version was validated from stay where a load on demand
+//! finds them (`--memory-budget`). Without a budget nothing needs them: a
+//! dataset holds its records, and a later bad file never replaces it. With
+//! one, a workspace that is not resident is loaded again from its last good
+//! bytes, and the file in the snapshot directory may by then be a bad
+//! version, a half-written one, or gone.
+//!
+//! Each fetch copies the file (`copy_file_range`: a reflink where the file
+//! system can, else an in-kernel copy) and the load reads the copy, so what
+//! was validated is exactly what is kept. A copy that loaded becomes its
+//! entry's current one; the one before it is kept too (it serves again if
+//! the new content loses a conflict) and older ones are deleted. A copy
+//! whose load failed is deleted at once. The copies live in
+//! `<cache-dir>/copies`, or in a private temporary directory removed when
+//! the server stops.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use super::dir::Directory;
+use super::error::{ErrorKind, StorageError};
+use super::listing::{Fetch, Fingerprint, Listing, Local};
+use super::origin::Source;
+use crate::storage::ListError;
+
+/// Copies kept per entry: the current one and the one before it.
+const KEPT: usize = 2;
+
+/// A [`Directory`] read through private copies.
+pub struct Copies {
+    inner: Directory,
+    dir: PathBuf,
+    /// A private temporary directory, removed on drop.
+    temporary: bool,
+    copies: AtomicU64,
+    /// Each entry's good copies, oldest first.
+    kept: Mutex<HashMap<String, Vec<PathBuf>>>,
+}
+
+impl Copies {
+    /// `inner` read through copies in `cache_dir/copies`, or in a private
+    /// temporary directory. Copies an earlier process left are deleted:
+    /// the first scan validates every file again.
+    pub fn new(inner: Directory, cache_dir: Option<&Path>) -> std::io::Result<Copies> {
+        let (dir, temporary) = match cache_dir {
+            Some(dir) => (dir.join("copies"), false),
+            None => {
+                static DIRS: AtomicU64 = AtomicU64::new(0);
+                let n = DIRS.fetch_add(1, Ordering::Relaxed);
+                let name = format!("portfolio-replica-copies-{}-{n}", std::process::id());
+                (std::env::temp_dir().join(name), true)
+            }
+        };
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
+        }
+        std::fs::create_dir_all(&dir)?;
+        tracing::info!(dir = %dir.display(), "a memory budget: the last good version of each snapshot is kept here for loads on demand");
+        Ok(Copies {
+            inner,
+            dir,
+            temporary,
+            copies: AtomicU64::new(0),
+            kept: Mutex::default(),
+        })
+    }
+
+    fn kept_copies(&self) -> MutexGuard<'_, HashMap<String, Vec<PathBuf>>> {
+        self.kept.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Copies `local` (the file where it lies) to a fresh private path.
+    fn copy(&self, name: &str, local: Local) -> Fetch {
+        // A temporary directory may have been cleaned up under us.
+        let _ = std::fs::create_dir_all(&self.dir);
+        let n = self.copies.fetch_add(1, Ordering::Relaxed);
+        let ending = if name.ends_with(".gz") { ".json.gz" } else { ".json" };
+        let copy = self.dir.join(format!("{n}{ending}"));
+        match std::fs::copy(&local.path, &copy) {
+            Ok(len) => Fetch::Ready(Local {
+                path: copy,
+                len,
+                download: true,
+                ..local
+            }),
+            // Gone since the listing: the next scan sees it gone.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Fetch::Settling,
+            Err(e) => {
+                let _ = std::fs::remove_file(&copy);
+                Fetch::Failed(StorageError::new(
+                    ErrorKind::Other,
+                    format!(
+                        "cannot copy {} to {} for loads on demand: {e}",
+                        local.path.display(),
+                        copy.display()
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+impl Source for Copies {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    fn directory(&self) -> Option<&Path> {
+        self.inner.directory()
+    }
+
+    fn list(&self) -> Result<Listing, ListError> {
+        self.inner.list()
+    }
+
+    fn fetch(&self, name: &str, fingerprint: &Fingerprint) -> Fetch {
+        match self.inner.fetch(name, fingerprint) {
+            Fetch::Ready(local) => self.copy(name, local),
+            other => other,
+        }
+    }
+
+    fn unchanged(&self, name: &str, fingerprint: &Fingerprint) -> bool {
+        self.inner.unchanged(name, fingerprint)
+    }
+
+    fn loaded(&self, name: &str, local: Local, ok: bool) {
+        if !ok {
+            let _ = std::fs::remove_file(&local.path);
+            return;
+        }
+        let mut kept = self.kept_copies();
+        let copies = kept.entry(name.to_owned()).or_default();
+        copies.push(local.path);
+        while copies.len() > KEPT {
+            let _ = std::fs::remove_file(copies.remove(0));
+        }
+    }
+
+    fn forgotten(&self, name: &str) {
+        for copy in self.kept_copies().remove(name).unwrap_or_default() {
+            let _ = std::fs::remove_file(copy);
+        }
+    }
+
+    fn kept(&self, name: &str) -> Option<PathBuf> {
+        self.kept_copies().get(name)?.last().cloned()
+    }
+}
+
+impl Drop for Copies {
+    fn drop(&mut self) {
+        if self.temporary {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fingerprint(copies: &Copies, name: &str) -> Fingerprint {
+        let listing = copies.list().expect("listed");
+        listing.entries[name].as_ref().expect("readable").clone()
+    }
+
+    fn fetched(copies: &Copies, name: &str) -> Local {
+        match copies.fetch(name, &fingerprint(copies, name)) {
+            Fetch::Ready(local) => local,
+            _ => panic!("not fetched"),
+        }
+    }
+
+    /// What a load validated stays, whatever the directory's file becomes;
+    /// a failed load leaves no copy; two good copies at most per entry.
+    #[test]
+    fn a_good_copy_outlives_its_file() {
+        let snapshots = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let file = snapshots.path().join("a.json");
+        let write = |text: &str| {
+            std::fs::write(&file, text).unwrap();
+            // Older than SETTLE, so that the fetch takes it.
+            let old = std::time::SystemTime::now() - std::time::Duration::from_secs(5);
+            std::fs::File::options()
+                .write(true)
+                .open(&file)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        };
+        let copies =
+            Copies::new(Directory::open(snapshots.path()).unwrap(), Some(cache.path())).unwrap();
+
+        write("good one");
+        let first = fetched(&copies, "a.json");
+        assert_ne!(first.path, file, "loaded from a copy");
+        copies.loaded("a.json", first, true);
+        let good = copies.kept("a.json").expect("kept");
+
+        write("bad");
+        let bad = fetched(&copies, "a.json");
+        let bad_path = bad.path.clone();
+        copies.loaded("a.json", bad, false);
+        assert!(!bad_path.exists(), "a rejected copy is deleted");
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(copies.kept("a.json").as_ref(), Some(&good));
+        assert_eq!(std::fs::read_to_string(&good).unwrap(), "good one");
+
+        for text in ["two", "three"] {
+            write(text);
+            let local = fetched(&copies, "a.json");
+            copies.loaded("a.json", local, true);
+        }
+        assert!(!good.exists(), "the third good copy deletes the first");
+        let names = std::fs::read_dir(cache.path().join("copies")).unwrap().count();
+        assert_eq!(names, 2, "the current copy and the one before it");
+        copies.forgotten("a.json");
+        assert_eq!(copies.kept("a.json"), None);
+        let names = std::fs::read_dir(cache.path().join("copies")).unwrap().count();
+        assert_eq!(names, 0);
+    }
+}
