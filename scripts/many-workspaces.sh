@@ -106,7 +106,7 @@ lua_pages() {
 import json, sys
 out, pairs = sys.argv[1], json.load(open(sys.argv[2]))
 lines = ["local pairs = {"]
-lines += ['  {"%s", "/companies/%s/tasks?limit=20"},' % (k, c) for k, c in pairs]
+lines += ['  {"%s", "/portfolio/%s/tasks?limit=20"},' % (k, c) for k, c in pairs]
 lines += ["}", "request = function()",
           "  local p = pairs[math.random(#pairs)]",
           '  return wrk.format("GET", p[2], {["Authorization"] = "Bearer " .. p[1]})',
