@@ -7,6 +7,7 @@
 //! in parallel and each is bounded in time by the timeouts in `util`.
 
 mod auth;
+mod budget;
 mod caching;
 mod cli;
 mod compression;

@@ -1,0 +1,269 @@
+//! A memory budget (`--memory-budget`), through the real binary: a replica
+//! holding a few workspaces at a time answers every key exactly as a
+//! replica holding all of them (conflicts included), evicts and loads
+//! again, never serves a rejected version, shares one load between
+//! concurrent first requests, and answers a load that fails with a 503.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// Workspaces of about 10 KB; a budget of 256 KiB holds about a tenth.
+const N: usize = 300;
+const BUDGET: &str = "256KiB";
+
+/// `generate --scale SCALE --workspaces n` into `dir`: file name → key.
+async fn generate(dir: &Path, scale: &str, n: usize) -> BTreeMap<String, String> {
+    let out = cli(&[
+        "generate",
+        "--out",
+        &dir.display().to_string(),
+        "--scale",
+        scale,
+        "--workspaces",
+        &n.to_string(),
+    ])
+    .await;
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let keys = std::fs::read_to_string(dir.join("keys.tsv")).expect("keys.tsv");
+    std::fs::remove_file(dir.join("keys.tsv")).expect("keys.tsv is not a snapshot");
+    keys.lines()
+        .skip(1)
+        .map(|line| {
+            let fields: Vec<&str> = line.split('\t').collect();
+            (fields[1].to_owned(), fields[2].to_owned())
+        })
+        .collect()
+}
+
+/// A counter or gauge of `/metrics`, 0 when absent.
+async fn metric(bin: &Binary, series: &str) -> f64 {
+    let text = get_from(bin.admin, "/metrics", None)
+        .await
+        .expect("/metrics")
+        .text();
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .map_or(0.0, |value| value.trim().parse().expect("a number"))
+}
+
+async fn loads(bin: &Binary) -> f64 {
+    metric(bin, "portfolio_replica_demand_loads_total{outcome=\"ok\"}").await
+}
+
+/// Status, version and body of `path` for `key`.
+async fn answer(bin: &Binary, path: &str, key: &str) -> (u16, Option<String>, Vec<u8>) {
+    let resp = get_from(bin.api, path, Some(key)).await.expect(path);
+    let version = resp.header("x-snapshot-version").map(str::to_owned);
+    (resp.status, version, resp.body)
+}
+
+const PATHS: [&str; 4] = ["/portfolio?limit=5", "/tasks?limit=3", "/feed?limit=2", "/roles"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_budget_answers_every_key_as_a_replica_holding_everything() {
+    let dir = tempdir();
+    let keys = generate(dir.path(), "micro", N).await;
+    // A file that claims the key of the first workspace under another
+    // workspace id: the conflict rule decides between them, the same way
+    // with and without a budget.
+    let first_file = keys.keys().next().expect("a workspace");
+    let mut claimant: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join(first_file)).unwrap()).unwrap();
+    claimant["workspace_id"] = Value::from("ws-claimant");
+    std::fs::write(
+        dir.path().join("zz-claimant.json"),
+        serde_json::to_vec(&claimant).unwrap(),
+    )
+    .unwrap();
+
+    let all = Binary::start(dir.path(), &[], &[]).await;
+    let budget = Binary::start(dir.path(), &["--memory-budget", BUDGET], &[]).await;
+    let status: Value = get_from(budget.admin, "/snapshots", None)
+        .await
+        .expect("/snapshots")
+        .json();
+    let resident = status["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .filter(|f| f["resident"] == true)
+        .count();
+    assert_eq!(resident, 0, "ready before any workspace is resident");
+
+    // Twice over every key: the second round finds most evicted again.
+    for round in 0..2 {
+        for (file, key) in &keys {
+            for path in PATHS {
+                let expected = answer(&all, path, key).await;
+                let got = answer(&budget, path, key).await;
+                assert_eq!(expected.0, 200, "{file} {path}");
+                assert_eq!(got, expected, "round {round}: {file} {path}");
+            }
+        }
+    }
+    let loaded = loads(&budget).await;
+    assert!(
+        loaded > N as f64 * 1.5,
+        "evicted workspaces load again: {loaded} loads for {N} workspaces twice"
+    );
+    let evictions = metric(&budget, "portfolio_replica_evictions_total").await;
+    assert!(evictions > 0.0, "the budget evicts");
+    let held = metric(&budget, "portfolio_replica_resident_bytes").await;
+    assert!(
+        held > 0.0 && held <= 256.0 * 1024.0,
+        "resident bytes {held} within the budget"
+    );
+    let hits = metric(&budget, "portfolio_replica_resident_lookups_total{result=\"hit\"}").await;
+    assert!(hits > 0.0, "requests after a load hit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_version_never_serves_resident_or_not() {
+    let dir = tempdir();
+    let keys = generate(dir.path(), "micro", 40).await;
+    let bin = Binary::start(
+        dir.path(),
+        &["--memory-budget", "64KiB", "--poll-interval", "100ms"],
+        &[],
+    )
+    .await;
+    let mut files = keys.iter();
+    let (hot_file, hot_key) = files.next().unwrap();
+    let (cold_file, cold_key) = files.next().unwrap();
+    let (_, hot_version, _) = answer(&bin, "/roles", hot_key).await;
+    let (_, cold_version, _) = answer(&bin, "/roles", cold_key).await;
+    // Used again, so that the hot one is resident when its file goes bad;
+    // the cold one is pushed out by the others.
+    answer(&bin, "/roles", hot_key).await;
+    for (_, key) in files.clone().take(20) {
+        answer(&bin, "/roles", key).await;
+        answer(&bin, "/roles", hot_key).await;
+    }
+
+    for file in [hot_file, cold_file] {
+        replace_bytes(dir.path(), file, b"{\"workspace_id\": \"broken\", ");
+    }
+    for file in [hot_file, cold_file] {
+        let status = eventually_status(&bin, file).await;
+        assert!(status["error"].is_string(), "{file}: {status}");
+    }
+    // The copies of the good versions serve, loaded again when needed.
+    for round in 0..3 {
+        for (key, version) in [(hot_key, &hot_version), (cold_key, &cold_version)] {
+            let (status, served, _) = answer(&bin, "/portfolio", key).await;
+            assert_eq!(status, 200, "round {round}");
+            assert_eq!(&served, version, "round {round}: the good version serves");
+        }
+        for (_, key) in files.clone().take(20) {
+            answer(&bin, "/roles", key).await;
+        }
+    }
+}
+
+/// The status of `file` once its current content has been judged as an error.
+async fn eventually_status(bin: &Binary, file: &str) -> Value {
+    let mut found = Value::Null;
+    eventually("the bad file rejected", async || {
+        let status: Value = get_from(bin.admin, "/snapshots", None)
+            .await?
+            .json();
+        let entry = status["files"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|f| f["file"] == file)
+            .cloned()
+            .ok_or("not listed")?;
+        if entry["error"].is_null() {
+            return Err(format!("not rejected yet: {entry}"));
+        }
+        found = entry;
+        Ok(())
+    })
+    .await;
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_concurrent_first_requests_share_one_load() {
+    let dir = tempdir();
+    // Two workspaces of a few hundred kilobytes: a load takes long enough
+    // for the fifty requests to meet it under way.
+    let out = cli(&["generate", "--out", &dir.path().display().to_string()]).await;
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let key = "cura_demo_acme_key".to_owned();
+    let bin = Binary::start(dir.path(), &["--memory-budget", "64MiB"], &[]).await;
+    assert_eq!(loads(&bin).await, 0.0, "nothing loaded before a request");
+
+    let requests = (0..50).map(|_| {
+        let key = key.clone();
+        let api = bin.api;
+        tokio::spawn(async move { get_from(api, "/tasks?limit=100", Some(&key)).await })
+    });
+    let mut bodies = Vec::new();
+    for request in requests {
+        let resp = request.await.expect("joined").expect("answered");
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        bodies.push(resp.body);
+    }
+    assert!(bodies.windows(2).all(|w| w[0] == w[1]), "identical bodies");
+    assert_eq!(loads(&bin).await, 1.0, "one load for fifty first requests");
+    let misses = metric(
+        &bin,
+        "portfolio_replica_resident_lookups_total{result=\"miss\"}",
+    )
+    .await;
+    assert!(misses >= 1.0, "the first request missed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_load_on_demand_is_a_503_and_a_later_request_tries_again() {
+    let dir = tempdir();
+    let cache = tempdir();
+    let keys = generate(dir.path(), "micro", 3).await;
+    let bin = Binary::start(
+        dir.path(),
+        &[
+            "--memory-budget",
+            "1MiB",
+            "--cache-dir",
+            &cache.path().display().to_string(),
+        ],
+        &[],
+    )
+    .await;
+    let copies = cache.path().join("copies");
+    let aside = tempdir();
+    let names: Vec<_> = std::fs::read_dir(&copies)
+        .expect("the copies are under --cache-dir")
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), keys.len(), "one copy per snapshot");
+    for name in &names {
+        std::fs::rename(copies.join(name), aside.path().join(name)).unwrap();
+    }
+    let key = keys.values().next().unwrap();
+    let resp = get_from(bin.api, "/portfolio", Some(key)).await.unwrap();
+    assert_eq!(resp.status, 503, "{}", resp.text());
+    assert_eq!(resp.header("retry-after"), Some("1"));
+    let message = resp.json()["error"].as_str().unwrap_or_default().to_owned();
+    assert!(message.contains("cannot be loaded"), "{message}");
+    // A bad id is still a 400, before any load.
+    let bad = get_from(bin.api, "/portfolio/not-a-uuid", Some(key)).await.unwrap();
+    assert_eq!(bad.status, 400, "{}", bad.text());
+    let failed = metric(&bin, "portfolio_replica_demand_loads_total{outcome=\"failed\"}").await;
+    assert_eq!(failed, 1.0);
+    assert!(bin.stderr_text().contains("load on demand failed"));
+
+    for name in &names {
+        std::fs::rename(aside.path().join(name), copies.join(name)).unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let resp = get_from(bin.api, "/portfolio", Some(key)).await.unwrap();
+    assert_eq!(resp.status, 200, "a later request loads it: {}", resp.text());
+}
