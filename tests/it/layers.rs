@@ -25,7 +25,7 @@ const BINARY_LAYERS: &[(&str, &[&str])] = &[
     ("serve::loader", &["storage", "metrics", "threads"]),
     ("serve::reload", &["serve::loader"]),
     ("serve::reply", &[]),
-    ("serve::api", &["metrics", "serve::reply"]),
+    ("serve::api", &["serve::loader", "metrics", "serve::reply"]),
     ("serve::ops", &["serve::loader", "metrics", "serve::reply"]),
     ("serve::server", &[]),
     ("serve", &["config", "storage", "metrics"]),

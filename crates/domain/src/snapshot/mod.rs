@@ -92,6 +92,33 @@ pub fn load_from(
     load_following(file, source, None, threads, progress)
 }
 
+/// What a snapshot claims (its workspace, version and API keys) as a
+/// hollow dataset, read in one streaming pass that builds nothing: a file
+/// refused for memory still answers its keys (with 503, not 401), and
+/// takes part in conflicts as it would loaded. Records are not checked;
+/// `None` for a file the streaming pass does not accept (a load would say
+/// why).
+pub fn claims(file: &str, source: &(impl Source + ?Sized)) -> Option<Dataset> {
+    let streamed = stream::scan(
+        file,
+        source.open().ok()?,
+        batches::Sink::Digests(&mut |_, _, _, _| Ok(())),
+        &mut |_, _| {},
+    )
+    .ok()?;
+    let version = match streamed.header.version {
+        Some(version) => version,
+        None => derive_version_of(file, source).ok()?,
+    };
+    Some(Dataset::hollow_of(Meta {
+        version,
+        workspace_id: streamed.header.workspace_id,
+        workspace_name: streamed.header.workspace_name,
+        key_hashes: streamed.header.key_hashes,
+        content_hash: streamed.content_hash,
+    }))
+}
+
 /// [`load_from`] for the next version of a workspace that `previous`
 /// serves: every record whose bytes it already holds is taken over instead
 /// of being parsed, checked and rendered again (`store::Previous`). The

@@ -177,19 +177,25 @@ impl Dataset {
     /// still checks the path and the query (the contract's 400s come
     /// before a load on demand). A few hundred bytes besides the keys.
     pub fn hollow(&self) -> Dataset {
-        let meta = Meta {
+        let mut hollow = Dataset::hollow_of(Meta {
             workspace_id: self.workspace_id.clone(),
             workspace_name: self.workspace_name.clone(),
             version: self.version.clone(),
             key_hashes: self.key_hashes.clone(),
             content_hash: 0,
-        };
+        });
+        hollow.fingerprint = self.fingerprint;
+        hollow.counts = self.counts;
+        hollow
+    }
+
+    /// A hollow dataset of what `meta` names, its records never read
+    /// (counted as none).
+    pub fn hollow_of(meta: Meta) -> Dataset {
         let mut hollow = Builder::default()
             .finish(meta, &OneThread)
             .expect("no records, no repeated id")
             .dataset;
-        hollow.fingerprint = self.fingerprint;
-        hollow.counts = self.counts;
         hollow.hollow = true;
         hollow
     }
