@@ -281,10 +281,18 @@ fn respond(c: &mut Criterion, f: &Fixture) {
     for (label, path, query) in &pages {
         let path = path.as_str();
         group.bench_function(BenchmarkId::new("plain", label), |b| {
-            b.iter(|| respond_fn(&state, &get, path, black_box(query), &headers).0.answered())
+            b.iter(|| {
+                respond_fn(&state, &get, path, black_box(query), &headers)
+                    .0
+                    .answered()
+            })
         });
         group.bench_function(BenchmarkId::new("gzip", label), |b| {
-            b.iter(|| respond_fn(&state, &get, path, black_box(query), &gzip_headers).0.answered())
+            b.iter(|| {
+                respond_fn(&state, &get, path, black_box(query), &gzip_headers)
+                    .0
+                    .answered()
+            })
         });
     }
     // Pages at random offsets across the whole list, as many clients ask
@@ -304,7 +312,9 @@ fn respond(c: &mut Criterion, f: &Fixture) {
         group.bench_function(BenchmarkId::new(label, "tasks_random"), |b| {
             b.iter(|| {
                 n = (n + 1) % random.len();
-                respond_fn(&state, &get, "/tasks", black_box(&random[n]), h).0.answered()
+                respond_fn(&state, &get, "/tasks", black_box(&random[n]), h)
+                    .0
+                    .answered()
             })
         });
     }
@@ -321,7 +331,11 @@ fn respond(c: &mut Criterion, f: &Fixture) {
             })
         });
         group.bench_function(BenchmarkId::new("gzip_per_request", label), |b| {
-            b.iter(|| respond_fn(&per_request, &get, path, black_box(query), &gzip_headers).0.answered())
+            b.iter(|| {
+                respond_fn(&per_request, &get, path, black_box(query), &gzip_headers)
+                    .0
+                    .answered()
+            })
         });
     }
     group.finish();

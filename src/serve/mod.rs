@@ -63,16 +63,15 @@ pub async fn run(
             Arc::clone(&metrics),
         ))
     });
-    let origin =
-        crate::storage::Origin::open(
-            &config.snapshots,
-            &config.storage,
-            Arc::clone(&metrics),
-            config.memory_budget.is_some(),
-        )
-            // As a message: it names its cause already, and the `{:#}`
-            // that prints a fatal error would name it twice.
-            .map_err(|e| anyhow::Error::msg(e.to_string()))?;
+    let origin = crate::storage::Origin::open(
+        &config.snapshots,
+        &config.storage,
+        Arc::clone(&metrics),
+        config.memory_budget.is_some(),
+    )
+    // As a message: it names its cause already, and the `{:#}`
+    // that prints a fatal error would name it twice.
+    .map_err(|e| anyhow::Error::msg(e.to_string()))?;
     let snapshots = Arc::new(loader::Snapshots::new(
         origin,
         Arc::clone(&store),

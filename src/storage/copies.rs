@@ -77,7 +77,11 @@ impl Copies {
         // A temporary directory may have been cleaned up under us.
         let _ = std::fs::create_dir_all(&self.dir);
         let n = self.copies.fetch_add(1, Ordering::Relaxed);
-        let ending = if name.ends_with(".gz") { ".json.gz" } else { ".json" };
+        let ending = if name.ends_with(".gz") {
+            ".json.gz"
+        } else {
+            ".json"
+        };
         let copy = self.dir.join(format!("{n}{ending}"));
         match std::fs::copy(&local.path, &copy) {
             Ok(len) => Fetch::Ready(Local {
@@ -193,8 +197,11 @@ mod tests {
                 .set_modified(old)
                 .unwrap();
         };
-        let copies =
-            Copies::new(Directory::open(snapshots.path()).unwrap(), Some(cache.path())).unwrap();
+        let copies = Copies::new(
+            Directory::open(snapshots.path()).unwrap(),
+            Some(cache.path()),
+        )
+        .unwrap();
 
         write("good one");
         let first = fetched(&copies, "a.json");
@@ -217,11 +224,15 @@ mod tests {
             copies.loaded("a.json", local, true);
         }
         assert!(!good.exists(), "the third good copy deletes the first");
-        let names = std::fs::read_dir(cache.path().join("copies")).unwrap().count();
+        let names = std::fs::read_dir(cache.path().join("copies"))
+            .unwrap()
+            .count();
         assert_eq!(names, 2, "the current copy and the one before it");
         copies.forgotten("a.json");
         assert_eq!(copies.kept("a.json"), None);
-        let names = std::fs::read_dir(cache.path().join("copies")).unwrap().count();
+        let names = std::fs::read_dir(cache.path().join("copies"))
+            .unwrap()
+            .count();
         assert_eq!(names, 0);
     }
 }

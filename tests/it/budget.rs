@@ -1,8 +1,10 @@
-//! A memory budget (`--memory-budget`), through the real binary: a replica
+//! A memory budget (`--memory-budget`) and limit, through the real binary: a replica
 //! holding a few workspaces at a time answers every key exactly as a
 //! replica holding all of them (conflicts included), evicts and loads
 //! again, never serves a rejected version, shares one load between
-//! concurrent first requests, and answers a load that fails with a 503.
+//! concurrent first requests, and answers a load that fails with a 503;
+//! a memory limit refuses the same files at every start, answers their
+//! keys with 503, and loads them once memory frees.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -62,7 +64,12 @@ async fn answer(bin: &Binary, path: &str, key: &str) -> (u16, Option<String>, Ve
     (resp.status, version, resp.body)
 }
 
-const PATHS: [&str; 4] = ["/portfolio?limit=5", "/tasks?limit=3", "/feed?limit=2", "/roles"];
+const PATHS: [&str; 4] = [
+    "/portfolio?limit=5",
+    "/tasks?limit=3",
+    "/feed?limit=2",
+    "/roles",
+];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_small_budget_answers_every_key_as_a_replica_holding_everything() {
@@ -118,7 +125,11 @@ async fn a_small_budget_answers_every_key_as_a_replica_holding_everything() {
         held > 0.0 && held <= 256.0 * 1024.0,
         "resident bytes {held} within the budget"
     );
-    let hits = metric(&budget, "portfolio_replica_resident_lookups_total{result=\"hit\"}").await;
+    let hits = metric(
+        &budget,
+        "portfolio_replica_resident_lookups_total{result=\"hit\"}",
+    )
+    .await;
     assert!(hits > 0.0, "requests after a load hit");
 }
 
@@ -169,9 +180,7 @@ async fn a_rejected_version_never_serves_resident_or_not() {
 async fn eventually_status(bin: &Binary, file: &str) -> Value {
     let mut found = Value::Null;
     eventually("the bad file rejected", async || {
-        let status: Value = get_from(bin.admin, "/snapshots", None)
-            .await?
-            .json();
+        let status: Value = get_from(bin.admin, "/snapshots", None).await?.json();
         let entry = status["files"]
             .as_array()
             .into_iter()
@@ -254,9 +263,15 @@ async fn a_failed_load_on_demand_is_a_503_and_a_later_request_tries_again() {
     let message = resp.json()["error"].as_str().unwrap_or_default().to_owned();
     assert!(message.contains("cannot be loaded"), "{message}");
     // A bad id is still a 400, before any load.
-    let bad = get_from(bin.api, "/portfolio/not-a-uuid", Some(key)).await.unwrap();
+    let bad = get_from(bin.api, "/portfolio/not-a-uuid", Some(key))
+        .await
+        .unwrap();
     assert_eq!(bad.status, 400, "{}", bad.text());
-    let failed = metric(&bin, "portfolio_replica_demand_loads_total{outcome=\"failed\"}").await;
+    let failed = metric(
+        &bin,
+        "portfolio_replica_demand_loads_total{outcome=\"failed\"}",
+    )
+    .await;
     assert_eq!(failed, 1.0);
     assert!(bin.stderr_text().contains("load on demand failed"));
 
@@ -265,5 +280,92 @@ async fn a_failed_load_on_demand_is_a_503_and_a_later_request_tries_again() {
     }
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let resp = get_from(bin.api, "/portfolio", Some(key)).await.unwrap();
-    assert_eq!(resp.status, 200, "a later request loads it: {}", resp.text());
+    assert_eq!(
+        resp.status,
+        200,
+        "a later request loads it: {}",
+        resp.text()
+    );
+}
+
+/// The files of `/snapshots` refused for memory, by name.
+async fn refused(bin: &Binary) -> Vec<String> {
+    let status: Value = get_from(bin.admin, "/snapshots", None)
+        .await
+        .expect("/snapshots")
+        .json();
+    let mut names: Vec<String> = status["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .filter(|f| {
+            f["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("memory limit"))
+        })
+        .map(|f| f["file"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `--memory-limit` without a budget: the same files and limit refuse the
+/// same workspaces at every start; a refused workspace's key gets a 503
+/// with Retry-After, not the 401 of a wrong key; and refused workspaces
+/// load once others leave and free their share.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_limit_refuses_the_same_files_every_time_and_loads_them_when_memory_frees() {
+    let dir = tempdir();
+    let keys = generate(dir.path(), "micro", 200).await;
+    // The process's own 32 MiB, and about a megabyte for workspaces.
+    let args = ["--memory-limit", "33M", "--poll-interval", "100ms"];
+    let first = Binary::start(dir.path(), &args, &[]).await;
+    let refused_first = refused(&first).await;
+    drop(first);
+    let bin = Binary::start(dir.path(), &args, &[]).await;
+    let refused_now = refused(&bin).await;
+    assert!(
+        !refused_now.is_empty() && refused_now.len() < keys.len(),
+        "some refused, some served: {}",
+        refused_now.len()
+    );
+    assert_eq!(
+        refused_now, refused_first,
+        "the same files refused at every start"
+    );
+    assert!(
+        bin.stderr_text().contains("snapshot refused"),
+        "the refusals are logged"
+    );
+
+    let refused_key = &keys[&refused_now[0]];
+    let resp = get_from(bin.api, "/portfolio", Some(refused_key))
+        .await
+        .unwrap();
+    assert_eq!(resp.status, 503, "{}", resp.text());
+    assert!(resp.header("retry-after").is_some());
+    assert!(resp.text().contains("memory limit"), "{}", resp.text());
+    let wrong = get_from(bin.api, "/portfolio", Some("cura_not_a_key_of_any"))
+        .await
+        .unwrap();
+    assert_eq!(wrong.status, 401);
+
+    // Served workspaces leave: the refused ones take their place.
+    let served: Vec<&String> = keys.keys().filter(|f| !refused_now.contains(f)).collect();
+    for file in served.iter().take(served.len() / 2) {
+        std::fs::remove_file(dir.path().join(file)).unwrap();
+    }
+    eventually("a refused workspace loads once memory frees", async || {
+        let resp = get_from(bin.api, "/portfolio", Some(refused_key)).await?;
+        (resp.status == 200)
+            .then_some(())
+            .ok_or(format!("status {}", resp.status))
+    })
+    .await;
+    let still = refused(&bin).await;
+    assert!(
+        still.len() < refused_now.len(),
+        "{} still refused",
+        still.len()
+    );
 }

@@ -286,20 +286,31 @@ fn step(
     let Some(dataset) = catalog.by_key(&key_hash) else {
         return unauthorized().into();
     };
-    if let (true, Some(resident)) = (dataset.is_hollow(), &state.resident) {
-        // The contract's 400s (and an unknown path's 404) come before a
-        // load on demand: the endpoint checks them on the hollow dataset.
-        if let Err(err) = endpoint(dataset, route, id, &Query::parse(query))
-            && (err.status == StatusCode::BAD_REQUEST || route == Route::Other)
-        {
-            return json(err.status, err.body().into()).into();
-        }
-        return match resident.get(dataset) {
-            Some(full) => from_dataset(state, &full, route, path, id, query, headers).into(),
-            None => Step::Load(Arc::clone(dataset), Arc::clone(resident)),
-        };
+    if !dataset.is_hollow() {
+        return from_dataset(state, dataset, route, path, id, query, headers).into();
     }
-    from_dataset(state, dataset, route, path, id, query, headers).into()
+    // Its records are elsewhere. The contract's 400s (and an unknown
+    // path's 404) come before a load on demand: the endpoint checks them
+    // on the hollow dataset.
+    if let Err(err) = endpoint(dataset, route, id, &Query::parse(query))
+        && (err.status == StatusCode::BAD_REQUEST || route == Route::Other)
+    {
+        return json(err.status, err.body().into()).into();
+    }
+    let Some(resident) = &state.resident else {
+        // Without a budget, a hollow dataset is a snapshot refused for
+        // memory: its keys are known, its records were never built.
+        return json_error_with(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The workspace's data is not loaded: it does not fit in the replica's memory limit",
+            (RETRY_AFTER, "30"),
+        )
+        .into();
+    };
+    match resident.get(dataset) {
+        Some(full) => from_dataset(state, &full, route, path, id, query, headers).into(),
+        None => Step::Load(Arc::clone(dataset), Arc::clone(resident)),
+    }
 }
 
 /// The answer from `dataset`, the workspace's data.

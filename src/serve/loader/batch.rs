@@ -72,6 +72,8 @@ mod tests {
             result: Err(SnapshotError::new("a.json", "not read")),
             elapsed: Duration::ZERO,
             source: None,
+            need: 0,
+            refused: None,
         }
     }
 

@@ -43,6 +43,10 @@ pub struct FileEntry {
     /// Object storage: when a successful poll last found this entry
     /// serving (or having judged) what storage names.
     pub confirmed: Option<SystemTime>,
+    /// Its content was refused for memory, needing this many bytes: read
+    /// again once that much is free. Its claims serve meanwhile (hollow,
+    /// answered 503) if no earlier version does.
+    pub refused: Option<u64>,
 }
 
 impl FileEntry {
@@ -57,6 +61,7 @@ impl FileEntry {
             previous: None,
             source_error: None,
             confirmed: None,
+            refused: None,
         }
     }
 
@@ -141,6 +146,28 @@ pub fn fleet(files: &Files, now: SystemTime) -> Fleet {
         }
     }
     fleet
+}
+
+/// Entries refused for memory that fit now, next to `committed` bytes
+/// under `limit`: to be read again (in name order, each counted as it is
+/// admitted, so that they are admitted as at a start).
+pub fn refused_that_fit(files: &mut Files, limit: Option<u64>, committed: u64) -> Vec<String> {
+    let Some(limit) = limit else {
+        return Vec::new();
+    };
+    let mut free = limit.saturating_sub(committed);
+    let mut again = Vec::new();
+    for (name, entry) in files.iter_mut() {
+        if let Some(need) = entry.refused
+            && need <= free
+        {
+            free -= need;
+            entry.refused = None;
+            entry.fingerprint = None;
+            again.push(name.clone());
+        }
+    }
+    again
 }
 
 /// Object storage: entries whose content is what the listing names (read

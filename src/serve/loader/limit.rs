@@ -2,16 +2,28 @@
 //! (`--memory-limit`, or else the cgroup's limit).
 //!
 //! Before a file is built, its footprint is estimated from its size (for a
-//! `.json.gz`, the uncompressed size its trailer records) and added to what
-//! the process holds now, the dataset it would replace included, since that
-//! one serves until the new one is published. If the sum is over the limit
-//! the file is rejected like any bad file: the previous version keeps
-//! serving, and the process is never pushed into the OOM killer by a load.
+//! `.json.gz`, the uncompressed size its trailer records) and added to
+//! what the [`Ledger`] counts: the process itself ([`PROCESS_BYTES`]), the
+//! estimate of every dataset serving (the one it would replace included,
+//! since that one serves until the new one is published), and the loads
+//! admitted and not yet settled. Estimates, not the resident memory of the
+//! moment: the same files and limit are refused the same way at every
+//! start, whatever a first scan's transient peak happens to be. If the sum
+//! is over the limit the file is refused like a bad file: the previous
+//! version keeps serving, the process is never pushed into the OOM killer
+//! by a load, the refused workspace's keys are answered with 503 (its
+//! claims are read without building it, `snapshot::claims`), and it is
+//! read again once memory frees.
 
 use std::io::{Read, Seek, SeekFrom};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use rustc_hash::FxHashMap;
 
 use crate::snapshot::SnapshotError;
 use crate::storage::SnapshotFile;
+use crate::store::Dataset;
 
 /// Peak bytes a build needs per byte of JSON: the rendered records (about
 /// the JSON's size), their keys, id maps and list orders, and the read
@@ -23,6 +35,11 @@ const BUILD_FACTOR: (u64, u64) = (13, 10);
 /// JSON, made after the build while the dataset serves. Measured at 0.42
 /// on the `medium` dataset (BENCHMARKS.md, "gzip by default").
 const FRAGMENT_FACTOR: (u64, u64) = (5, 10);
+
+/// The process's own memory besides its datasets (code, runtime, buffers,
+/// the catalog), counted as one figure so that decisions do not depend on
+/// the moment: a replica with no workspace holds 10 to 20 MiB.
+pub const PROCESS_BYTES: u64 = 32 << 20;
 
 /// The memory budget of loads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -47,44 +64,101 @@ impl MemoryLimit {
         self.bytes
     }
 
-    /// Why `file` (of `len` bytes on disk) must not be built now, if it
-    /// would not fit next to what the process holds; with its gzip
-    /// fragments if it is to be `precompressed`.
+    /// What building `file` (of `len` bytes on disk) takes at its peak,
+    /// with its gzip fragments if it is to be `precompressed`: 0 without a
+    /// limit, since nothing counts then.
+    pub fn need(&self, file: &SnapshotFile, len: u64, precompressed: bool) -> u64 {
+        match self.bytes {
+            Some(_) => footprint(file, len, precompressed),
+            None => 0,
+        }
+    }
+
+    /// Why a build that `need`s this many bytes must not start while the
+    /// ledger counts `committed`; logged with the same figures.
     pub fn refusal(
         &self,
         name: &str,
-        file: &SnapshotFile,
-        len: u64,
+        need: u64,
+        committed: u64,
         precompressed: bool,
     ) -> Option<SnapshotError> {
         let limit = self.bytes?;
-        let need = footprint(file, len, precompressed);
-        let in_use = resident_bytes().unwrap_or(0);
-        if in_use.saturating_add(need) <= limit {
+        if committed.saturating_add(need) <= limit {
             return None;
         }
         let mib = |b: u64| b.div_ceil(1 << 20);
+        let message = format!(
+            "not loaded: building it needs about {} MiB{} next to the {} MiB already counted (the process and the workspaces loaded), over the memory limit of {} MiB (--memory-limit, or the cgroup's limit); it is read again when memory frees, or raise the limit, or set --memory-budget to serve more data than memory",
+            mib(need),
+            if precompressed {
+                " with its gzip fragments (--precompress on)"
+            } else {
+                ""
+            },
+            mib(committed),
+            mib(limit)
+        );
         tracing::warn!(
             file = %name,
             need_bytes = need,
-            in_use_bytes = in_use,
+            counted_bytes = committed,
             limit_bytes = limit,
-            "snapshot refused: its load would not fit in the memory limit"
+            "snapshot refused: {message}"
         );
-        Some(SnapshotError::new(
-            name,
-            format!(
-                "not loaded: building it needs about {} MiB{} next to the {} MiB in use, over the memory limit of {} MiB (--memory-limit, or the cgroup's limit); raise the limit or give the replica more memory",
-                mib(need),
-                if precompressed {
-                    " with its gzip fragments (--precompress on)"
-                } else {
-                    ""
-                },
-                mib(in_use),
-                mib(limit)
-            ),
-        ))
+        Some(SnapshotError::new(name, message))
+    }
+}
+
+/// What counts against the limit, in the same estimates on both sides (a
+/// file's [`MemoryLimit::need`]): the datasets serving, by fingerprint,
+/// and the loads admitted and not yet settled. Kept on the reloader
+/// thread's scan; `/metrics` never reads it.
+#[derive(Default)]
+pub struct Ledger {
+    serving: Mutex<FxHashMap<u64, u64>>,
+    serving_total: AtomicU64,
+    pending: AtomicU64,
+}
+
+impl Ledger {
+    fn serving(&self) -> MutexGuard<'_, FxHashMap<u64, u64>> {
+        self.serving.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// What is counted now.
+    pub fn committed(&self) -> u64 {
+        PROCESS_BYTES
+            + self.serving_total.load(Ordering::Relaxed)
+            + self.pending.load(Ordering::Relaxed)
+    }
+
+    /// A load of `need` bytes starts.
+    pub fn admit(&self, need: u64) {
+        self.pending.fetch_add(need, Ordering::Relaxed);
+    }
+
+    /// A load admitted for `need` was settled: its `dataset` (if it loaded)
+    /// is counted as serving until [`Ledger::published`] says otherwise.
+    pub fn settled(&self, need: u64, dataset: Option<&Dataset>) {
+        self.pending.fetch_sub(need, Ordering::Relaxed);
+        if let Some(dataset) = dataset.filter(|d| !d.is_hollow()) {
+            self.serving().insert(dataset.fingerprint, need);
+        }
+    }
+
+    /// What serves now: the total counts these, and forgets the rest.
+    pub fn published<'a>(&self, serving: impl Iterator<Item = &'a Dataset>) {
+        let mut counted = self.serving();
+        let mut kept = FxHashMap::default();
+        for dataset in serving {
+            if let Some(need) = counted.remove(&dataset.fingerprint) {
+                kept.insert(dataset.fingerprint, need);
+            }
+        }
+        self.serving_total
+            .store(kept.values().sum(), Ordering::Relaxed);
+        *counted = kept;
     }
 }
 
@@ -185,30 +259,46 @@ mod tests {
     use super::*;
 
     /// A file whose build fits the limit is refused if its gzip fragments
-    /// would not fit too.
+    /// would not fit too; the decision depends on what the ledger counts,
+    /// not on the moment.
     #[test]
     fn precompression_counts_against_the_limit() {
         const GIB: u64 = 1 << 30;
         let file = SnapshotFile::named(Path::new("/nonexistent/big.json"), "big.json");
-        // A 4 GiB file and room for 6 GiB more than now: the build (5.2
-        // GiB) fits, the build and its fragments (7.2 GiB) do not. Other
-        // tests' memory moves by far less than the margins.
         let limit = MemoryLimit {
-            bytes: Some(resident_bytes().expect("VmRSS") + 6 * GIB),
+            bytes: Some(PROCESS_BYTES + 6 * GIB),
         };
-        assert!(limit.refusal("big.json", &file, 4 * GIB, false).is_none());
+        let ledger = Ledger::default();
+        // A 4 GiB file: the build (5.2 GiB) fits, the build and its
+        // fragments (7.2 GiB) do not.
+        let bare = limit.need(&file, 4 * GIB, false);
+        let with_fragments = limit.need(&file, 4 * GIB, true);
+        assert!(
+            limit
+                .refusal("big.json", bare, ledger.committed(), false)
+                .is_none()
+        );
         let refused = limit
-            .refusal("big.json", &file, 4 * GIB, true)
+            .refusal("big.json", with_fragments, ledger.committed(), true)
             .expect("refused with its fragments");
         assert!(
             refused.to_string().contains("with its gzip fragments"),
             "{refused}"
         );
+        ledger.admit(bare);
         assert!(
-            MemoryLimit::none()
-                .refusal("big.json", &file, 4 * GIB, true)
+            limit
+                .refusal("big.json", bare, ledger.committed(), false)
+                .is_some(),
+            "a second build of the same size does not fit next to the first"
+        );
+        ledger.settled(bare, None);
+        assert!(
+            limit
+                .refusal("big.json", bare, ledger.committed(), false)
                 .is_none()
         );
+        assert_eq!(MemoryLimit::none().need(&file, 4 * GIB, true), 0);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::thread::Scope;
 use std::time::{Duration, Instant as Clock};
 
 use super::fetch::{Fetched, Unfetched};
-use super::limit::MemoryLimit;
+use super::limit::{Ledger, MemoryLimit};
 use crate::metrics::Metrics;
 use crate::snapshot::{self, Loaded, SnapshotError};
 use crate::storage::{Fingerprint, Origin, SnapshotFile, SourceStatus, StorageError};
@@ -34,6 +34,8 @@ pub struct Loading<'a> {
     pub metrics: &'a Metrics,
     /// Files whose load would not fit are refused before they are built.
     pub memory: MemoryLimit,
+    /// What counts against the memory limit.
+    pub ledger: &'a Ledger,
     /// Whether datasets will be precompressed: their fragments count
     /// against the memory limit.
     pub precompress: bool,
@@ -68,10 +70,24 @@ pub struct ReadResult {
     pub elapsed: Duration,
     /// Object storage: the object it was read from.
     pub source: Option<SourceStatus>,
+    /// What its load was counted at against the memory limit.
+    pub need: u64,
+    /// Refused for memory, and why.
+    pub refused: Option<Refused>,
 }
 
-/// A load finished on a worker, to be judged.
-type Finished = (Fetched, Result<Loaded, SnapshotError>);
+/// A load refused for memory.
+pub struct Refused {
+    /// What the load would have been counted at.
+    pub need: u64,
+    /// What the content claims, read without building it (`None` if the
+    /// streaming scan does not accept it), so that its keys answer 503
+    /// and it takes part in conflicts.
+    pub claims: Option<Dataset>,
+}
+
+/// A load finished on a worker, to be judged, with what it was counted at.
+type Finished = (Fetched, u64, Result<Loaded, SnapshotError>);
 
 /// Loads what `fetched` gives, small files on a worker per core (started
 /// in `scope`, stopped when the iterator is done), large ones alone on
@@ -92,7 +108,7 @@ where
     // A queue deep enough that the workers keep loading while this thread
     // settles a batch (a few tens of milliseconds).
     let jobs = (workers > 1).then(|| {
-        let (jobs, queue) = mpsc::sync_channel::<Fetched>(workers * QUEUE_PER_WORKER);
+        let (jobs, queue) = mpsc::sync_channel::<(Fetched, u64)>(workers * QUEUE_PER_WORKER);
         let queue = Arc::new(Mutex::new(queue));
         for _ in 0..workers {
             let (queue, results) = (Arc::clone(&queue), results.clone());
@@ -100,9 +116,9 @@ where
                 loop {
                     // The lock is held only to take the next file.
                     let next = lock(&queue).recv();
-                    let Ok(fetched) = next else { return };
+                    let Ok((fetched, need)) = next else { return };
                     let loaded = loading.load(&fetched);
-                    if results.send((fetched, loaded)).is_err() {
+                    if results.send((fetched, need, loaded)).is_err() {
                         return;
                     }
                 }
@@ -127,12 +143,12 @@ pub struct Loads<'env, F> {
     loading: &'env Loading<'env>,
     /// The workers' queue; `None` with one worker or fewer (everything
     /// loads on this thread) and once every entry is queued.
-    jobs: Option<mpsc::SyncSender<Fetched>>,
+    jobs: Option<mpsc::SyncSender<(Fetched, u64)>>,
     finished: mpsc::Receiver<Finished>,
     /// Loads queued or under way on the workers.
     in_flight: usize,
     /// A file to load on this thread once nothing is in flight.
-    alone: Option<Fetched>,
+    alone: Option<(Fetched, u64)>,
     /// False once every entry is fetched (or the workers are gone).
     fetching: bool,
 }
@@ -151,9 +167,9 @@ where
                 {
                     return Some(read);
                 }
-                let fetched = self.alone.take()?;
+                let (fetched, need) = self.alone.take()?;
                 let loaded = self.loading.load(&fetched);
-                return Some(self.loading.judge(fetched, loaded));
+                return Some(self.loading.judge(fetched, need, loaded, None));
             }
             if self.in_flight > 0
                 && let Some(read) = self.take(false)
@@ -179,16 +195,22 @@ where
                 Ok(fetched) => fetched,
                 Err(unfetched) => return Some(unfetched.into()),
             };
+            // Admitted here, in the order of the entries, so that what is
+            // refused depends only on the files and the limit.
+            let need = match self.loading.admit(&fetched) {
+                Ok(need) => need,
+                Err((need, refused)) => return Some(self.loading.refuse(fetched, need, refused)),
+            };
             match &self.jobs {
                 Some(jobs) if fetched.local.len < LOAD_ALONE => {
-                    if jobs.send(fetched).is_err() {
+                    if jobs.send((fetched, need)).is_err() {
                         // The workers are gone: fetch nothing more.
                         self.fetching = false;
                         continue;
                     }
                     self.in_flight += 1;
                 }
-                _ => self.alone = Some(fetched),
+                _ => self.alone = Some((fetched, need)),
             }
         }
     }
@@ -204,9 +226,9 @@ impl<F> Loads<'_, F> {
             self.finished.try_recv().ok()
         };
         match next {
-            Some((fetched, loaded)) => {
+            Some((fetched, need, loaded)) => {
                 self.in_flight -= 1;
-                Some(self.loading.judge(fetched, loaded))
+                Some(self.loading.judge(fetched, need, loaded, None))
             }
             None => {
                 if wait {
@@ -219,17 +241,40 @@ impl<F> Loads<'_, F> {
 }
 
 impl Loading<'_> {
-    /// Loads a fetched entry (on any thread), unless the memory limit
-    /// refuses it first.
+    /// What loading `fetched` is counted at against the memory limit,
+    /// counted from now on; or why it does not fit.
+    fn admit(&self, fetched: &Fetched) -> Result<u64, (u64, SnapshotError)> {
+        let local = &fetched.local;
+        let file = SnapshotFile::named(&local.path, &local.label);
+        let need = self.memory.need(&file, local.len, self.precompress);
+        let committed = self.ledger.committed();
+        match self
+            .memory
+            .refusal(&local.label, need, committed, self.precompress)
+        {
+            Some(refused) => Err((need, refused)),
+            None => {
+                self.ledger.admit(need);
+                Ok(need)
+            }
+        }
+    }
+
+    /// A fetched entry refused for memory, judged with what it claims.
+    fn refuse(&self, fetched: Fetched, need: u64, refused: SnapshotError) -> Read {
+        let local = &fetched.local;
+        let claims = snapshot::claims(
+            &local.label,
+            &SnapshotFile::named(&local.path, &local.label),
+        );
+        let refusal = Refused { need, claims };
+        self.judge(fetched, 0, Err(refused), Some(refusal))
+    }
+
+    /// Loads a fetched entry (on any thread).
     fn load(&self, fetched: &Fetched) -> Result<Loaded, SnapshotError> {
         let local = &fetched.local;
         let file = SnapshotFile::named(&local.path, &local.label);
-        if let Some(refused) = self
-            .memory
-            .refusal(&local.label, &file, local.len, self.precompress)
-        {
-            return Err(refused);
-        }
         if local.len >= LARGE_FILE {
             tracing::info!(file = %fetched.name, bytes = local.len, "loading a large snapshot");
         }
@@ -239,7 +284,13 @@ impl Loading<'_> {
 
     /// Judges a load on the reloader thread: a file rewritten while it was
     /// read may be half written, and is read again by a later scan.
-    fn judge(&self, fetched: Fetched, result: Result<Loaded, SnapshotError>) -> Read {
+    fn judge(
+        &self,
+        fetched: Fetched,
+        need: u64,
+        result: Result<Loaded, SnapshotError>,
+        refused: Option<Refused>,
+    ) -> Read {
         let Fetched {
             name,
             fingerprint,
@@ -255,6 +306,8 @@ impl Loading<'_> {
             super::warm::again(&previous);
         }
         if !self.origin.unchanged(&name, &fingerprint) {
+            // Read again later: no longer counted.
+            self.ledger.settled(need, None);
             return Read::Settling(name);
         }
         let (source, bytes) = (local.source.clone(), local.len);
@@ -266,6 +319,8 @@ impl Loading<'_> {
             result,
             elapsed: started.elapsed(),
             source,
+            need,
+            refused,
         }))
     }
 }

@@ -45,7 +45,8 @@ use batch::{Batch, SETTLE_SHARE};
 use changed::Removed;
 pub use files::FileStatus;
 use files::Files;
-pub use limit::{MemoryLimit, SizeError, parse_bytes, resident_bytes};
+use limit::Ledger;
+pub use limit::{MemoryLimit, PROCESS_BYTES, SizeError, parse_bytes, resident_bytes};
 use load::{Loading, Read, ReadResult};
 use resident::Resident;
 use settle::Settled;
@@ -131,6 +132,8 @@ pub struct Snapshots {
     empty: AtomicBool,
     /// Files whose load would not fit are refused before they are built.
     memory: MemoryLimit,
+    /// What counts against that limit.
+    ledger: Ledger,
     /// Whether loaded datasets precompress their records for gzip answers
     /// (`--precompress`).
     precompress: bool,
@@ -156,6 +159,7 @@ impl Snapshots {
             scanning: Mutex::new(()),
             empty: AtomicBool::new(false),
             memory,
+            ledger: Ledger::default(),
             precompress,
             resident,
         }
@@ -247,6 +251,7 @@ impl Snapshots {
             origin: &self.origin,
             metrics: &self.metrics,
             memory: self.memory,
+            ledger: &self.ledger,
             precompress: self.precompress,
         };
         let mut batch = Batch::default();
@@ -323,12 +328,26 @@ impl Snapshots {
         // catalog first, and only what stays resident warms up.
         let mut loaded: Vec<&str> = settled.loaded.iter().map(|(n, _)| n.as_str()).collect();
         if let Some(resident) = &self.resident {
-            hollow::out(&mut files, &settled, resident, &self.origin, self.precompress);
+            hollow::out(
+                &mut files,
+                &settled,
+                resident,
+                &self.origin,
+                self.precompress,
+            );
             loaded.clear();
         }
         warm::up(&mut files, loaded, &settled.restored, self.precompress);
         // 7. Publish.
         publish::publish(&files, &settled, &self.store, &self.metrics, &self.origin);
+        self.ledger
+            .published(files.values().filter_map(|e| e.dataset.as_deref()));
+        if !settled.retired.is_empty() {
+            // Memory freed: what was refused for it may fit now.
+            let committed = self.ledger.committed();
+            let fit = files::refused_that_fit(&mut files, self.memory.bytes(), committed);
+            settled.reread.extend(fit);
+        }
         drop(files);
         Retired(std::mem::take(&mut settled.retired)).free();
         settled
@@ -337,6 +356,10 @@ impl Snapshots {
     /// Settles files read: the entries they succeed leave in the same
     /// swap (and are no longer awaited in `successors`).
     fn settle_read(&self, read: Vec<ReadResult>, successors: &mut changed::Successors) -> Settled {
+        for result in &read {
+            let dataset = result.result.as_ref().ok().map(|loaded| &loaded.dataset);
+            self.ledger.settled(result.need, dataset);
+        }
         let mut files = self.files();
         let loaded = read
             .iter()

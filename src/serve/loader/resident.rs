@@ -154,12 +154,8 @@ impl Resident {
             .weight_capacity(budget)
             .build()
             .expect("valid cache options");
-        let datasets = Cache::with_options(
-            options,
-            Weigh { precompress },
-            FxBuildHasher,
-            Evictions,
-        );
+        let datasets =
+            Cache::with_options(options, Weigh { precompress }, FxBuildHasher, Evictions);
         Resident {
             datasets,
             budget,
@@ -251,7 +247,14 @@ impl Resident {
         let metrics = Arc::clone(&self.metrics);
         let (workspace, version) = (hollow.workspace_id.clone(), hollow.version.clone());
         let loading = tokio::task::spawn_blocking(move || {
-            load_kept(&kept, fingerprint, &workspace, &version, precompress, &metrics)
+            load_kept(
+                &kept,
+                fingerprint,
+                &workspace,
+                &version,
+                precompress,
+                &metrics,
+            )
         });
         let loaded = match loading.await {
             Ok(loaded) => loaded,
@@ -321,7 +324,10 @@ impl Resident {
             return;
         }
         let mut oversized = lock(&self.oversized);
-        if oversized.as_ref().is_none_or(|d| d.fingerprint != dataset.fingerprint) {
+        if oversized
+            .as_ref()
+            .is_none_or(|d| d.fingerprint != dataset.fingerprint)
+        {
             tracing::warn!(
                 workspace = %dataset.workspace_id,
                 needs_bytes = weight,
@@ -365,10 +371,14 @@ impl Resident {
                 at.retain(|_, when| when.elapsed() < THRASH_WINDOW);
             }
         }
-        let oversized = lock(&self.oversized).as_ref().map_or(0, |d| held_bytes(d, self.precompress));
+        let oversized = lock(&self.oversized)
+            .as_ref()
+            .map_or(0, |d| held_bytes(d, self.precompress));
         let held = usize::from(oversized > 0);
-        self.metrics
-            .resident(self.datasets.weight() + oversized, self.datasets.len() + held);
+        self.metrics.resident(
+            self.datasets.weight() + oversized,
+            self.datasets.len() + held,
+        );
     }
 
     /// Whether to hand freed memory back to the OS now: at most once a
@@ -390,8 +400,11 @@ impl Resident {
         lock(&self.failed).remove(&dataset.fingerprint);
         if stays {
             let mut evicted = Vec::new();
-            self.datasets
-                .insert_with_lifecycle(dataset.fingerprint, self.held(dataset), &mut evicted);
+            self.datasets.insert_with_lifecycle(
+                dataset.fingerprint,
+                self.held(dataset),
+                &mut evicted,
+            );
             self.hold_oversized(dataset);
             self.note_evicted(&evicted);
         }

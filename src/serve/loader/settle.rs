@@ -85,6 +85,8 @@ fn apply(files: &mut Files, results: Vec<ReadResult>) -> Applied {
         result,
         elapsed,
         source,
+        need: _,
+        refused,
     } in results
     {
         let elapsed_ms = elapsed.as_millis() as u64;
@@ -95,6 +97,7 @@ fn apply(files: &mut Files, results: Vec<ReadResult>) -> Applied {
         entry.fingerprint = Some(fingerprint);
         entry.conflict = false;
         entry.lost = None;
+        entry.refused = None;
         if entry.source_error.take().is_some() {
             tracing::info!(file = %name, "downloaded after earlier failures");
         }
@@ -127,6 +130,15 @@ fn apply(files: &mut Files, results: Vec<ReadResult>) -> Applied {
                 let message = err.to_string();
                 log_rejected(&name, entry, &message);
                 entry.status.fail(message);
+                if let Some(refused) = refused {
+                    // Read again when memory frees; meanwhile its keys get
+                    // 503, unless a version serves.
+                    entry.refused = Some(refused.need);
+                    if let (None, Some(claims)) = (&entry.dataset, refused.claims) {
+                        entry.dataset = Some(Arc::new(claims));
+                        entry.written = written;
+                    }
+                }
                 applied.rejected.push(name);
             }
         }
