@@ -56,6 +56,17 @@ pub async fn run(
         metrics = metrics.with_budget(budget);
     }
     let metrics = Arc::new(metrics);
+    let memory = loader::MemoryLimit::given_or_cgroup(config.memory_limit);
+    if let (Some(budget), Some(limit)) = (config.memory_budget, memory.bytes())
+        && budget.saturating_add(loader::PROCESS_BYTES) > limit
+    {
+        anyhow::bail!(
+            "--memory-budget {} MiB does not fit in the memory limit of {} MiB (--memory-limit, or the cgroup's) with the process's own {} MiB: lower the budget or raise the limit",
+            budget >> 20,
+            limit >> 20,
+            loader::PROCESS_BYTES >> 20
+        );
+    }
     let resident = config.memory_budget.map(|budget| {
         Arc::new(loader::resident::Resident::new(
             budget,
@@ -76,7 +87,7 @@ pub async fn run(
         origin,
         Arc::clone(&store),
         Arc::clone(&metrics),
-        loader::MemoryLimit::given_or_cgroup(config.memory_limit),
+        memory,
         config.precompress,
         resident.clone(),
     ));
