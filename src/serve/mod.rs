@@ -67,13 +67,6 @@ pub async fn run(
             loader::PROCESS_BYTES >> 20
         );
     }
-    let resident = config.memory_budget.map(|budget| {
-        Arc::new(loader::resident::Resident::new(
-            budget,
-            config.precompress,
-            Arc::clone(&metrics),
-        ))
-    });
     let origin = crate::storage::Origin::open(
         &config.snapshots,
         &config.storage,
@@ -83,6 +76,15 @@ pub async fn run(
     // As a message: it names its cause already, and the `{:#}`
     // that prints a fatal error would name it twice.
     .map_err(|e| anyhow::Error::msg(e.to_string()))?;
+    let origin = Arc::new(origin);
+    let resident = config.memory_budget.map(|budget| {
+        Arc::new(loader::resident::Resident::new(
+            budget,
+            config.precompress,
+            Arc::clone(&metrics),
+            Arc::clone(&origin),
+        ))
+    });
     let snapshots = Arc::new(loader::Snapshots::new(
         origin,
         Arc::clone(&store),

@@ -107,6 +107,7 @@ fn list_snapshot_files(dir: &Path) -> std::io::Result<Listing> {
         ignored,
         names_are_workspaces: false,
         fresh: false,
+        claims: BTreeMap::new(),
     })
 }
 

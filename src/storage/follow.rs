@@ -19,7 +19,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 
 use super::download::read_small;
 use super::error::{ErrorKind, StorageError};
-use super::listing::{Fingerprint, Listing, ObjectVersion};
+use super::listing::{Claims, Fingerprint, Listing, ObjectVersion};
 use super::manifest::{self, DeltaRef, MAX_RECORD_BYTES, RECORDS_DIR, Record, Root, Version, v1};
 use crate::store::time::Instant as At;
 
@@ -71,6 +71,8 @@ pub struct Entry {
     /// The version's delta from the one before it, its key from the root
     /// of the bucket.
     pub delta: Option<DeltaRef>,
+    /// What the version claims, if the manifest records its key hashes.
+    pub claims: Option<Claims>,
 }
 
 /// The records read: each workspace's entry.
@@ -191,6 +193,11 @@ impl Followed {
             ignored: 0,
             names_are_workspaces: true,
             fresh: true,
+            claims: self
+                .entries
+                .iter()
+                .filter_map(|(name, e)| Some((name.clone(), e.claims.clone()?)))
+                .collect(),
         }
     }
 
@@ -238,6 +245,10 @@ impl Entry {
             workspace_revision,
             record,
             delta,
+            claims: current.key_hashes.as_ref().map(|keys| Claims {
+                version: current.version.clone(),
+                key_hashes: keys.clone(),
+            }),
         }
     }
 }

@@ -77,6 +77,20 @@ pub struct Listing {
     /// Object storage: read from storage by this poll, rather than restored
     /// from the cache while storage is unreachable.
     pub fresh: bool,
+    /// A manifest: what each entry's current version claims, where the
+    /// manifest records it (versions published by builds that recorded
+    /// key hashes): a catalog under a memory budget is made from these
+    /// without downloading a snapshot.
+    pub claims: BTreeMap<String, Claims>,
+}
+
+/// What a manifest says a workspace's current version claims.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claims {
+    /// The snapshot's own version (`X-Snapshot-Version`).
+    pub version: String,
+    /// The SHA-256 of each API key, lower-case hex.
+    pub key_hashes: Vec<String>,
 }
 
 impl Listing {

@@ -34,7 +34,7 @@ pub use download::{DownloadError, Downloaded, Expect, download};
 pub use error::{ErrorKind, ListError, LocationError, OpenError, StorageError};
 pub use file::{SnapshotFile, is_snapshot_name};
 pub use follow::RESYNC_EVERY;
-pub use listing::{Fetch, FileFingerprint, Fingerprint, Listing, Local, ObjectVersion};
+pub use listing::{Claims, Fetch, FileFingerprint, Fingerprint, Listing, Local, ObjectVersion};
 pub use location::{Location, StorageOptions};
 pub use origin::{Origin, Source};
 pub use portfolio_wire::status::{OriginStatus, SourceStatus};

@@ -7,9 +7,15 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant as Clock;
 
+use std::hash::Hasher;
+use std::time::Duration;
+
 use super::files::{self, Files};
-use crate::storage::{Fetch, Fingerprint, Local, Origin, StorageError};
-use crate::store::Dataset;
+use super::load::ReadResult;
+use crate::snapshot::Loaded;
+use crate::storage::{Claims, Fetch, Fingerprint, Local, Origin, StorageError};
+use crate::store::key::from_hex;
+use crate::store::{Dataset, Meta};
 
 /// An entry fetched to local disk, to be loaded.
 pub struct Fetched {
@@ -65,4 +71,64 @@ fn fetch(
         Fetch::Settling => Err(Unfetched::Settling(name)),
         Fetch::Failed(error) => Err(Unfetched::Failed(name, error)),
     }
+}
+
+/// Under a memory budget: the entries of `entries` whose current version
+/// the manifest describes (`claims`) are not fetched. Each becomes, as if
+/// read, a hollow dataset of what it claims, which a request loads
+/// (`resident.rs`, `demand.rs`). Returns the entries still to fetch, and
+/// those.
+pub fn listed(
+    entries: Vec<(String, Fingerprint)>,
+    claims: &std::collections::BTreeMap<String, Claims>,
+) -> (Vec<(String, Fingerprint)>, Vec<ReadResult>) {
+    let mut to_fetch = Vec::new();
+    let mut listed = Vec::new();
+    for (name, fingerprint) in entries {
+        match claims
+            .get(&name)
+            .and_then(|c| hollow(&name, &fingerprint, c))
+        {
+            Some(dataset) => listed.push(ReadResult {
+                bytes: match &fingerprint {
+                    Fingerprint::Object(object) => object.size,
+                    Fingerprint::File(file) => file.len,
+                },
+                name,
+                fingerprint,
+                result: Ok(Loaded {
+                    dataset,
+                    warnings: Vec::new(),
+                }),
+                elapsed: Duration::ZERO,
+                source: None,
+                need: 0,
+                refused: None,
+            }),
+            None => to_fetch.push((name, fingerprint)),
+        }
+    }
+    (to_fetch, listed)
+}
+
+/// What `claims` say of the workspace `name` at `fingerprint`, as a
+/// hollow dataset; `None` if a key hash is not one.
+fn hollow(name: &str, fingerprint: &Fingerprint, claims: &Claims) -> Option<Dataset> {
+    let key_hashes = claims
+        .key_hashes
+        .iter()
+        .map(|hex| from_hex(hex))
+        .collect::<Option<Vec<_>>>()?;
+    // The object's identity stands for its content until it is read.
+    let mut hasher = rustc_hash::FxHasher::default();
+    if let Fingerprint::Object(object) = fingerprint {
+        hasher.write(object.tag.as_bytes());
+    }
+    Some(Dataset::hollow_of(Meta {
+        workspace_id: name.to_owned(),
+        workspace_name: None,
+        version: claims.version.clone(),
+        key_hashes,
+        content_hash: hasher.finish(),
+    }))
 }

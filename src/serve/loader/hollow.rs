@@ -41,6 +41,15 @@ pub fn out(
         let Some(mut full) = entry.dataset.take() else {
             continue;
         };
+        if full.is_hollow() {
+            // Listed from a manifest, not read: fetched on its first load.
+            if let Some(fingerprint) = entry.fingerprint.clone() {
+                let name = name.clone();
+                resident.listed(&full, Kept::Listed { name, fingerprint });
+            }
+            entry.dataset = Some(full);
+            continue;
+        }
         let Some(path) = origin.kept(name) else {
             // Nowhere to load it from again: it stays whole in the catalog,
             // beyond the budget, as without one.
@@ -48,13 +57,15 @@ pub fn out(
             entry.dataset = Some(full);
             continue;
         };
-        let kept = Kept {
+        let label = entry
+            .status
+            .source
+            .as_ref()
+            .map_or_else(|| name.clone(), |s| s.key.clone());
+        let kept = Kept::File {
             path,
-            label: entry
-                .status
-                .source
-                .as_ref()
-                .map_or_else(|| name.clone(), |s| s.key.clone()),
+            label,
+            listed: false,
         };
         let hollow = Arc::new(full.hollow());
         let stays = was_resident.contains(full.workspace_id.as_str());

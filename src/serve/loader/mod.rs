@@ -22,6 +22,7 @@
 
 mod batch;
 mod changed;
+mod demand;
 mod fetch;
 mod files;
 mod hollow;
@@ -115,7 +116,7 @@ impl Retired {
 
 /// The snapshot source and the state of every entry in it.
 pub struct Snapshots {
-    origin: Origin,
+    origin: Arc<Origin>,
     store: Arc<Store>,
     metrics: Arc<Metrics>,
     /// Per-file state, by file name. A std mutex: it is held only to read or
@@ -144,7 +145,7 @@ pub struct Snapshots {
 
 impl Snapshots {
     pub fn new(
-        origin: Origin,
+        origin: Arc<Origin>,
         store: Arc<Store>,
         metrics: Arc<Metrics>,
         memory: MemoryLimit,
@@ -183,6 +184,11 @@ impl Snapshots {
             .map(|e| {
                 let mut status = e.status_now(now);
                 status.resident = e.dataset.as_deref().map(resident);
+                let failure = self.resident.as_ref().zip(e.dataset.as_deref());
+                if let Some(why) = failure.and_then(|(r, d)| r.failure(d)) {
+                    // Its load on demand failed: the version does not serve.
+                    status.error.get_or_insert(why);
+                }
                 status
             })
             .collect()
@@ -241,6 +247,18 @@ impl Snapshots {
         let mut to_read = changes.to_read;
         to_read.extend(listed(&present, report.add(settled)));
         let mut successors = changes.successors;
+
+        // 3 to 7 under a memory budget for what a manifest describes: not
+        // fetched; what it claims settles and serves hollow at once, and a
+        // request loads it.
+        if self.resident.is_some() && !present.claims.is_empty() {
+            let listed_now;
+            (to_read, listed_now) = fetch::listed(to_read, &present.claims);
+            if !listed_now.is_empty() {
+                let settled = self.settle_read(listed_now, &mut successors);
+                to_read.extend(listed(&present, report.add(settled)));
+            }
+        }
 
         // 3 to 7 for what changed: fetched in order and loaded (small files
         // on every core); what was loaded settles in batches (one conflict

@@ -84,7 +84,7 @@ impl Fixture {
         .unwrap();
         let catalog = Arc::new(Store::default());
         let snapshots = Snapshots::new(
-            origin,
+            Arc::new(origin),
             Arc::clone(&catalog),
             metrics,
             MemoryLimit::none(),
@@ -466,7 +466,7 @@ fn downloads_are_cached_and_serve_while_storage_is_unreachable() {
     let origin = Origin::open(&Location::Url(url), &options, Arc::clone(&metrics), false).unwrap();
     let catalog = Arc::new(Store::default());
     let snapshots = Snapshots::new(
-        origin,
+        Arc::new(origin),
         Arc::clone(&catalog),
         Arc::clone(&metrics),
         MemoryLimit::none(),

@@ -20,7 +20,6 @@
 //! counted and logged, and for a second any request for that version is
 //! answered the same way without another attempt.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant as Clock};
@@ -29,8 +28,10 @@ use quick_cache::sync::Cache;
 use quick_cache::{Lifecycle, OptionsBuilder, Weighter};
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
-use super::load;
+use super::demand::{self, Demanded};
+pub use super::demand::{Kept, Unavailable};
 use crate::metrics::Metrics;
+use crate::storage::Origin;
 use crate::store::Dataset;
 
 /// Bytes a dataset holds per byte of its rendered records: the records
@@ -56,19 +57,6 @@ const SESSION_GAP_MS: u64 = 1000;
 
 /// A load on demand taking longer than this is logged.
 const SLOW_LOAD: Duration = Duration::from_millis(100);
-
-/// Where the bytes of a version lie, for a load on demand.
-#[derive(Clone, Debug)]
-pub struct Kept {
-    pub path: PathBuf,
-    /// The name load errors give: the file name, or the object's key.
-    pub label: String,
-}
-
-/// Why a workspace's data cannot be had now: answered with a 503.
-#[derive(Clone, Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Unavailable(pub String);
 
 /// The weight of a resident dataset: what [`Resident`] counts it at.
 #[derive(Clone, Copy)]
@@ -124,6 +112,8 @@ pub struct Resident {
     budget: u64,
     precompress: bool,
     metrics: Arc<Metrics>,
+    /// Where listed versions are fetched from on their first load.
+    origin: Arc<Origin>,
     /// Where each version that serves lies, by fingerprint; the scan
     /// keeps it current ([`Resident::kept_at`], [`Resident::forget`]).
     kept: Mutex<FxHashMap<u64, Kept>>,
@@ -145,7 +135,12 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Resident {
     /// Resident workspaces of at most `budget` bytes, as [`held_bytes`]
     /// counts them (their gzip fragments too if `precompress`).
-    pub fn new(budget: u64, precompress: bool, metrics: Arc<Metrics>) -> Resident {
+    pub fn new(
+        budget: u64,
+        precompress: bool,
+        metrics: Arc<Metrics>,
+        origin: Arc<Origin>,
+    ) -> Resident {
         // One shard: quick_cache splits the capacity between its shards,
         // and a workspace heavier than one shard's share would never stay.
         let options = OptionsBuilder::new()
@@ -161,6 +156,7 @@ impl Resident {
             budget,
             precompress,
             metrics,
+            origin,
             kept: Mutex::default(),
             oversized: Mutex::default(),
             evicted_at: Mutex::default(),
@@ -209,6 +205,14 @@ impl Resident {
         })
     }
 
+    /// Why the last load on demand of `dataset`'s version failed, if it
+    /// did and none has succeeded since.
+    pub fn failure(&self, dataset: &Dataset) -> Option<String> {
+        lock(&self.failed)
+            .get(&dataset.fingerprint)
+            .map(|(_, why)| why.clone())
+    }
+
     /// Whether `dataset` (hollow or not) has its records in memory.
     pub fn is_resident(&self, dataset: &Dataset) -> bool {
         !dataset.is_hollow()
@@ -225,7 +229,7 @@ impl Resident {
 
     /// Loads `hollow`'s version from its kept bytes, unless another
     /// request is loading it already: then waits for that load.
-    pub async fn load(&self, hollow: &Dataset) -> Result<Arc<Dataset>, Unavailable> {
+    pub async fn load(&self, hollow: &Arc<Dataset>) -> Result<Arc<Dataset>, Unavailable> {
         let fingerprint = hollow.fingerprint;
         let guard = match self.datasets.get_value_or_guard_async(&fingerprint).await {
             Ok(held) => return Ok(Arc::clone(&held.dataset)),
@@ -243,21 +247,19 @@ impl Resident {
             ))
         })?;
         let started = Clock::now();
-        let precompress = self.precompress;
-        let metrics = Arc::clone(&self.metrics);
-        let (workspace, version) = (hollow.workspace_id.clone(), hollow.version.clone());
+        let (precompress, metrics) = (self.precompress, Arc::clone(&self.metrics));
+        let (origin, for_load) = (Arc::clone(&self.origin), Arc::clone(hollow));
         let loading = tokio::task::spawn_blocking(move || {
-            load_kept(
-                &kept,
-                fingerprint,
-                &workspace,
-                &version,
-                precompress,
-                &metrics,
-            )
+            demand::load(&kept, &for_load, &origin, precompress, &metrics)
         });
         let loaded = match loading.await {
-            Ok(loaded) => loaded,
+            Ok(Ok(Demanded { dataset, kept })) => {
+                if let Some(kept) = kept {
+                    lock(&self.kept).insert(fingerprint, kept);
+                }
+                Ok(dataset)
+            }
+            Ok(Err(unavailable)) => Err(unavailable),
             Err(panic) => Err(Unavailable(format!("the load stopped: {panic}"))),
         };
         let bytes = match &loaded {
@@ -410,6 +412,13 @@ impl Resident {
         }
     }
 
+    /// The scan: `hollow`'s version serves from now on, listed and not
+    /// read: its first load fetches it from `kept`.
+    pub fn listed(&self, hollow: &Dataset, kept: Kept) {
+        lock(&self.kept).insert(hollow.fingerprint, kept);
+        lock(&self.failed).remove(&hollow.fingerprint);
+    }
+
     /// The scan: `dataset`'s version no longer serves.
     pub fn forget(&self, dataset: &Dataset) {
         lock(&self.kept).remove(&dataset.fingerprint);
@@ -421,33 +430,4 @@ impl Resident {
             self.note_evicted(&[]);
         }
     }
-}
-
-/// Loads the version `fingerprint` of `workspace` from `kept`, and starts
-/// warming it (its gzip fragments follow in the background, as after a
-/// reload). Anything else than exactly that version is refused.
-fn load_kept(
-    kept: &Kept,
-    fingerprint: u64,
-    workspace: &str,
-    version: &str,
-    precompress: bool,
-    metrics: &Metrics,
-) -> Result<Arc<Dataset>, Unavailable> {
-    let loaded = load::on_demand(&kept.label, &kept.path, metrics).map_err(|e| {
-        Unavailable(format!(
-            "cannot load workspace {workspace} at version {version}: {e}"
-        ))
-    })?;
-    let mut dataset = loaded.dataset;
-    if dataset.fingerprint != fingerprint {
-        return Err(Unavailable(format!(
-            "the kept bytes of workspace {workspace} at version {version} ({}) now hold another version ({} of {}); they are loaded again from the source by the next scan",
-            kept.path.display(),
-            dataset.version,
-            dataset.workspace_id
-        )));
-    }
-    super::warm::start(&mut dataset, precompress);
-    Ok(Arc::new(dataset))
 }

@@ -108,7 +108,8 @@ fn apply(files: &mut Files, results: Vec<ReadResult>) -> Applied {
                     workspace: Some(loaded.dataset.workspace_id.clone()),
                     version: Some(loaded.dataset.version.clone()),
                     loaded_at: Some(utc_now()),
-                    records: Some(loaded.dataset.counts),
+                    // Unknown until read, for a version only listed.
+                    records: (!loaded.dataset.is_hollow()).then_some(loaded.dataset.counts),
                     records_reused: Some(loaded.dataset.reused_records),
                     warnings: loaded.warnings,
                     error: None,
