@@ -64,6 +64,12 @@ impl MemoryLimit {
         self.bytes
     }
 
+    /// Bytes free under the limit when the ledger counts `committed`.
+    pub fn free(&self, committed: u64) -> u64 {
+        self.bytes
+            .map_or(u64::MAX, |limit| limit.saturating_sub(committed))
+    }
+
     /// What building `file` (of `len` bytes on disk) takes at its peak,
     /// with its gzip fragments if it is to be `precompressed`: 0 without a
     /// limit, since nothing counts then.
@@ -210,7 +216,15 @@ pub fn parse_bytes(text: &str) -> Result<u64, SizeError> {
 
 /// What building `file` will take at its peak.
 fn footprint(file: &SnapshotFile, len: u64, precompressed: bool) -> u64 {
-    let json = if file.is_gzip() {
+    let json = json_bytes(file, len);
+    let build = json.saturating_mul(BUILD_FACTOR.0) / BUILD_FACTOR.1;
+    let fragments = json.saturating_mul(FRAGMENT_FACTOR.0) / FRAGMENT_FACTOR.1;
+    build + if precompressed { fragments } else { 0 }
+}
+
+/// The JSON's size: `len`, or for a `.json.gz` the uncompressed size.
+pub fn json_bytes(file: &SnapshotFile, len: u64) -> u64 {
+    if file.is_gzip() {
         // The trailer holds the uncompressed size modulo 4 GiB; JSON
         // compresses 5 to 10 times, so a smaller figure has wrapped.
         gzip_size(file)
@@ -218,10 +232,7 @@ fn footprint(file: &SnapshotFile, len: u64, precompressed: bool) -> u64 {
             .unwrap_or(len.saturating_mul(8))
     } else {
         len
-    };
-    let build = json.saturating_mul(BUILD_FACTOR.0) / BUILD_FACTOR.1;
-    let fragments = json.saturating_mul(FRAGMENT_FACTOR.0) / FRAGMENT_FACTOR.1;
-    build + if precompressed { fragments } else { 0 }
+    }
 }
 
 /// The uncompressed size a gzip file's trailer records (ISIZE).

@@ -11,7 +11,7 @@ use std::thread::Scope;
 use std::time::{Duration, Instant as Clock};
 
 use super::fetch::{Fetched, Unfetched};
-use super::limit::{Ledger, MemoryLimit};
+use super::limit::{Ledger, MemoryLimit, json_bytes};
 use crate::metrics::Metrics;
 use crate::snapshot::{self, Loaded, SnapshotError};
 use crate::storage::{Fingerprint, Origin, SnapshotFile, SourceStatus, StorageError};
@@ -263,10 +263,13 @@ impl Loading<'_> {
     /// A fetched entry refused for memory, judged with what it claims.
     fn refuse(&self, fetched: Fetched, need: u64, refused: SnapshotError) -> Read {
         let local = &fetched.local;
-        let claims = snapshot::claims(
-            &local.label,
-            &SnapshotFile::named(&local.path, &local.label),
-        );
+        let file = SnapshotFile::named(&local.path, &local.label);
+        // Reading its claims holds a record at a time, up to the whole
+        // JSON for a file of one huge record: only if that fits.
+        let free = self.memory.free(self.ledger.committed());
+        let claims = (json_bytes(&file, local.len) <= free)
+            .then(|| snapshot::claims(&local.label, &file))
+            .flatten();
         let refusal = Refused { need, claims };
         self.judge(fetched, 0, Err(refused), Some(refusal))
     }
