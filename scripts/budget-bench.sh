@@ -60,7 +60,11 @@ OUT=${OUT:-$DATA-out}
 DURATION=${DURATION:-20}
 WARMUP=${WARMUP:-3}
 CONNECTIONS=${CONNECTIONS:-64}
-THREADS=${THREADS:-2}
+# One connection a thread: wrk hands a thread's requests to whichever of its
+# connections is free, so a session spread over several connections would
+# be sent at once, not paged through one request after another as a client
+# does (and its first miss would make every one of them wait).
+THREADS=${THREADS:-$CONNECTIONS}
 SEED=${SEED:-1}
 BIN=${BIN:-target/release/portfolio-replica}
 SERVER_ARGS=${SERVER_ARGS:-}

@@ -12,7 +12,9 @@
 -- draw is a binary search.
 --
 -- A session is 20 plain GET requests (no Accept-Encoding) with that key,
--- issued one after another by the thread that drew it (over its
+-- issued one after another by the thread that drew it (run one
+-- connection a thread, as budget-bench.sh does, so that they are sent one
+-- after another as a client pages, not at once over several
 -- connections): /portfolio first, then /tasks?limit=50, /feed?limit=20 and,
 -- for each company id in turn, /portfolio/<id>/notes and
 -- /portfolio/<id>/tasks (4 of each of the 5 kinds; /portfolio in place of

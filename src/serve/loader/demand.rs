@@ -91,7 +91,7 @@ pub fn load(
             (loaded, kept)
         }
     };
-    let mut dataset = loaded.dataset;
+    let dataset = loaded.dataset;
     // A listed version's hollow dataset was made from the manifest, so its
     // fingerprint is not the content's: it is checked by what it claims.
     let same = match kept {
@@ -108,9 +108,8 @@ pub fn load(
             dataset.version, dataset.workspace_id
         )));
     }
-    super::warm::start(&mut dataset, precompress);
     Ok(Demanded {
-        dataset: Arc::new(dataset),
+        dataset: super::warm::start_on_demand(dataset, precompress),
         kept: now_kept,
     })
 }

@@ -36,7 +36,9 @@ pub struct FileEntry {
     /// While a scan settles a newly loaded dataset: the one it replaces,
     /// with the status and age that went with it, restored if the new one
     /// loses a conflict and the old one does not.
-    pub previous: Option<(Arc<Dataset>, FileStatus, SystemTime)>,
+    /// (Boxed: a first scan of thousands of files holds an entry each,
+    /// and this is needed only while one settles.)
+    pub previous: Option<Box<(Arc<Dataset>, FileStatus, SystemTime)>>,
     /// Object storage: why the content the listing names could not be
     /// downloaded, and since when; cleared by the next download.
     pub source_error: Option<(StorageError, String)>,

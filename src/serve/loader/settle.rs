@@ -123,7 +123,7 @@ fn apply(files: &mut Files, results: Vec<ReadResult>) -> Applied {
                 entry.previous = entry
                     .dataset
                     .take()
-                    .map(|d| (d, replaced, replaced_written));
+                    .map(|d| Box::new((d, replaced, replaced_written)));
                 entry.dataset = Some(Arc::new(loaded.dataset));
                 applied.loaded.push((name, elapsed_ms));
             }
@@ -212,7 +212,7 @@ fn resolve_conflicts(files: &mut Files) -> Resolved {
         .filter_map(|(n, e)| Some((n.clone(), Arc::clone(e.dataset.as_ref()?), e.written)))
         .collect();
     for (name, _) in &lost {
-        if let Some((dataset, _, written)) = &files[name].previous {
+        if let Some((dataset, _, written)) = files[name].previous.as_deref() {
             older.push((name.clone(), Arc::clone(dataset), *written));
         }
     }
@@ -234,7 +234,7 @@ fn resolve_conflicts(files: &mut Files) -> Resolved {
             written: entry.written,
         });
         resolved.retired.push(rejected);
-        match entry.previous.take() {
+        match entry.previous.take().map(|p| *p) {
             Some((previous, status, written)) if kept.remove(&name).is_some_and(|k| k.is_ok()) => {
                 resolved.restored.push(Arc::clone(&previous));
                 entry.dataset = Some(previous);
@@ -276,7 +276,7 @@ fn resolve_conflicts(files: &mut Files) -> Resolved {
         }
     }
     for entry in files.values_mut() {
-        if let Some((replaced, _, _)) = entry.previous.take() {
+        if let Some((replaced, _, _)) = entry.previous.take().map(|p| *p) {
             resolved.retired.push(replaced);
         }
     }

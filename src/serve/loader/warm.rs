@@ -22,7 +22,7 @@
 //! followed it fails.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, Weak, mpsc};
 use std::time::Instant as Clock;
 
 use gzip_fragments::Placement;
@@ -110,7 +110,7 @@ pub fn start(dataset: &mut Dataset, precompress: bool) {
     let workspace = dataset.workspace_id.clone();
     let ticket = dataset.start_warming();
     let task = Task {
-        jobs,
+        jobs: Jobs::Ready(jobs),
         to_collapse,
         ticket,
         workspace,
@@ -129,7 +129,7 @@ pub fn again(dataset: &Dataset) {
         return;
     };
     let task = Task {
-        jobs,
+        jobs: Jobs::Ready(jobs),
         to_collapse: Vec::new(),
         ticket,
         workspace: dataset.workspace_id.clone(),
@@ -141,11 +141,44 @@ pub fn again(dataset: &Dataset) {
 
 /// What the background thread does for one dataset.
 struct Task {
-    jobs: Vec<WarmJob>,
+    jobs: Jobs,
     to_collapse: Vec<Arc<Rendered>>,
     /// Says whether the dataset is still wanted; says done when dropped.
     ticket: WarmTicket,
     workspace: String,
+}
+
+/// A dataset's warm jobs: made when it is queued, or (a load on demand)
+/// when the thread comes to it, from a weak reference, so that the queue
+/// never keeps an evicted dataset's records alive: loads on demand can
+/// come faster than one thread packs them.
+enum Jobs {
+    Ready(Vec<WarmJob>),
+    Later(Weak<Dataset>),
+}
+
+/// Shares a dataset loaded on demand (`demand.rs`) and starts its warming:
+/// its gzip fragments follow in the background, as after a reload, made
+/// only if it is still in memory when the thread comes to it. No huge
+/// pages: it may be evicted soon.
+pub fn start_on_demand(mut dataset: Dataset, precompress: bool) -> Arc<Dataset> {
+    if !precompress {
+        dataset.forget_origins();
+        return Arc::new(dataset);
+    }
+    let ticket = dataset.start_warming();
+    let workspace = dataset.workspace_id.clone();
+    let dataset = Arc::new(dataset);
+    let task = Task {
+        jobs: Jobs::Later(Arc::downgrade(&dataset)),
+        to_collapse: Vec::new(),
+        ticket,
+        workspace,
+    };
+    if let Err(err) = queue(task) {
+        tracing::warn!(error = %err, "cannot start precompressing; gzip answers are compressed per request");
+    }
+    dataset
 }
 
 /// Tasks queued and not yet done.
@@ -200,6 +233,14 @@ fn run(task: Task) {
     let keep_going = || ticket.keep_going();
     let started = Clock::now();
     let mut bytes = 0;
+    let (jobs, on_demand) = match jobs {
+        Jobs::Ready(jobs) => (jobs, false),
+        Jobs::Later(dataset) => match dataset.upgrade() {
+            Some(dataset) => (dataset.warm_jobs(), true),
+            // Evicted before its turn.
+            None => return,
+        },
+    };
     for job in jobs {
         if !keep_going() {
             tracing::debug!(workspace, "dataset replaced; precompression stopped");
@@ -210,7 +251,8 @@ fn run(task: Task) {
             None => return,
         }
     }
-    if bytes > 0 {
+    // Loads on demand come by the thousand: their packings are not news.
+    if bytes > 0 && !on_demand {
         tracing::info!(
             workspace,
             bytes,

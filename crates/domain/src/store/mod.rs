@@ -74,6 +74,23 @@ pub struct Dataset {
     /// Records taken over from the version this one replaced, not parsed
     /// again (`builder::reuse`); 0 for a first load.
     pub reused_records: usize,
+    /// Its records, lists and indexes, behind one pointer: every hollow
+    /// dataset shares one empty set of them ([`Dataset::hollow`]), so that
+    /// a catalog under a memory budget costs a few hundred bytes a
+    /// workspace.
+    parts: Arc<Parts>,
+    /// Its warming ([`warm`]): the gzip fragments of its records, made by
+    /// whoever drives it.
+    warming: warm::Warming,
+    /// Whether [`Dataset::let_go_of_fragments`] let some go.
+    fragments_let_go: AtomicBool,
+    /// What [`Dataset::hollow`] made: the workspace's identity and counts
+    /// without its records, which are held elsewhere (a memory budget).
+    hollow: bool,
+}
+
+/// A dataset's records, lists and indexes.
+struct Parts {
     companies: Companies,
     tasks: Tasks,
     roles: Roles,
@@ -84,14 +101,6 @@ pub struct Dataset {
     meeting_notes: MeetingNotes,
     /// What the next version may take over of its records (`builder::reuse`).
     reusable: Option<builder::Reusable>,
-    /// Its warming ([`warm`]): the gzip fragments of its records, made by
-    /// whoever drives it.
-    warming: warm::Warming,
-    /// Whether [`Dataset::let_go_of_fragments`] let some go.
-    fragments_let_go: AtomicBool,
-    /// What [`Dataset::hollow`] made: the workspace's identity and counts
-    /// without its records, which are held elsewhere (a memory budget).
-    hollow: bool,
 }
 
 struct Companies {
@@ -192,12 +201,35 @@ impl Dataset {
     /// A hollow dataset of what `meta` names, its records never read
     /// (counted as none).
     pub fn hollow_of(meta: Meta) -> Dataset {
-        let mut hollow = Builder::default()
-            .finish(meta, &OneThread)
-            .expect("no records, no repeated id")
-            .dataset;
-        hollow.hollow = true;
-        hollow
+        // The empty parts every hollow dataset shares.
+        static EMPTY: OnceLock<Arc<Parts>> = OnceLock::new();
+        let empty = EMPTY.get_or_init(|| {
+            let none = Meta {
+                workspace_id: String::new(),
+                workspace_name: None,
+                version: String::new(),
+                key_hashes: Vec::new(),
+                content_hash: 0,
+            };
+            let empty = Builder::default().finish(none, &OneThread);
+            empty.expect("no records, no repeated id").dataset.parts
+        });
+        let fingerprint =
+            builder::fingerprint(&meta.workspace_id, &meta.version, meta.content_hash);
+        Dataset {
+            fingerprint,
+            version_bytes: Bytes::copy_from_slice(meta.version.as_bytes()),
+            workspace_id: meta.workspace_id,
+            workspace_name: meta.workspace_name,
+            version: meta.version,
+            key_hashes: meta.key_hashes,
+            counts: RecordCounts::default(),
+            reused_records: 0,
+            parts: Arc::clone(empty),
+            warming: warm::Warming::off(),
+            fragments_let_go: AtomicBool::new(false),
+            hollow: true,
+        }
     }
 
     /// Whether this is a [`Dataset::hollow`]: its records are elsewhere.
@@ -211,21 +243,21 @@ impl Dataset {
             .iter()
             .filter_map(|&c| self.records(c).packed().as_deref().map(|p| p.heap_bytes()))
             .sum();
-        packed + self.roles.gzip.get().map_or(0, Bytes::len)
+        packed + self.parts.roles.gzip.get().map_or(0, Bytes::len)
     }
 
     /// A collection's rendered records: the one place that maps the list
     /// of collections to the dataset's parts.
     fn records(&self, collection: Collection) -> &Arc<Rendered> {
         match collection {
-            Collection::Companies => &self.companies.records,
-            Collection::Tasks => &self.tasks.records,
-            Collection::Roles => &self.roles.records,
-            Collection::Feed => &self.feed.records,
-            Collection::Notes => &self.notes.records,
-            Collection::Metrics => &self.metrics.records,
-            Collection::Meetings => &self.meetings.records,
-            Collection::MeetingNotes => &self.meeting_notes.records,
+            Collection::Companies => &self.parts.companies.records,
+            Collection::Tasks => &self.parts.tasks.records,
+            Collection::Roles => &self.parts.roles.records,
+            Collection::Feed => &self.parts.feed.records,
+            Collection::Notes => &self.parts.notes.records,
+            Collection::Metrics => &self.parts.metrics.records,
+            Collection::Meetings => &self.parts.meetings.records,
+            Collection::MeetingNotes => &self.parts.meeting_notes.records,
         }
     }
 

@@ -337,33 +337,33 @@ fn list_body<'d>(records: &'d Rendered, list: &'d [u32], chain: usize) -> Body<'
 
 impl Dataset {
     pub fn has_company(&self, id: u128) -> bool {
-        self.companies.at.contains_key(&id)
+        self.parts.companies.at.contains_key(&id)
     }
 
     /// `/portfolio`.
     pub fn portfolio_body(&self, priority: Option<&str>, page: OffsetPage) -> Body<'_> {
         let (list, chain) = match priority {
-            None => (&self.companies.order[..], chains::COMPANIES_BY_NAME),
+            None => (&self.parts.companies.order[..], chains::COMPANIES_BY_NAME),
             Some(p) => (
-                group(self.companies.by_priority.get(p)),
+                group(self.parts.companies.by_priority.get(p)),
                 chains::COMPANIES_BY_PRIORITY,
             ),
         };
-        offset_body(&self.companies.records, list, Some(chain), page)
+        offset_body(&self.parts.companies.records, list, Some(chain), page)
     }
 
     /// `/portfolio/{id}`.
     pub fn company_body(&self, id: u128) -> Option<Body<'_>> {
-        let i = *self.companies.at.get(&id)?;
-        Some(Body::single(&self.companies.records, i))
+        let i = *self.parts.companies.at.get(&id)?;
+        Some(Body::single(&self.parts.companies.records, i))
     }
 
     /// `/portfolio/{id}/tasks`; `None` if the company is unknown.
     pub fn company_tasks_body(&self, id: u128, page: OffsetPage) -> Option<Body<'_>> {
         self.has_company(id).then(|| {
             offset_body(
-                &self.tasks.records,
-                group(self.tasks.by_company.get(&id)),
+                &self.parts.tasks.records,
+                group(self.parts.tasks.by_company.get(&id)),
                 None,
                 page,
             )
@@ -373,8 +373,8 @@ impl Dataset {
     /// `/portfolio/{id}/roles`; `None` if the company is unknown.
     pub fn company_roles_body(&self, id: u128) -> Option<Body<'_>> {
         self.has_company(id).then(|| {
-            let roles = group(self.roles.by_company.get(&id));
-            list_body(&self.roles.records, roles, chains::BY_PARENT)
+            let roles = group(self.parts.roles.by_company.get(&id));
+            list_body(&self.parts.roles.records, roles, chains::BY_PARENT)
         })
     }
 
@@ -382,8 +382,8 @@ impl Dataset {
     pub fn company_notes_body(&self, id: u128, page: OffsetPage) -> Option<Body<'_>> {
         self.has_company(id).then(|| {
             offset_body(
-                &self.notes.records,
-                group(self.notes.by_company.get(&id)),
+                &self.parts.notes.records,
+                group(self.parts.notes.by_company.get(&id)),
                 Some(chains::BY_PARENT),
                 page,
             )
@@ -395,9 +395,19 @@ impl Dataset {
         if !self.has_company(id) {
             return None;
         }
-        let (from, to) = self.metrics.by_company.get(&id).copied().unwrap_or((0, 0));
-        let list = &self.metrics.all[from as usize..to as usize];
-        Some(list_body(&self.metrics.records, list, chains::BY_PARENT))
+        let (from, to) = self
+            .parts
+            .metrics
+            .by_company
+            .get(&id)
+            .copied()
+            .unwrap_or((0, 0));
+        let list = &self.parts.metrics.all[from as usize..to as usize];
+        Some(list_body(
+            &self.parts.metrics.records,
+            list,
+            chains::BY_PARENT,
+        ))
     }
 
     /// `/tasks`, filtered by status and/or priority.
@@ -408,42 +418,51 @@ impl Dataset {
         page: OffsetPage,
     ) -> Body<'_> {
         let (list, chain) = match (status, priority) {
-            (None, None) => (&self.tasks.order[..], Some(chains::TASKS_BY_DATE)),
-            (Some(s), None) => (group(self.tasks.by_status.get(s)), None),
-            (None, Some(p)) => (group(self.tasks.by_priority.get(p)), None),
+            (None, None) => (&self.parts.tasks.order[..], Some(chains::TASKS_BY_DATE)),
+            (Some(s), None) => (group(self.parts.tasks.by_status.get(s)), None),
+            (None, Some(p)) => (group(self.parts.tasks.by_priority.get(p)), None),
             (Some(s), Some(p)) => (
-                group(self.tasks.by_status_priority.get(s).and_then(|m| m.get(p))),
+                group(
+                    self.parts
+                        .tasks
+                        .by_status_priority
+                        .get(s)
+                        .and_then(|m| m.get(p)),
+                ),
                 None,
             ),
         };
-        offset_body(&self.tasks.records, list, chain, page)
+        offset_body(&self.parts.tasks.records, list, chain, page)
     }
 
     /// `/tasks/{id}`.
     pub fn task_body(&self, id: u128) -> Option<Body<'_>> {
-        let pos = *self.tasks.at.get(&id)?;
-        Some(Body::single(&self.tasks.records, pos))
+        let pos = *self.parts.tasks.at.get(&id)?;
+        Some(Body::single(&self.parts.tasks.records, pos))
     }
 
     /// `/roles`: the body built at load, shared.
     pub fn roles_body(&self) -> Body<'_> {
-        Body::shared(self.roles.body.clone(), self.roles.gzip.get().cloned())
+        Body::shared(
+            self.parts.roles.body.clone(),
+            self.parts.roles.gzip.get().cloned(),
+        )
     }
 
     /// `/notes/{id}`.
     pub fn note_body(&self, id: u128) -> Option<Body<'_>> {
-        let pos = *self.notes.at.get(&id)?;
-        Some(Body::single(&self.notes.records, pos))
+        let pos = *self.parts.notes.at.get(&id)?;
+        Some(Body::single(&self.parts.notes.records, pos))
     }
 
     /// `/feed`: `{"data":[...],"pagination":{"limit":L,"nextCursor":C}}`.
     pub fn feed_body(&self, query: FeedQuery<'_>) -> Body<'_> {
         let (list, chain) = match query.kind {
-            None => (&self.feed.order[..], Some(chains::FEED_BY_DATE)),
-            Some(kind) => (group(self.feed.by_type.get(kind)), None),
+            None => (&self.parts.feed.order[..], Some(chains::FEED_BY_DATE)),
+            Some(kind) => (group(self.parts.feed.by_type.get(kind)), None),
         };
         let len = list.len();
-        let key = |i: usize| self.feed.keys[list[i] as usize];
+        let key = |i: usize| self.parts.feed.keys[list[i] as usize];
         let from = match query.cursor {
             None => 0,
             Some(cursor) => partition_point(len, |i| cursor.is_before(key(i))),
@@ -476,26 +495,26 @@ impl Dataset {
             None => tail.push(b"null"),
         }
         tail.push(b"}}");
-        Body::list(&self.feed.records, &list[from..to], chain, tail)
+        Body::list(&self.parts.feed.records, &list[from..to], chain, tail)
     }
 
     /// `/meetings/{id}`, with its notes attached when `include_notes`.
     pub fn meeting_body(&self, id: u128, include_notes: bool) -> Option<Body<'_>> {
-        let pos = *self.meetings.at.get(&id)?;
+        let pos = *self.parts.meetings.at.get(&id)?;
         if !include_notes {
-            return Some(Body::single(&self.meetings.records, pos));
+            return Some(Body::single(&self.parts.meetings.records, pos));
         }
         // The rendered meeting ends with the `}` that closes the record;
         // `notes` goes in just before it, beside `attributes`.
         Some(Body {
             shape: Shape::Parts {
                 head: b"{\"data\":",
-                record: Some((&self.meetings.records, pos, true)),
+                record: Some((&self.parts.meetings.records, pos, true)),
                 mid: b",\"notes\":[",
                 // Precompressed solo: no chain order.
                 list: Some((
-                    &self.meeting_notes.records,
-                    group(self.meeting_notes.by_meeting.get(&id)),
+                    &self.parts.meeting_notes.records,
+                    group(self.parts.meeting_notes.by_meeting.get(&id)),
                     None,
                 )),
                 tail: Text::new(b"]}}"),
@@ -538,7 +557,7 @@ impl Dataset {
     }
 
     pub fn roles(&self) -> Bytes {
-        self.roles.body.clone()
+        self.parts.roles.body.clone()
     }
 
     pub fn note(&self, id: u128) -> Option<Bytes> {

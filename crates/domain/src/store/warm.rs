@@ -258,29 +258,29 @@ fn precompression_jobs(ds: &Dataset) -> Vec<WarmJob> {
         solo: false,
     };
     let mut jobs = vec![
-        chained(&ds.tasks.records, ds.tasks.order.clone()),
+        chained(&ds.parts.tasks.records, ds.parts.tasks.order.clone()),
         // Few and large, with much in common: deeper dictionaries pay, and
         // solo fragments for `/portfolio/{id}`.
         WarmJob::Records {
-            records: Arc::clone(&ds.companies.records),
-            origin: ds.companies.records.take_origin(),
+            records: Arc::clone(&ds.parts.companies.records),
+            origin: ds.parts.companies.records.take_origin(),
             chains: vec![
-                ds.companies.order.clone(),
-                concat(&ds.companies.by_priority),
+                ds.parts.companies.order.clone(),
+                concat(&ds.parts.companies.by_priority),
             ],
             depths: &[1, 2, 4, 8],
             trim: 0,
             solo: true,
         },
-        chained(&ds.feed.records, ds.feed.order.clone()),
-        chained(&ds.notes.records, concat(&ds.notes.by_company)),
-        chained(&ds.roles.records, concat(&ds.roles.by_company)),
-        chained(&ds.metrics.records, ds.metrics.all.clone()),
+        chained(&ds.parts.feed.records, ds.parts.feed.order.clone()),
+        chained(&ds.parts.notes.records, concat(&ds.parts.notes.by_company)),
+        chained(&ds.parts.roles.records, concat(&ds.parts.roles.by_company)),
+        chained(&ds.parts.metrics.records, ds.parts.metrics.all.clone()),
         // Served alone or ahead of their notes: solo fragments only, less
         // the closing brace where `notes` goes in.
         WarmJob::Records {
-            records: Arc::clone(&ds.meetings.records),
-            origin: ds.meetings.records.take_origin(),
+            records: Arc::clone(&ds.parts.meetings.records),
+            origin: ds.parts.meetings.records.take_origin(),
             chains: Vec::new(),
             depths: &[1],
             trim: 1,
@@ -290,8 +290,8 @@ fn precompression_jobs(ds: &Dataset) -> Vec<WarmJob> {
         // written as literals would cost 100 us and four times gzip -1,
         // and a chain would rarely be followed. Solo fragments only.
         WarmJob::Records {
-            records: Arc::clone(&ds.meeting_notes.records),
-            origin: ds.meeting_notes.records.take_origin(),
+            records: Arc::clone(&ds.parts.meeting_notes.records),
+            origin: ds.parts.meeting_notes.records.take_origin(),
             chains: Vec::new(),
             depths: &[1],
             trim: 0,
@@ -303,8 +303,8 @@ fn precompression_jobs(ds: &Dataset) -> Vec<WarmJob> {
         WarmJob::Whole { .. } => true,
     });
     jobs.push(WarmJob::Whole {
-        body: ds.roles.body.clone(),
-        into: Arc::clone(&ds.roles.gzip),
+        body: ds.parts.roles.body.clone(),
+        into: Arc::clone(&ds.parts.roles.gzip),
     });
     jobs
 }

@@ -16,8 +16,8 @@ use crate::store::rendered::{Rendered, Renderer};
 use crate::store::threads::{Threads, join};
 use crate::store::warm::Warming;
 use crate::store::{
-    Companies, Dataset, Feed, LatestMetrics, MeetingNotes, Meetings, Notes, Positions, Roles,
-    Tasks, TextIndex,
+    Companies, Dataset, Feed, LatestMetrics, MeetingNotes, Meetings, Notes, Parts, Positions,
+    Roles, Tasks, TextIndex,
 };
 
 /// Records of a dataset smaller than this are not kept for its next
@@ -163,18 +163,20 @@ impl Builder {
             key_hashes: meta.key_hashes,
             counts,
             reused_records: reused,
-            companies,
-            tasks,
-            roles,
-            feed,
-            notes,
-            metrics,
-            meetings: Meetings {
-                records: Arc::new(meetings.finish()),
-                at: meeting_at,
-            },
-            meeting_notes,
-            reusable,
+            parts: Arc::new(Parts {
+                companies,
+                tasks,
+                roles,
+                feed,
+                notes,
+                metrics,
+                meetings: Meetings {
+                    records: Arc::new(meetings.finish()),
+                    at: meeting_at,
+                },
+                meeting_notes,
+                reusable,
+            }),
             warming: Warming::off(),
             fragments_let_go: Default::default(),
             hollow: false,
@@ -246,7 +248,7 @@ fn dangling_references(
 /// and the content hash ([`Meta::content_hash`], which depends on the path
 /// that loaded the file). FxHash is fixed: no per-process seed, so every
 /// replica that loaded the same file the same way computes the same value.
-fn fingerprint(workspace: &str, version: &str, content_hash: u64) -> u64 {
+pub(in crate::store) fn fingerprint(workspace: &str, version: &str, content_hash: u64) -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = rustc_hash::FxBuildHasher.build_hasher();
     hasher.write(workspace.as_bytes());

@@ -10,6 +10,7 @@
 //! [`Dataset`]. Pure and synchronous: run it off the async runtime.
 
 mod finish;
+pub(in crate::store) use finish::fingerprint;
 mod index;
 mod reuse;
 

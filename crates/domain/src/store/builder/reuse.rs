@@ -179,7 +179,7 @@ impl Previous {
     /// `dataset`'s records, for a load of its workspace's next version;
     /// `None` if it kept nothing to reuse.
     pub fn of(dataset: Arc<Dataset>) -> Option<Arc<Previous>> {
-        let kept = dataset.reusable.as_ref()?;
+        let kept = dataset.parts.reusable.as_ref()?;
         let most = kept.digests.iter().map(Vec::len).sum::<usize>() / 2 + 1;
         Some(Arc::new(Previous {
             dataset,
@@ -207,6 +207,7 @@ impl Previous {
 
     fn kept(&self) -> &Reusable {
         self.dataset
+            .parts
             .reusable
             .as_ref()
             .expect("checked by Previous::of")
