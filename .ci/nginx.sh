@@ -13,7 +13,10 @@
 # directory:
 #
 # 1. generates 40 workspaces (`generate --scale micro`) and starts two
-#    replicas serving that one directory;
+#    replicas serving that one directory, each with a memory budget of
+#    about a fifth of them (`--memory-budget 128KiB`), so that a key's
+#    workspace is loaded on demand on the replica it lands on, and on the
+#    survivor once the other dies;
 # 2. renders the shipped config: the `# replica` lines become the two
 #    replicas, the `# listen` line a free port, the access log a scratch
 #    file; wraps it in a minimal main context (pid, error log and temp
@@ -130,7 +133,8 @@ scratch_dir TMP nginx-ci
 declare -A REPLICA_PID=() REPLICA_ADDR=()
 for name in a b; do
   "$BIN" serve --snapshots "$TMP/snapshots" --listen 127.0.0.1:0 \
-    --admin-listen 127.0.0.1:0 --log-format json 2>"$WORK/replica-$name.log" &
+    --admin-listen 127.0.0.1:0 --log-format json --memory-budget 128KiB \
+    2>"$WORK/replica-$name.log" &
   pid=$!
   track "$pid"
   wait_for_server "replica $name" "$WORK/replica-$name.log" 60 "$pid"

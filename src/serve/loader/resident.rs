@@ -35,13 +35,24 @@ use crate::storage::Origin;
 use crate::store::Dataset;
 
 /// Bytes a dataset holds per byte of its rendered records: the records
-/// themselves, their keys, id maps and list orders (measured at 1.05 to
-/// 1.15 on the generator's data, BENCHMARKS.md "Memory budget") ...
-const HELD_FACTOR: (u64, u64) = (115, 100);
+/// themselves, their keys, id maps and list orders ...
+const HELD_FACTOR: (u64, u64) = (125, 100);
 
-/// ... and the gzip fragments besides, with `--precompress on` (0.42 on
-/// `medium`, BENCHMARKS.md "gzip by default").
-const FRAGMENT_FACTOR: (u64, u64) = (45, 100);
+/// ... and its gzip fragments besides, with `--precompress on`: 1.6 in
+/// all, against 1.52 times its JSON that a replica holding 20,000
+/// workspaces of 100 KB measured, and 1.25 with `--precompress off`
+/// (BENCHMARKS.md, "Memory budget"); with less, a budget's RSS passed it.
+const FRAGMENT_FACTOR: (u64, u64) = (35, 100);
+
+/// The share of the budget for workspaces used more than once (quick_cache's
+/// hot section); the rest holds the ones just loaded until they prove
+/// themselves. Its default (0.97) leaves the newcomers about 50 workspaces
+/// of 100 KB at 256 MiB, which 64 clients starting sessions at once turn
+/// over within one session: a workspace was evicted while its client still
+/// paged through it. Measured with scripts/budget-bench.sh (20,000
+/// workspaces, 256 MiB, sessions after a 20 s warm-up), session starts that
+/// hit: 0.48 at 0.97, 0.62 at 0.8, 0.72 at 0.5, 0.69 at 0.3, 0.66 at 0.1.
+const HOT_SHARE: f64 = 0.5;
 
 /// A version evicted and loaded again within this long counts as
 /// thrashing.
@@ -145,6 +156,7 @@ impl Resident {
         // and a workspace heavier than one shard's share would never stay.
         let options = OptionsBuilder::new()
             .shards(1)
+            .hot_allocation(HOT_SHARE)
             .estimated_items_capacity((budget / (128 << 10)).clamp(16, 1 << 20) as usize)
             .weight_capacity(budget)
             .build()
@@ -422,6 +434,7 @@ impl Resident {
     /// The scan: `dataset`'s version no longer serves.
     pub fn forget(&self, dataset: &Dataset) {
         lock(&self.kept).remove(&dataset.fingerprint);
+        lock(&self.failed).remove(&dataset.fingerprint);
         let removed = self.datasets.remove(&dataset.fingerprint);
         let mut oversized = lock(&self.oversized);
         let alone = oversized.take_if(|d| d.fingerprint == dataset.fingerprint);
