@@ -156,29 +156,8 @@ NGX=$TMP/nginx
 mkdir -p "$NGX/logs"
 # The shipped file, with its marked lines substituted. Fails if the markers
 # moved, so that this check and the file cannot drift apart unnoticed.
-python3 - "$CONF" "$NGX/portfolio-replica.conf" "${REPLICA_ADDR[a]}" "${REPLICA_ADDR[b]}" \
-  "$LB" "$NGX/logs/access.log" <<'PY' || die "cannot render $CONF (its '# replica' and '# listen' markers)"
-import re, sys
-src, out, a, b, listen, access = sys.argv[1:]
-lines, replicas, listens, logs = [], [a, b], 0, 0
-for line in open(src).read().splitlines():
-    if line.rstrip().endswith("# replica"):
-        if not replicas:
-            continue  # the shipped file's third example replica
-        line, n = re.subn(r"server \S+", f"server {replicas.pop(0)}", line)
-        assert n == 1, line
-    elif line.rstrip().endswith("# listen"):
-        line, n = re.subn(r"listen \S+;", f"listen {listen};", line)
-        assert n == 1, line
-        listens += 1
-    elif line.strip().startswith("access_log "):
-        line, n = re.subn(r"access_log \S+", f"access_log {access}", line)
-        assert n == 1, line
-        logs += 1
-    lines.append(line)
-assert not replicas and listens == 1 and logs == 1, (replicas, listens, logs)
-open(out, "w").write("\n".join(lines) + "\n")
-PY
+python3 scripts/render-nginx.py "$CONF" "$NGX/portfolio-replica.conf" "$LB" "$NGX/logs/access.log" \
+  "${REPLICA_ADDR[a]}" "${REPLICA_ADDR[b]}" || die "cannot render $CONF (its '# replica' and '# listen' markers)"
 USER_LINE=
 if [ "$(id -u)" -eq 0 ]; then
   # Workers of a root master drop to this user; it must reach the scratch

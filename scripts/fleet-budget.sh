@@ -337,32 +337,10 @@ start_nginx() {
   mkdir -p "$NGX/$set"
   # The shipped file, its marked lines substituted (as .ci/nginx.sh); fails
   # if the markers moved, or if it has fewer `# replica` lines than the fleet.
-  python3 - "$CONF" "$OUT_ABS/$set.portfolio-replica.conf" "$mode" "$LB" "$OUT_ABS/$set.access.log" "${addrs[@]}" <<'PY' ||
-import re, sys
-src, out, mode, listen, access, *replicas = sys.argv[1:]
-lines, listens, logs, hashes = [], 0, 0, 0
-for line in open(src).read().splitlines():
-    if line.rstrip().endswith("# replica"):
-        if not replicas:
-            continue  # more example replicas in the shipped file than here
-        line, n = re.subn(r"server \S+", f"server {replicas.pop(0)}", line)
-        assert n == 1, line
-    elif line.rstrip().endswith("# listen"):
-        line, n = re.subn(r"listen \S+;", f"listen {listen};", line)
-        assert n == 1, line
-        listens += 1
-    elif line.strip().startswith("access_log "):
-        line, n = re.subn(r"access_log \S+ (\S+);", rf"access_log {access} \1 buffer=256k flush=1s;", line)
-        assert n == 1, line
-        logs += 1
-    elif line.strip().startswith("hash "):
-        hashes += 1
-        if mode == "roundrobin":
-            line = "    # fleet-budget.sh: round-robin, the shipped `hash` line taken out: " + line.strip()
-    lines.append(line)
-assert not replicas and listens == 1 and logs == 1 and hashes == 1, (replicas, listens, logs, hashes)
-open(out, "w").write("\n".join(lines) + "\n")
-PY
+  local rr=
+  [ "$mode" = roundrobin ] && rr=--round-robin
+  python3 scripts/render-nginx.py "$CONF" "$OUT_ABS/$set.portfolio-replica.conf" "$LB" \
+    "$OUT_ABS/$set.access.log" --buffered $rr "${addrs[@]}" ||
     { echo "cannot render $CONF (its '# replica', '# listen', access_log and hash lines)" >&2; exit 1; }
   cat >"$OUT_ABS/$set.nginx.conf" <<EOF
 # scripts/fleet-budget.sh: the main context around the shipped http-context file.

@@ -98,12 +98,10 @@ impl Cache {
             Some(dir) => (dir.to_owned(), true),
             // One directory per cache: several servers may run in one
             // process, and each deletes its own directory when it stops.
-            None => {
-                static CACHES: AtomicU64 = AtomicU64::new(0);
-                let n = CACHES.fetch_add(1, Ordering::Relaxed);
-                let dir = format!("portfolio-replica-downloads-{}-{n}", std::process::id());
-                (std::env::temp_dir().join(dir), false)
-            }
+            None => (
+                super::scratch::private_dir("portfolio-replica-downloads"),
+                false,
+            ),
         };
         std::fs::create_dir_all(&dir)?;
         let cache = Cache {

@@ -13,7 +13,8 @@
 //! the new content loses a conflict) and older ones are deleted. A copy
 //! whose load failed is deleted at once. The copies live in
 //! `<cache-dir>/copies`, or in a private temporary directory removed when
-//! the server stops.
+//! the server stops (or by the next one, if it was killed: `scratch.rs`).
+//! They take as much disk as the snapshots.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -47,12 +48,10 @@ impl Copies {
     pub fn new(inner: Directory, cache_dir: Option<&Path>) -> std::io::Result<Copies> {
         let (dir, temporary) = match cache_dir {
             Some(dir) => (dir.join("copies"), false),
-            None => {
-                static DIRS: AtomicU64 = AtomicU64::new(0);
-                let n = DIRS.fetch_add(1, Ordering::Relaxed);
-                let name = format!("portfolio-replica-copies-{}-{n}", std::process::id());
-                (std::env::temp_dir().join(name), true)
-            }
+            None => (
+                super::scratch::private_dir("portfolio-replica-copies"),
+                true,
+            ),
         };
         if dir.exists() {
             std::fs::remove_dir_all(&dir)?;

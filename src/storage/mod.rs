@@ -27,6 +27,7 @@ pub mod location;
 mod objects;
 mod origin;
 mod rebuild;
+mod scratch;
 
 pub use backoff::after_conflict;
 pub use dir::Directory;

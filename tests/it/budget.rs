@@ -6,8 +6,6 @@
 //! a memory limit refuses the same files at every start, answers their
 //! keys with 503, and loads them once memory frees.
 
-use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -17,30 +15,6 @@ use crate::util::*;
 /// Workspaces of about 10 KB; a budget of 256 KiB holds about a tenth.
 const N: usize = 300;
 const BUDGET: &str = "256KiB";
-
-/// `generate --scale SCALE --workspaces n` into `dir`: file name → key.
-async fn generate(dir: &Path, scale: &str, n: usize) -> BTreeMap<String, String> {
-    let out = cli(&[
-        "generate",
-        "--out",
-        &dir.display().to_string(),
-        "--scale",
-        scale,
-        "--workspaces",
-        &n.to_string(),
-    ])
-    .await;
-    assert_eq!(out.code, Some(0), "{out:?}");
-    let keys = std::fs::read_to_string(dir.join("keys.tsv")).expect("keys.tsv");
-    std::fs::remove_file(dir.join("keys.tsv")).expect("keys.tsv is not a snapshot");
-    keys.lines()
-        .skip(1)
-        .map(|line| {
-            let fields: Vec<&str> = line.split('\t').collect();
-            (fields[1].to_owned(), fields[2].to_owned())
-        })
-        .collect()
-}
 
 /// A counter or gauge of `/metrics`, 0 when absent.
 async fn metric(bin: &Binary, series: &str) -> f64 {
@@ -74,7 +48,7 @@ const PATHS: [&str; 4] = [
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_small_budget_answers_every_key_as_a_replica_holding_everything() {
     let dir = tempdir();
-    let keys = generate(dir.path(), "micro", N).await;
+    let keys = generate_fleet(dir.path(), "micro", N).await;
     // A file that claims the key of the first workspace under another
     // workspace id: the conflict rule decides between them, the same way
     // with and without a budget.
@@ -136,7 +110,7 @@ async fn a_small_budget_answers_every_key_as_a_replica_holding_everything() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejected_version_never_serves_resident_or_not() {
     let dir = tempdir();
-    let keys = generate(dir.path(), "micro", 40).await;
+    let keys = generate_fleet(dir.path(), "micro", 40).await;
     let bin = Binary::start(
         dir.path(),
         &["--memory-budget", "64KiB", "--poll-interval", "100ms"],
@@ -234,7 +208,7 @@ async fn fifty_concurrent_first_requests_share_one_load() {
 async fn a_failed_load_on_demand_is_a_503_and_a_later_request_tries_again() {
     let dir = tempdir();
     let cache = tempdir();
-    let keys = generate(dir.path(), "micro", 3).await;
+    let keys = generate_fleet(dir.path(), "micro", 3).await;
     let bin = Binary::start(
         dir.path(),
         &[
@@ -316,7 +290,7 @@ async fn refused(bin: &Binary) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_memory_limit_refuses_the_same_files_every_time_and_loads_them_when_memory_frees() {
     let dir = tempdir();
-    let keys = generate(dir.path(), "micro", 200).await;
+    let keys = generate_fleet(dir.path(), "micro", 200).await;
     // The process's own 32 MiB, and about a megabyte for workspaces.
     let args = ["--memory-limit", "33M", "--poll-interval", "100ms"];
     let first = Binary::start(dir.path(), &args, &[]).await;

@@ -3,7 +3,7 @@
 //! in batches) serves every workspace with its own key before /readyz says
 //! ready, and a burst of rewrites serves every new version, none older.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use serde_json::Value;
@@ -13,26 +13,8 @@ use crate::util::*;
 const N: usize = 240;
 
 /// `generate --scale micro --workspaces N` into `dir`: file name → key.
-async fn fleet(dir: &Path) -> HashMap<String, String> {
-    let out = cli(&[
-        "generate",
-        "--out",
-        &dir.display().to_string(),
-        "--scale",
-        "micro",
-        "--workspaces",
-        &N.to_string(),
-    ])
-    .await;
-    assert_eq!(out.code, Some(0), "{out:?}");
-    let keys = std::fs::read_to_string(dir.join("keys.tsv")).expect("keys.tsv");
-    keys.lines()
-        .skip(1)
-        .map(|line| {
-            let fields: Vec<&str> = line.split('\t').collect();
-            (fields[1].to_owned(), fields[2].to_owned())
-        })
-        .collect()
+async fn fleet(dir: &Path) -> BTreeMap<String, String> {
+    generate_fleet(dir, "micro", N).await
 }
 
 async fn version(bin: &Binary, key: &str) -> Option<String> {

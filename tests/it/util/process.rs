@@ -272,3 +272,33 @@ impl Binary {
         }
     }
 }
+
+/// `generate --scale SCALE --workspaces N` into `dir`, its `keys.tsv`
+/// removed: file name → key.
+pub async fn generate_fleet(
+    dir: &std::path::Path,
+    scale: &str,
+    n: usize,
+) -> std::collections::BTreeMap<String, String> {
+    let out = cli(&[
+        "generate",
+        "--out",
+        &dir.display().to_string(),
+        "--scale",
+        scale,
+        "--workspaces",
+        &n.to_string(),
+    ])
+    .await;
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let tsv = dir.join("keys.tsv");
+    let keys = std::fs::read_to_string(&tsv).expect("keys.tsv");
+    std::fs::remove_file(&tsv).expect("keys.tsv is not a snapshot");
+    keys.lines()
+        .skip(1)
+        .map(|line| {
+            let fields: Vec<&str> = line.split('\t').collect();
+            (fields[1].to_owned(), fields[2].to_owned())
+        })
+        .collect()
+}
