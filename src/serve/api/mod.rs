@@ -76,7 +76,9 @@ pub struct ApiState {
 }
 
 /// The Portfolio API, `/healthz` and `/readyz`, as a hyper service: each
-/// request is answered by [`respond`] in the poll that received its head.
+/// request is answered by [`respond`] in the poll that received its head,
+/// but for one whose workspace is loaded on demand first (a memory
+/// budget), answered once the load is done.
 ///
 /// Not a warp filter: a request passed through warp's filters (method,
 /// full path, raw query, headers) cost a clone of the header map, the query
@@ -134,9 +136,11 @@ impl ApiService {
                 let (_, id) = Route::classify(uri.path());
                 from_dataset(&self.state, &dataset, route, uri.path(), id, query, headers)
             }
-            Err(Unavailable(why)) => json_error_with(
+            // Why is in the log and /snapshots: it names files and objects
+            // of the replica, none of the client's business.
+            Err(Unavailable(_)) => json_error_with(
                 StatusCode::SERVICE_UNAVAILABLE,
-                &format!("The workspace's data cannot be loaded now: {why}"),
+                "The workspace's data cannot be loaded now; try again shortly",
                 (RETRY_AFTER, "1"),
             ),
         }
