@@ -1,7 +1,8 @@
 //! A memory budget (`--memory-budget`) and limit, through the real binary: a replica
 //! holding a few workspaces at a time answers every key exactly as a
 //! replica holding all of them (conflicts included), evicts and loads
-//! again, never serves a rejected version, shares one load between
+//! again, serves new versions whether resident or not (gzip decoding to
+//! plain), never serves a rejected version, shares one load between
 //! concurrent first requests, and answers a load that fails with a 503;
 //! a memory limit refuses the same files at every start, answers their
 //! keys with 503, and loads them once memory frees.
@@ -342,4 +343,49 @@ async fn a_memory_limit_refuses_the_same_files_every_time_and_loads_them_when_me
         "{} still refused",
         still.len()
     );
+}
+
+/// New versions under a budget: a resident workspace's new version
+/// replaces it, a non-resident one's is what its next request loads; and
+/// a gzip answer of a workspace just loaded (its fragments not made yet)
+/// decodes to the plain one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_versions_serve_resident_or_not_and_gzip_decodes_to_plain() {
+    let dir = tempdir();
+    let keys = generate_fleet(dir.path(), "micro", 30).await;
+    let bin = Binary::start(
+        dir.path(),
+        &["--memory-budget", "64KiB", "--poll-interval", "100ms"],
+        &[],
+    )
+    .await;
+    let mut files = keys.iter();
+    let (hot_file, hot_key) = files.next().unwrap();
+    let (cold_file, cold_key) = files.next().unwrap();
+    // The hot one is asked for last, so that it is resident; the cold one
+    // never was.
+    answer(&bin, "/roles", hot_key).await;
+    for (file, key) in [(hot_file, hot_key), (cold_file, cold_key)] {
+        let path = dir.path().join(file);
+        let mut snapshot: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        snapshot["version"] = Value::from(format!("new-{file}"));
+        replace_json(dir.path(), file, &snapshot);
+        let expected = format!("new-{file}");
+        eventually("the new version serves", async || {
+            let (status, version, _) = answer(&bin, "/portfolio", key).await;
+            (status == 200 && version.as_deref() == Some(expected.as_str()))
+                .then_some(())
+                .ok_or(format!("{status} {version:?}"))
+        })
+        .await;
+    }
+    for (_, key) in keys.iter().skip(2) {
+        let (plain, gz) = plain_and_gzip(bin.api, "/tasks?limit=100", key).await;
+        assert_eq!(plain.status, 200);
+        assert_eq!(
+            gunzip(&gz.body),
+            plain.body,
+            "gzip decodes to the plain answer"
+        );
+    }
 }
