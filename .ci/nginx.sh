@@ -72,42 +72,14 @@ done
 
 # --- Tools --------------------------------------------------------------------
 
-POLICY_RC_D=
-# shellcheck disable=SC2317 # called by lib.sh's EXIT trap
-on_exit() {
-  if [ -n "$POLICY_RC_D" ]; then as_root rm -f "$POLICY_RC_D"; fi
-}
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
-}
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
 MISSING=()
 [ -x "$NGINX" ] || MISSING+=(nginx)
 [ -x "$HAPROXY" ] || MISSING+=(haproxy)
 if [ "${#MISSING[@]}" -gt 0 ]; then
-  if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; then
-    die "${MISSING[*]} missing; install (apt-get install ${MISSING[*]})"
-  fi
   mkdir -p "$WORK"
-  # The packages would start the system's nginx on port 80 (and HAProxy);
-  # this script wants the binaries only.
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    POLICY_RC_D=/usr/sbin/policy-rc.d
-    printf '#!/bin/sh\n# .ci/nginx.sh: install packages, start no daemon\nexit 101\n' |
-      as_root tee "$POLICY_RC_D" >/dev/null
-    as_root chmod 0755 "$POLICY_RC_D"
-  fi
-  apt_install() {
-    as_root env DEBIAN_FRONTEND=noninteractive timeout 600 \
-      apt-get install -y -q --no-install-recommends "${MISSING[@]}"
-  }
-  if ! apt_install >"$WORK/apt.log" 2>&1; then
-    { as_root timeout 300 apt-get update -q && apt_install; } >>"$WORK/apt.log" 2>&1 ||
-      die "apt-get install ${MISSING[*]} failed; see $WORK/apt.log"
-  fi
-  as_root rm -f "$POLICY_RC_D"
-  POLICY_RC_D=
+  apt_packages "$WORK/apt.log" "${MISSING[@]}" || die "cannot install ${MISSING[*]}"
 fi
 [ -x "$NGINX" ] || die "no nginx at $NGINX after installing"
 ok "$("$NGINX" -v 2>&1)"

@@ -52,76 +52,21 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
 
-N=${N:-20000}
-BUDGET=${BUDGET:-256MiB}
-DATA=${DATA:-bench-data/budget}
-DATA=${DATA%/}
-OUT=${OUT:-$DATA-out}
-DURATION=${DURATION:-20}
-WARMUP=${WARMUP:-3}
-CONNECTIONS=${CONNECTIONS:-64}
-# One connection a thread: wrk hands a thread's requests to whichever of its
-# connections is free, so a session spread over several connections would
-# be sent at once, not paged through one request after another as a client
-# does (and its first miss would make every one of them wait).
-THREADS=${THREADS:-$CONNECTIONS}
-SEED=${SEED:-1}
-BIN=${BIN:-target/release/portfolio-replica}
-SERVER_ARGS=${SERVER_ARGS:-}
+OUT_SUFFIX=-out
+# shellcheck source=scripts/sessions-lib.sh
+source scripts/sessions-lib.sh
 SETS=${SETS:-none budget}
-START_TIMEOUT=${START_TIMEOUT:-600}
-SESSION=20 # requests a session (scripts/sessions.lua)
 SERVER_CPU=0
-WRK_CPU=1
 
-for var in N DURATION WARMUP CONNECTIONS THREADS SEED START_TIMEOUT; do
-  [[ ${!var} =~ ^[0-9]+$ ]] || { echo "$var: a whole number, not '${!var}'" >&2; exit 2; }
-done
-if [ "$N" -eq 0 ] || [ "$DURATION" -eq 0 ]; then
-  echo "N and DURATION: at least 1" >&2
-  exit 2
-fi
 for set in $SETS; do
   case $set in none | budget) ;; *) echo "SETS: \"none budget\" (the default), none or budget, not '$set'" >&2 && exit 2 ;; esac
 done
 [ -n "${SETS// /}" ] || { echo "SETS: \"none budget\" (the default), none or budget" >&2; exit 2; }
 
-# size_bytes SIZE: the bytes of a size as the server reads it (a whole
-# number, then K, M, G or T, with or without i and B: all powers of 1024).
-size_bytes() {
-  local text=${1// /} number unit shift
-  [[ $text =~ ^([0-9]+)([A-Za-z]*)$ ]] || return 1
-  number=${BASH_REMATCH[1]} unit=${BASH_REMATCH[2]^^}
-  unit=${unit%B} unit=${unit%I}
-  case $unit in
-  "") shift=0 ;;
-  K) shift=10 ;;
-  M) shift=20 ;;
-  G) shift=30 ;;
-  T) shift=40 ;;
-  *) return 1 ;;
-  esac
-  echo $((10#$number << shift))
-}
-BUDGET_BYTES=$(size_bytes "$BUDGET") || { echo "BUDGET: a size such as 256MiB, not '$BUDGET'" >&2; exit 2; }
-
-missing=()
-for tool in curl python3 wrk taskset; do
-  command -v "$tool" >/dev/null || missing+=("$tool")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "missing: ${missing[*]} (Debian: apt-get install curl python3 wrk util-linux)" >&2
-  exit 1
-fi
-[ "$(nproc)" -ge 2 ] || { echo "needs 2 CPUs: the server on CPU $SERVER_CPU, wrk on CPU $WRK_CPU" >&2; exit 1; }
-
-if [ "$BIN" = target/release/portfolio-replica ]; then
-  build_release
-fi
-[ -x "$BIN" ] || { echo "BIN: $BIN is not an executable" >&2; exit 1; }
+build_bin
 case " $SETS " in
 *" budget "*)
-  if ! "$BIN" serve --help | grep -q -- '--memory-budget'; then
+  if ! has_budget; then
     echo "$BIN has no --memory-budget (serve --help): this build cannot run the budget replica;" \
       "SETS=none runs the replica without a budget alone" >&2
     exit 1
@@ -131,62 +76,12 @@ esac
 
 echo "# budget-bench $(date -u '+%Y-%m-%dT%H:%M:%SZ')"
 echo "# command: N=$N BUDGET=$BUDGET DATA=$DATA DURATION=$DURATION WARMUP=$WARMUP CONNECTIONS=$CONNECTIONS THREADS=$THREADS SEED=$SEED BIN=$BIN SERVER_ARGS='$SERVER_ARGS' SETS='$SETS' $0 $*"
-echo "# commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (dirty tree)')"
+run_header
 echo "# machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(uname -sr); $(wrk -v 2>&1 | head -1)"
 
-# The data: N workspaces of generate's tiny scale (seed 42), reused when
-# DATA holds N of them (keys.tsv and the files).
-json_count() { find "$DATA" -maxdepth 1 -name 'tiny-*.json' | wc -l; }
-keys_count() {
-  if [ -f "$DATA/keys.tsv" ]; then echo $(($(wc -l <"$DATA/keys.tsv") - 1)); else echo 0; fi
-}
-if [ "$(keys_count)" != "$N" ] || [ "$(json_count)" != "$N" ]; then
-  if [ -d "$DATA" ] && [ -n "$(ls -A "$DATA")" ]; then
-    if [ ! -f "$DATA/keys.tsv" ]; then
-      echo "DATA: $DATA holds files but no keys.tsv: not generate's; choose another DATA" >&2
-      exit 1
-    fi
-    echo "== $DATA holds $(keys_count) workspaces, not $N: generating again"
-    find "$DATA" -maxdepth 1 \( -name 'tiny-*.json' -o -name keys.tsv \) -delete
-  fi
-  echo "== generating $N tiny workspaces into $DATA"
-  t0=$(date +%s%N)
-  timeout 3600 "$BIN" generate --scale tiny --workspaces "$N" --out "$DATA" >/dev/null
-  echo "   $(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }') s"
-  if [ "$(keys_count)" != "$N" ] || [ "$(json_count)" != "$N" ]; then
-    echo "generate wrote $(keys_count) keys and $(json_count) files, not $N" >&2
-    exit 1
-  fi
-fi
-JSON_BYTES=$(find "$DATA" -maxdepth 1 -name 'tiny-*.json' -printf '%s\n' | awk '{ s += $1 } END { print s }')
+ensure_data
 echo "== $N workspaces in $DATA: $(awk -v b="$JSON_BYTES" 'BEGIN { printf "%.1f", b / 1048576 }') MiB of JSON"
-
-# The sessions file: a line per workspace, its key and up to 3 company ids,
-# in a shuffled order (seed 42) that sessions.lua reads as the popularity
-# ranks. The keys are keys.tsv's (the files keep only their hashes); only a
-# file's "companies" list is parsed. Rewritten when keys.tsv is newer.
-mkdir -p "$OUT"
-SESSIONS=$OUT/sessions.txt
-if [ ! -f "$SESSIONS" ] || [ "$DATA/keys.tsv" -nt "$SESSIONS" ] || [ "$(wc -l <"$SESSIONS")" != "$N" ]; then
-  timeout 1800 python3 - "$DATA" "$SESSIONS" <<'PY'
-import json, os, random, re, sys
-data, out = sys.argv[1:3]
-decoder = json.JSONDecoder()
-rows = []
-for line in open(os.path.join(data, "keys.tsv")).read().splitlines()[1:]:
-    workspace, name, key = line.split("\t")
-    if not re.fullmatch(r"cura_[0-9a-f]+", key):
-        sys.exit(f"keys.tsv: {name}: not a key: {key!r}")
-    text = open(os.path.join(data, name), encoding="utf-8").read()
-    at = re.search(r'"companies"\s*:\s*', text)
-    companies = decoder.raw_decode(text, at.end())[0] if at else json.loads(text)["companies"]
-    rows.append(" ".join([key] + [c["id"] for c in companies[:3]]))
-random.Random(42).shuffle(rows)
-with open(out + ".tmp", "w") as f:
-    f.write("\n".join(rows) + "\n")
-os.replace(out + ".tmp", out)
-PY
-fi
+ensure_sessions
 echo "== sessions over $(wc -l <"$SESSIONS") keys ($SESSIONS);" \
   "$(awk '{ c += NF - 1 } END { print c }' "$SESSIONS") company ids"
 
@@ -228,19 +123,8 @@ start() {
   RSS_READY=$(status_kib "$SERVER_PID" VmRSS)
 }
 
-status_kib() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
-mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
-
 # scrape FILE: the server's /metrics into FILE.
 scrape() { curl -fsS --max-time 10 "http://$ADMIN_ADDR/metrics" >"$1"; }
-# metric FILE NAME [LABEL]: the sum of the series NAME (those with LABEL,
-# e.g. 'result="hit"', if given) in a scrape; 0 when there is none.
-metric() {
-  awk -v name="$2" -v label="${3:-}" '
-    ($1 == name || index($1, name "{") == 1) && (label == "" || index($1, label) > 0) { s += $2 }
-    END { printf "%.0f\n", s }' "$1"
-}
-has_metric() { grep -q "^$2[{ ]" "$1"; }
 
 # utime+stime of a process, in clock ticks.
 cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }

@@ -78,40 +78,17 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
 
-N=${N:-20000}
-BUDGET=${BUDGET:-256MiB}
-DATA=${DATA:-bench-data/budget}
-DATA=${DATA%/}
-OUT=${OUT:-$DATA-fleet}
-DURATION=${DURATION:-20}
-WARMUP=${WARMUP:-3}
-CONNECTIONS=${CONNECTIONS:-64}
-# One connection a thread: wrk hands a thread's requests to whichever of its
-# connections is free, so a session spread over several connections would
-# be sent at once, not paged through one request after another as a client
-# does (and its first miss would make every one of them wait).
-THREADS=${THREADS:-$CONNECTIONS}
-SEED=${SEED:-1}
+OUT_SUFFIX=-fleet
 KILL_AT=${KILL_AT:-}
-BIN=${BIN:-target/release/portfolio-replica}
-SERVER_ARGS=${SERVER_ARGS:-}
+# shellcheck source=scripts/sessions-lib.sh
+source scripts/sessions-lib.sh
 SETS=${SETS:-single hash roundrobin kill}
-START_TIMEOUT=${START_TIMEOUT:-600}
 CONF=deploy/nginx/portfolio-replica.conf
-SESSION=20 # requests a session (scripts/sessions.lua)
-WRK_CPU=1
 FLEET=(a b c) # the fleet's replicas; the kill run kills the last one
 VICTIM=c
 
-for var in N DURATION WARMUP CONNECTIONS THREADS SEED START_TIMEOUT; do
-  [[ ${!var} =~ ^[0-9]+$ ]] || { echo "$var: a whole number, not '${!var}'" >&2; exit 2; }
-done
 KILL_AT=${KILL_AT:-$((DURATION / 2))}
 [[ $KILL_AT =~ ^[0-9]+$ ]] || { echo "KILL_AT: a whole number, not '$KILL_AT'" >&2; exit 2; }
-if [ "$N" -eq 0 ] || [ "$DURATION" -eq 0 ]; then
-  echo "N and DURATION: at least 1" >&2
-  exit 2
-fi
 for set in $SETS; do
   case $set in single | hash | roundrobin | kill) ;; *) echo "SETS: any of single hash roundrobin kill, not '$set'" >&2 && exit 2 ;; esac
 done
@@ -125,81 +102,21 @@ case " $SETS " in
   ;;
 esac
 
-# size_bytes SIZE: the bytes of a size as the server reads it (as
-# budget-bench.sh: a whole number, then K, M, G or T, with or without i and
-# B, all powers of 1024).
-size_bytes() {
-  local text=${1// /} number unit shift
-  [[ $text =~ ^([0-9]+)([A-Za-z]*)$ ]] || return 1
-  number=${BASH_REMATCH[1]} unit=${BASH_REMATCH[2]^^}
-  unit=${unit%B} unit=${unit%I}
-  case $unit in
-  "") shift=0 ;;
-  K) shift=10 ;;
-  M) shift=20 ;;
-  G) shift=30 ;;
-  T) shift=40 ;;
-  *) return 1 ;;
-  esac
-  echo $((10#$number << shift))
-}
-BUDGET_BYTES=$(size_bytes "$BUDGET") || { echo "BUDGET: a size such as 256MiB, not '$BUDGET'" >&2; exit 2; }
 SHARE_BYTES=$((BUDGET_BYTES / ${#FLEET[@]}))
-mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 ms() { awk -v u="$1" 'BEGIN { printf "%.2f", u / 1000 }'; }
 
-missing=()
-for tool in curl python3 wrk taskset; do
-  command -v "$tool" >/dev/null || missing+=("$tool")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "missing: ${missing[*]} (Debian: apt-get install curl python3 wrk util-linux)" >&2
-  exit 1
-fi
-[ "$(nproc)" -ge 2 ] || { echo "needs 2 CPUs: wrk on CPU $WRK_CPU" >&2; exit 1; }
 
-# nginx: Debian's package, installed as .ci/nginx.sh does (a temporary
-# policy-rc.d keeps it from starting the system's nginx on port 80).
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
-}
-POLICY_RC_D=
-# shellcheck disable=SC2317 # called by lib.sh's EXIT trap
-on_exit() {
-  if [ -n "$POLICY_RC_D" ]; then as_root rm -f "$POLICY_RC_D"; fi
-}
+# nginx: Debian's package, installed if missing (scripts/lib.sh).
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 if [ ! -x "$NGINX" ]; then
-  if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; then
-    echo "nginx missing; install it (apt-get install nginx)" >&2
-    exit 1
-  fi
   mkdir -p "$OUT"
   echo "== installing nginx (apt-get; log in $OUT/apt.log)"
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    POLICY_RC_D=/usr/sbin/policy-rc.d
-    printf '#!/bin/sh\n# scripts/fleet-budget.sh: install packages, start no daemon\nexit 101\n' |
-      as_root tee "$POLICY_RC_D" >/dev/null
-    as_root chmod 0755 "$POLICY_RC_D"
-  fi
-  apt_install() {
-    as_root env DEBIAN_FRONTEND=noninteractive timeout 600 \
-      apt-get install -y -q --no-install-recommends nginx
-  }
-  if ! apt_install >"$OUT/apt.log" 2>&1; then
-    { as_root timeout 300 apt-get update -q && apt_install; } >>"$OUT/apt.log" 2>&1 ||
-      { echo "apt-get install nginx failed; see $OUT/apt.log" >&2; exit 1; }
-  fi
-  as_root rm -f "$POLICY_RC_D"
-  POLICY_RC_D=
+  apt_packages "$OUT/apt.log" nginx || exit 1
   [ -x "$NGINX" ] || { echo "no nginx at $NGINX after installing" >&2; exit 1; }
 fi
 
-if [ "$BIN" = target/release/portfolio-replica ]; then
-  build_release
-fi
-[ -x "$BIN" ] || { echo "BIN: $BIN is not an executable" >&2; exit 1; }
-if ! "$BIN" serve --help | grep -q -- '--memory-budget'; then
+build_bin
+if ! has_budget; then
   echo "$BIN has no --memory-budget (serve --help)" >&2
   exit 1
 fi
@@ -207,62 +124,16 @@ fi
 COMMAND="N=$N BUDGET=$BUDGET DATA=$DATA OUT=$OUT DURATION=$DURATION WARMUP=$WARMUP CONNECTIONS=$CONNECTIONS THREADS=$THREADS SEED=$SEED KILL_AT=$KILL_AT BIN=$BIN SERVER_ARGS='$SERVER_ARGS' SETS='$SETS' $0 $*"
 echo "# fleet-budget $(date -u '+%Y-%m-%dT%H:%M:%SZ')"
 echo "# command: $COMMAND"
-echo "# commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (dirty tree)')"
+run_header
 echo "# machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(uname -sr);" \
   "load average $(cut -d' ' -f1-3 /proc/loadavg); $(wrk -v 2>&1 | head -1); $("$NGINX" -v 2>&1 | sed 's/^nginx version: //')"
 
-# The data: N workspaces of generate's tiny scale, reused when DATA holds N
-# of them (as budget-bench.sh).
-json_count() { find "$DATA" -maxdepth 1 -name 'tiny-*.json' | wc -l; }
-keys_count() {
-  if [ -f "$DATA/keys.tsv" ]; then echo $(($(wc -l <"$DATA/keys.tsv") - 1)); else echo 0; fi
-}
-if [ "$(keys_count)" != "$N" ] || [ "$(json_count)" != "$N" ]; then
-  if [ -d "$DATA" ] && [ -n "$(ls -A "$DATA")" ]; then
-    if [ ! -f "$DATA/keys.tsv" ]; then
-      echo "DATA: $DATA holds files but no keys.tsv: not generate's; choose another DATA" >&2
-      exit 1
-    fi
-    echo "== $DATA holds $(keys_count) workspaces, not $N: generating again"
-    find "$DATA" -maxdepth 1 \( -name 'tiny-*.json' -o -name keys.tsv \) -delete
-  fi
-  echo "== generating $N tiny workspaces into $DATA"
-  timeout 3600 "$BIN" generate --scale tiny --workspaces "$N" --out "$DATA" >/dev/null
-  if [ "$(keys_count)" != "$N" ] || [ "$(json_count)" != "$N" ]; then
-    echo "generate wrote $(keys_count) keys and $(json_count) files, not $N" >&2
-    exit 1
-  fi
-fi
-JSON_BYTES=$(find "$DATA" -maxdepth 1 -name 'tiny-*.json' -printf '%s\n' | awk '{ s += $1 } END { print s }')
+ensure_data
 echo "== $N workspaces in $DATA: $(awk -v b="$JSON_BYTES" 'BEGIN { printf "%.1f", b / 1048576 }') MiB of JSON;" \
   "budget $BUDGET ($BUDGET_BYTES bytes), $SHARE_BYTES bytes for each of ${#FLEET[@]} fleet replicas"
 
-# The sessions file, as budget-bench.sh writes it: a line per workspace, its
-# key and up to 3 company ids, shuffled (seed 42): sessions.lua reads the
-# order as the popularity ranks.
-mkdir -p "$OUT"
+ensure_sessions
 OUT_ABS=$(realpath "$OUT") # for nginx, which reads paths from its prefix
-SESSIONS=$OUT/sessions.txt
-if [ ! -f "$SESSIONS" ] || [ "$DATA/keys.tsv" -nt "$SESSIONS" ] || [ "$(wc -l <"$SESSIONS")" != "$N" ]; then
-  timeout 1800 python3 - "$DATA" "$SESSIONS" <<'PY'
-import json, os, random, re, sys
-data, out = sys.argv[1:3]
-decoder = json.JSONDecoder()
-rows = []
-for line in open(os.path.join(data, "keys.tsv")).read().splitlines()[1:]:
-    workspace, name, key = line.split("\t")
-    if not re.fullmatch(r"cura_[0-9a-f]+", key):
-        sys.exit(f"keys.tsv: {name}: not a key: {key!r}")
-    text = open(os.path.join(data, name), encoding="utf-8").read()
-    at = re.search(r'"companies"\s*:\s*', text)
-    companies = decoder.raw_decode(text, at.end())[0] if at else json.loads(text)["companies"]
-    rows.append(" ".join([key] + [c["id"] for c in companies[:3]]))
-random.Random(42).shuffle(rows)
-with open(out + ".tmp", "w") as f:
-    f.write("\n".join(rows) + "\n")
-os.replace(out + ".tmp", out)
-PY
-fi
 echo "== sessions over $(wc -l <"$SESSIONS") keys ($SESSIONS)"
 
 # untrack PID...: take stopped PIDs out of lib.sh's list, so that the exit
@@ -384,13 +255,6 @@ stop_nginx() {
 
 # scrape ADMIN FILE: a replica's /metrics into FILE.
 scrape() { curl -fsS --max-time 10 "http://$1/metrics" >"$2"; }
-# metric FILE NAME [LABEL]: the sum of the series NAME (those with LABEL,
-# e.g. 'result="hit"', if given) in a scrape; 0 when there is none.
-metric() {
-  awk -v name="$2" -v label="${3:-}" '
-    ($1 == name || index($1, name "{") == 1) && (label == "" || index($1, label) > 0) { s += $2 }
-    END { printf "%.0f\n", s }' "$1"
-}
 # scrape_all SET WHEN NAME...: each replica's /metrics into OUT/SET.NAME.WHEN.metrics.
 scrape_all() {
   local set=$1 when=$2 name

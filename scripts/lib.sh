@@ -130,11 +130,46 @@ start_moto() {
   export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench-secret
 }
 
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# apt_packages LOG PACKAGE...: installs Debian's packages (apt-get update
+# only if the install fails without it), its output in LOG, starting none
+# of their daemons (a temporary policy-rc.d: nginx's would take port 80).
+# Needs root or sudo; fails, saying so, otherwise.
+POLICY_RC_D=
+apt_packages() {
+  local log=$1
+  shift
+  if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; then
+    echo "$* missing; install it (apt-get install $*)" >&2
+    return 1
+  fi
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    POLICY_RC_D=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\n# scripts/lib.sh: install packages, start no daemon\nexit 101\n' |
+      as_root tee "$POLICY_RC_D" >/dev/null
+    as_root chmod 0755 "$POLICY_RC_D"
+  fi
+  local install=(as_root env DEBIAN_FRONTEND=noninteractive timeout 600
+    apt-get install -y -q --no-install-recommends "$@")
+  local ok=0
+  if ! "${install[@]}" >"$log" 2>&1; then
+    { as_root timeout 300 apt-get update -q && "${install[@]}"; } >>"$log" 2>&1 || ok=1
+  fi
+  if [ -n "$POLICY_RC_D" ]; then as_root rm -f "$POLICY_RC_D"; fi
+  POLICY_RC_D=
+  [ "$ok" -eq 0 ] || echo "apt-get install $* failed; see $log" >&2
+  return "$ok"
+}
+
 # shellcheck disable=SC2317 # called by the EXIT trap
 lib_cleanup() {
   if declare -F on_exit >/dev/null; then
     on_exit || true
   fi
+  if [ -n "$POLICY_RC_D" ]; then as_root rm -f "$POLICY_RC_D"; fi
   local all=("${PIDS[@]}")
   if [ -n "$SERVER_PID" ]; then all+=("$SERVER_PID"); fi
   if [ "${#all[@]}" -gt 0 ]; then stop "${all[@]}"; fi

@@ -7,6 +7,7 @@
 //! a memory limit refuses the same files at every start, answers their
 //! keys with 503, and loads them once memory frees.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -108,16 +109,19 @@ async fn a_small_budget_answers_every_key_as_a_replica_holding_everything() {
     assert!(hits > 0.0, "requests after a load hit");
 }
 
+/// `n` workspaces of about 10 KB under a budget of about six of them,
+/// polled every 100 ms: the directory, file name → key, the replica.
+async fn small_budget(n: usize) -> (tempfile::TempDir, BTreeMap<String, String>, Binary) {
+    let dir = tempdir();
+    let keys = generate_fleet(dir.path(), "micro", n).await;
+    let args = ["--memory-budget", "64KiB", "--poll-interval", "100ms"];
+    let bin = Binary::start(dir.path(), &args, &[]).await;
+    (dir, keys, bin)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejected_version_never_serves_resident_or_not() {
-    let dir = tempdir();
-    let keys = generate_fleet(dir.path(), "micro", 40).await;
-    let bin = Binary::start(
-        dir.path(),
-        &["--memory-budget", "64KiB", "--poll-interval", "100ms"],
-        &[],
-    )
-    .await;
+    let (dir, keys, bin) = small_budget(40).await;
     let mut files = keys.iter();
     let (hot_file, hot_key) = files.next().unwrap();
     let (cold_file, cold_key) = files.next().unwrap();
@@ -351,14 +355,7 @@ async fn a_memory_limit_refuses_the_same_files_every_time_and_loads_them_when_me
 /// decodes to the plain one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn new_versions_serve_resident_or_not_and_gzip_decodes_to_plain() {
-    let dir = tempdir();
-    let keys = generate_fleet(dir.path(), "micro", 30).await;
-    let bin = Binary::start(
-        dir.path(),
-        &["--memory-budget", "64KiB", "--poll-interval", "100ms"],
-        &[],
-    )
-    .await;
+    let (dir, keys, bin) = small_budget(30).await;
     let mut files = keys.iter();
     let (hot_file, hot_key) = files.next().unwrap();
     let (cold_file, cold_key) = files.next().unwrap();
