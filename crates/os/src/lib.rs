@@ -8,11 +8,18 @@
 //! (`gzip_fragments`) gets it as a `Placement` from the server's warm-up
 //! stage (`serve::loader::warm` in the binary).
 //!
+//! The processor's vector instructions for the snapshot scanner
+//! ([`json_bytes`]) are here for the same reason: they need `unsafe`.
+//!
 //! All of it is hints. A page copies (or assembles) records from all over
 //! gigabytes of memory: with 4 KB pages nearly every record costs a TLB
 //! miss and a page walk before its cache misses even start; with 2 MB
 //! pages the translations of the whole dataset fit the TLB. Where a hint
 //! does not apply, nothing changes but speed.
+
+mod bytes;
+
+pub use bytes::{JsonBytes, json_bytes, json_bytes_plain};
 
 /// Cores the process may use, asked once: std reads the cgroup's quota
 /// from several files on every call, and a scan of many small files asks

@@ -18,6 +18,7 @@ mod parse;
 mod records;
 pub mod render;
 mod stream;
+mod structure;
 
 use std::io::Read;
 use std::sync::Arc;

@@ -23,6 +23,7 @@ use super::batches::{Sink, Workers, worker_count};
 use super::format::Text;
 use super::parse::{Header, Top};
 use super::records::{self, WireRecord, WithRecordType, with_record_type};
+use super::structure::Nesting;
 use crate::store::{Builder, Collection, Threads};
 
 /// How much the window reads at a time.
@@ -270,7 +271,11 @@ impl<'de> WithRecordType<'de> for RecordBytes<'_, 'de> {
     type Output = Result<(), GaveUp>;
 
     fn with<P: WireRecord<'de>>(self, collection: Collection) -> Result<(), GaveUp> {
-        let parsed: P = serde_json::from_slice(self.bytes).map_err(|_| GaveUp)?;
+        // UTF-8 checked once for the whole record (std's check runs a
+        // word at a time over ASCII), not string by string as
+        // `from_slice` would.
+        let text = std::str::from_utf8(self.bytes).map_err(|_| GaveUp)?;
+        let parsed: P = serde_json::from_str(text).map_err(|_| GaveUp)?;
         records::build(self.file, collection, self.index, &parsed, self.builder).map_err(|_| GaveUp)
     }
 }
@@ -360,6 +365,46 @@ impl<R: Read> Window<R> {
     /// object or array (strings and nesting tracked), or a scalar up to the
     /// next delimiter. Its content is left for serde_json to check.
     fn value_len(&mut self) -> Result<usize, GaveUp> {
+        if matches!(self.buf.get(self.pos), Some(b'{' | b'[')) {
+            return self.nested_len();
+        }
+        self.plain_len()
+    }
+
+    /// [`Window::value_len`] of an object or array, 64 bytes at a time
+    /// ([`super::structure`]): every record.
+    fn nested_len(&mut self) -> Result<usize, GaveUp> {
+        let mut nesting = Nesting::default();
+        // Scanned so far, from `pos` (which a refill moves, with the bytes).
+        let mut scanned = 0;
+        loop {
+            let at = self.pos + scanned;
+            if let Some(block) = self.buf.get(at..at + 64) {
+                let block = block.try_into().expect("64 bytes");
+                if let Some(end) = nesting.block(block).map_err(|_| GaveUp)? {
+                    return Ok(scanned + end + 1);
+                }
+                scanned += 64;
+                continue;
+            }
+            if self.fill()?.1 {
+                continue;
+            }
+            // The end of the input: the last bytes, padded with blanks.
+            let rest = &self.buf[self.pos + scanned..];
+            let mut block = [b' '; 64];
+            block[..rest.len()].copy_from_slice(rest);
+            return match nesting.block(&block).map_err(|_| GaveUp)? {
+                Some(end) if end < rest.len() => Ok(scanned + end + 1),
+                _ => Err(GaveUp),
+            };
+        }
+    }
+
+    /// [`Window::value_len`] a byte at a time: strings and scalars (the
+    /// header's values), and the reference the block scan is tested
+    /// against.
+    fn plain_len(&mut self) -> Result<usize, GaveUp> {
         let mut i = self.pos;
         let mut depth = 0usize;
         let mut in_string = false;
@@ -483,9 +528,55 @@ mod tests {
         }
     }
 
+    /// A JSON text of nested values, strings full of escapes and brackets,
+    /// and blanks, about `len` bytes long.
+    fn nested_values(seed: u64, len: usize) -> String {
+        let pieces = [
+            r#"{"a":"x\"}","b":[1,{"c":"]"}]}"#,
+            r#"["\\",{"d":"[\u00e9{"},[],{}]"#,
+            r#"{"e":"\\\"]","f":null}"#,
+            "\n  ",
+        ];
+        let mut state = seed | 1;
+        let mut text = String::new();
+        while text.len() < len {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let piece = pieces[(state % pieces.len() as u64) as usize];
+            text.push_str(piece);
+            text.push(' ');
+        }
+        text
+    }
+
+    #[test]
+    fn nested_values_end_where_the_byte_scan_says_whatever_the_chunking() {
+        for seed in 0..40 {
+            let text = nested_values(seed, 200 + 37 * seed as usize);
+            for step in [1, 5, 63, 64, 65, 200, CHUNK] {
+                let mut blocks = Window::new(Trickle {
+                    bytes: text.as_bytes(),
+                    step,
+                });
+                let mut bytes = Window::new(Trickle {
+                    bytes: text.as_bytes(),
+                    step,
+                });
+                while blocks.skip_blanks().unwrap().is_some() {
+                    assert!(bytes.skip_blanks().unwrap().is_some());
+                    let (len, plain) = (blocks.value_len().unwrap(), bytes.plain_len().unwrap());
+                    assert_eq!(len, plain, "seed {seed} step {step}");
+                    blocks.advance(len);
+                    bytes.advance(plain);
+                }
+            }
+        }
+    }
+
     #[test]
     fn unfinished_values_give_up() {
-        for text in [r#"{"a":1"#, r#""abc"#, r#"["\"]"#, "]"] {
+        for text in [r#"{"a":1"#, r#""abc"#, r#"["\"]"#, "]", r#"{"a":"}"#, "[[]"] {
             assert!(lengths(text, 3).is_err(), "{text}");
         }
     }
