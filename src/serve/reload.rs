@@ -4,9 +4,13 @@
 //! One thread, the reloader, does every scan, so scans never overlap and
 //! never run on the async runtime. It scans when
 //!
-//! - file events arrive (notify, debounced: a burst of events is one scan),
-//!   for any name in the directory, hidden ones included, since a Kubernetes
-//!   volume update is a rename of the hidden `..data` symlink;
+//! - file events arrive (notify), for any name in the directory, hidden
+//!   ones included, since a Kubernetes volume update is a rename of the
+//!   hidden `..data` symlink. A file renamed into place is scanned at once
+//!   and read without waiting for it to settle: a rename is atomic, so its
+//!   content is whole (the source is told, `Source::renamed_into_place`).
+//!   Any other event (a write in place) is debounced: a burst is one scan,
+//!   100 ms after its last event;
 //! - the poll interval passes, with `--poll-interval` (network filesystems
 //!   and some container volumes deliver no events);
 //! - [`RescanHandle::rescan`] is called (SIGHUP);
@@ -23,16 +27,21 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use notify::RecursiveMode;
-use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
+use notify::event::{ModifyKind, RenameMode};
+use notify::{EventKind, RecursiveMode, Watcher};
 
 use crate::serve::loader::{ScanReport, Snapshots};
 
-/// How long file events must pause before a scan: long enough to coalesce a
-/// burst (write, chmod, rename), short enough to serve a new snapshot at once.
+/// How long file events other than a rename must pause before a scan:
+/// long enough to coalesce a burst (writes, chmod), short enough to serve
+/// a new snapshot soon.
 const DEBOUNCE: Duration = Duration::from_millis(100);
+
+/// A writer that never pauses still gets a scan this long after its first
+/// event.
+const DEBOUNCE_AT_MOST: Duration = Duration::from_secs(1);
 
 /// How soon to look again at files that were still being written.
 const SETTLE_RETRY: Duration = Duration::from_millis(200);
@@ -46,6 +55,10 @@ const OBJECT_STORE_POLL: Duration = Duration::from_secs(10);
 
 enum Message {
     Rescan,
+    /// File events other than a rename into place: a scan once they pause.
+    Changed,
+    /// These names were renamed into place: a scan at once.
+    Renamed(Vec<String>),
     Stop,
 }
 
@@ -54,7 +67,7 @@ pub struct Reloader {
     tx: mpsc::Sender<Message>,
     thread: Option<JoinHandle<()>>,
     /// Kept alive for as long as the reloader: dropping it stops the events.
-    _watcher: Option<Debouncer<notify::RecommendedWatcher, RecommendedCache>>,
+    _watcher: Option<notify::RecommendedWatcher>,
 }
 
 impl Reloader {
@@ -118,30 +131,36 @@ impl Drop for Reloader {
     }
 }
 
-fn watch(
-    dir: &Path,
-    tx: mpsc::Sender<Message>,
-) -> notify::Result<Debouncer<notify::RecommendedWatcher, RecommendedCache>> {
-    let mut debouncer =
-        new_debouncer(
-            DEBOUNCE,
-            None,
-            move |result: DebounceEventResult| match result {
-                Ok(events) if events.is_empty() => {}
-                Ok(_) => {
-                    let _ = tx.send(Message::Rescan);
+fn watch(dir: &Path, tx: mpsc::Sender<Message>) -> notify::Result<notify::RecommendedWatcher> {
+    let mut watcher = notify::recommended_watcher(move |result: notify::Result<notify::Event>| {
+        let message = match result {
+            Ok(event) => match event.kind {
+                // `To` names the new path; `Both`, the old one then the new.
+                EventKind::Modify(ModifyKind::Name(RenameMode::To)) => renamed(&event.paths[..]),
+                EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => {
+                    renamed(event.paths.get(1..).unwrap_or_default())
                 }
-                Err(errors) => {
-                    for error in errors {
-                        tracing::warn!(error = %error, "file watcher error; rescanning");
-                    }
-                    let _ = tx.send(Message::Rescan);
-                }
+                EventKind::Access(_) => return,
+                _ => Message::Changed,
             },
-        )
-        .map_err(|e| notify::Error::generic(&e.to_string()))?;
-    debouncer.watch(dir, RecursiveMode::NonRecursive)?;
-    Ok(debouncer)
+            Err(error) => {
+                tracing::warn!(error = %error, "file watcher error; rescanning");
+                Message::Rescan
+            }
+        };
+        let _ = tx.send(message);
+    })?;
+    watcher.watch(dir, RecursiveMode::NonRecursive)?;
+    Ok(watcher)
+}
+
+/// The message for paths renamed into the directory.
+fn renamed(paths: &[std::path::PathBuf]) -> Message {
+    let names = paths
+        .iter()
+        .filter_map(|p| p.file_name()?.to_str().map(str::to_owned))
+        .collect();
+    Message::Renamed(names)
 }
 
 /// The reloader thread's loop.
@@ -155,31 +174,56 @@ fn run(
         return;
     }
     ready.store(true, Ordering::Release);
-    let mut retry_at: Option<std::time::Instant> = None;
+    let mut retry_at: Option<Instant> = None;
+    // Events not scanned yet: when the first and the last came.
+    let mut pending: Option<(Instant, Instant)> = None;
     loop {
-        let wait = match (poll, retry_at) {
-            (_, Some(at)) => at.saturating_duration_since(std::time::Instant::now()),
+        let debounced = pending.map(|(first, last)| (last + DEBOUNCE).min(first + DEBOUNCE_AT_MOST));
+        let wait = match (poll, retry_at.into_iter().chain(debounced).min()) {
+            (_, Some(at)) => at.saturating_duration_since(Instant::now()),
             (Some(interval), None) => snapshots.origin().next_poll(interval),
             (None, None) => Duration::from_secs(3600),
         };
-        match rx.recv_timeout(wait) {
+        let mut now = match rx.recv_timeout(wait) {
             Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return,
-            Ok(Message::Rescan) => {
-                // Coalesce whatever else is queued into this one scan.
-                while let Ok(message) = rx.try_recv() {
-                    if let Message::Stop = message {
-                        return;
-                    }
-                }
+            Ok(Message::Changed) => {
+                let at = Instant::now();
+                pending = Some(pending.map_or((at, at), |(first, _)| (first, at)));
+                continue;
             }
+            Ok(Message::Renamed(names)) => {
+                tell_renamed(snapshots, &names);
+                true
+            }
+            Ok(Message::Rescan) => true,
             Err(RecvTimeoutError::Timeout) => {
-                if poll.is_none() && retry_at.is_none() {
-                    continue;
-                }
+                let due = |at: Option<Instant>| at.is_some_and(|at| at <= Instant::now());
+                poll.is_some() || due(retry_at) || due(debounced)
             }
+        };
+        // Coalesce whatever else is queued into this one scan, which
+        // covers every event before it.
+        while let Ok(message) = rx.try_recv() {
+            match message {
+                Message::Stop => return,
+                Message::Renamed(names) => tell_renamed(snapshots, &names),
+                Message::Changed | Message::Rescan => {}
+            }
+            now = true;
         }
+        if !now {
+            continue;
+        }
+        pending = None;
         let report = scan(snapshots);
-        retry_at = (!report.settling.is_empty()).then(|| std::time::Instant::now() + SETTLE_RETRY);
+        retry_at = (!report.settling.is_empty()).then(|| Instant::now() + SETTLE_RETRY);
+    }
+}
+
+/// Tells the source which names arrived by a rename, before the scan.
+fn tell_renamed(snapshots: &Snapshots, names: &[String]) {
+    for name in names {
+        snapshots.origin().renamed_into_place(name);
     }
 }
 
@@ -189,7 +233,7 @@ fn run(
 /// restored) first: it is polled again, backing off, until then. Returns
 /// false if the reloader was stopped meanwhile.
 fn first_scan(snapshots: &Snapshots, rx: &mpsc::Receiver<Message>, poll: Option<Duration>) -> bool {
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let is_directory = snapshots.origin().directory().is_some();
     loop {
         let report = scan(snapshots);
@@ -212,7 +256,8 @@ fn first_scan(snapshots: &Snapshots, rx: &mpsc::Receiver<Message>, poll: Option<
         };
         match rx.recv_timeout(wait) {
             Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return false,
-            Ok(Message::Rescan) | Err(RecvTimeoutError::Timeout) => {}
+            Ok(Message::Renamed(names)) => tell_renamed(snapshots, &names),
+            Ok(Message::Rescan | Message::Changed) | Err(RecvTimeoutError::Timeout) => {}
         }
     }
 }

@@ -130,6 +130,10 @@ impl Source for Copies {
         self.inner.unchanged(name, fingerprint)
     }
 
+    fn renamed_into_place(&self, name: &str) {
+        self.inner.renamed_into_place(name);
+    }
+
     fn loaded(&self, name: &str, local: Local, ok: bool) {
         if !ok {
             let _ = std::fs::remove_file(&local.path);

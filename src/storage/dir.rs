@@ -1,11 +1,13 @@
 //! The snapshot directory on disk as a [`Source`]: which names are
 //! snapshots, what identifies a file's content without reading it, and when
-//! a file is settled enough to be read. Files are read where they lie, so
+//! a file is settled enough to be read (at once if it was renamed into
+//! place). Files are read where they lie, so
 //! nothing is kept after a load, and the file watcher, not polling, says
 //! when to look again: the trait's defaults for those do nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use super::error::{ErrorKind, ListError, OpenError, StorageError};
@@ -20,6 +22,9 @@ const SETTLE: Duration = Duration::from_millis(150);
 /// A directory of snapshot files, one per workspace.
 pub struct Directory {
     dir: PathBuf,
+    /// Files renamed into place, with what they held then: whole, so read
+    /// without waiting for them to settle, if they still hold it.
+    renamed: Mutex<HashMap<String, FileFingerprint>>,
 }
 
 impl Directory {
@@ -35,6 +40,7 @@ impl Directory {
         }
         Ok(Directory {
             dir: dir.to_owned(),
+            renamed: Mutex::default(),
         })
     }
 }
@@ -54,11 +60,26 @@ impl Source for Directory {
 
     fn fetch(&self, name: &str, fingerprint: &Fingerprint) -> Fetch {
         match fingerprint {
-            Fingerprint::File(fp) => fetch(&self.dir, name, fp),
+            Fingerprint::File(fp) => {
+                let renamed = self.renamed.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
+                fetch(&self.dir, name, fp, renamed.as_ref() == Some(fp))
+            }
             Fingerprint::Object(_) => Fetch::Failed(StorageError::new(
                 ErrorKind::Other,
                 "a fingerprint of another kind of source",
             )),
+        }
+    }
+
+    fn renamed_into_place(&self, name: &str) {
+        if !is_snapshot_name(name) {
+            return;
+        }
+        // What it holds now: a write in place after the rename changes
+        // it, and then the file settles as any other.
+        if let Ok(fp) = file_fingerprint(&self.dir.join(name)) {
+            let mut renamed = self.renamed.lock().unwrap_or_else(|p| p.into_inner());
+            renamed.insert(name.to_owned(), fp);
         }
     }
 
@@ -112,11 +133,13 @@ fn list_snapshot_files(dir: &Path) -> std::io::Result<Listing> {
 }
 
 /// A file is read where it lies, once it has settled: one modified too
-/// recently may still be being written, and is left for a later scan.
-fn fetch(dir: &Path, name: &str, fingerprint: &FileFingerprint) -> Fetch {
-    if fingerprint
-        .modified
-        .is_some_and(|m| m.elapsed().is_ok_and(|age| age < SETTLE))
+/// recently may still be being written, and is left for a later scan,
+/// unless it was renamed into place (`whole`) and holds what it held then.
+fn fetch(dir: &Path, name: &str, fingerprint: &FileFingerprint, whole: bool) -> Fetch {
+    if !whole
+        && fingerprint
+            .modified
+            .is_some_and(|m| m.elapsed().is_ok_and(|age| age < SETTLE))
     {
         return Fetch::Settling;
     }
@@ -145,4 +168,39 @@ fn file_fingerprint(path: &Path) -> std::io::Result<FileFingerprint> {
         changed: (meta.ctime(), meta.ctime_nsec()),
         inode: (meta.dev(), meta.ino()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fetch_now(source: &Directory, name: &str) -> Fetch {
+        let listing = source.list().expect("lists");
+        let fingerprint = listing.entries[name].as_ref().expect("readable");
+        source.fetch(name, fingerprint)
+    }
+
+    #[test]
+    fn a_file_renamed_into_place_is_read_at_once_and_one_written_in_place_settles_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = Directory::open(dir.path()).unwrap();
+        // Written in place just now: it may still be being written.
+        std::fs::write(dir.path().join("a.json"), "{}").unwrap();
+        assert!(matches!(fetch_now(&source, "a.json"), Fetch::Settling));
+        // Written elsewhere and renamed over it: whole.
+        std::fs::write(dir.path().join(".a.tmp"), "{ }").unwrap();
+        std::fs::rename(dir.path().join(".a.tmp"), dir.path().join("a.json")).unwrap();
+        source.renamed_into_place("a.json");
+        assert!(matches!(fetch_now(&source, "a.json"), Fetch::Ready(_)));
+        // Once only: a later write in place settles again.
+        std::fs::write(dir.path().join("a.json"), "{  }").unwrap();
+        assert!(matches!(fetch_now(&source, "a.json"), Fetch::Settling));
+        // Renamed, then written in place before the scan: not the content
+        // the rename brought, so it settles.
+        std::fs::write(dir.path().join(".a.tmp"), "{ }").unwrap();
+        std::fs::rename(dir.path().join(".a.tmp"), dir.path().join("a.json")).unwrap();
+        source.renamed_into_place("a.json");
+        std::fs::write(dir.path().join("a.json"), "{   }").unwrap();
+        assert!(matches!(fetch_now(&source, "a.json"), Fetch::Settling));
+    }
 }

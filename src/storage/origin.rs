@@ -42,6 +42,11 @@ pub trait Source: Send + Sync {
         None
     }
 
+    /// Called when the file watcher saw `name` arrive by a rename, which is
+    /// atomic: the content there now is whole, and need not be given time
+    /// to settle as a file written in place is.
+    fn renamed_into_place(&self, _name: &str) {}
+
     /// Whether `name` still has the content at `fingerprint` after it was
     /// loaded: a file rewritten during the read must be read again. By
     /// default it has: a download is a copy of one immutable version.
