@@ -193,6 +193,13 @@ impl Recorded {
         };
         Some(&part.symbols[from..*part.ends.get(j)? as usize])
     }
+
+    /// Words held, for tests of the memory it takes.
+    #[cfg(test)]
+    pub(crate) fn words(&self) -> usize {
+        let part = |p: &Part| p.symbols.capacity() + p.ends.capacity();
+        self.parts.iter().map(part).sum()
+    }
 }
 
 /// Gives the symbols `symbols` to `out`, as a parse would.
@@ -261,3 +268,6 @@ impl Counts {
         pairs.for_each(|(a, b)| *a += b);
     }
 }
+
+#[cfg(test)]
+mod tests;
