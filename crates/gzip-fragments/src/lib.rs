@@ -22,7 +22,8 @@
 //!
 //! The parts: the match finder (`lz77`), Huffman codes and block headers
 //! (`huffman`), bit streams (`bits`), CRC-32 combination (`crc`), a
-//! collection's code (`train`) and fragments (`pack`, compressed in
+//! collection's code and, for a small one, its records' symbols found
+//! making it (`train`), its fragments (`pack`, compressed in
 //! pieces on every thread given by `pass`), a new version's made from the
 //! previous version's (`repack`), and a page assembled from them (`page`).
 

@@ -31,8 +31,8 @@ const FAR: usize = 2048;
 const HASH_BITS: u32 = 13;
 
 /// Where a parse's symbols go, as they are found: straight into a
-/// fragment's bits, or into a count of them (no list of symbols is made
-/// to be read again).
+/// fragment's bits, or into a count of them (and, for a small collection,
+/// a list that its packing writes instead of parsing again).
 pub trait Symbols {
     /// A literal byte.
     fn literal(&mut self, b: u8);

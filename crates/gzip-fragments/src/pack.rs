@@ -26,7 +26,7 @@ use crate::huffman::Code;
 use crate::lz77::Matcher;
 use crate::pass::{Join, Pass, pieces, reserved};
 use crate::placement::Placement;
-use crate::train::train;
+use crate::train::{Trained, train};
 
 /// Where a record's pieces are, and what it contributes to a page's CRC.
 #[derive(Clone, Copy, Default, PartialEq, Debug)]
@@ -140,20 +140,43 @@ impl Packed {
         placement: &impl Placement,
         keep_going: &(dyn Fn() -> bool + Sync),
     ) -> Option<Packed> {
-        let trim = packing.trim;
-        let record = |i: usize| trimmed(records.record(i), trim);
-        let n = records.count();
-        let code = train(&record, n, packing.chains, packing.solo, threads);
-        pack(records, packing, code, &(), threads, placement, keep_going)
+        build(records, packing, threads, placement, keep_going, true)
     }
 }
 
-/// [`Packed::build`] with `code`: every fragment that `reuse` has is
-/// copied from it, every other one compressed.
+/// [`Packed::build`]; the symbols that training finds are written again
+/// where they can be if `recorded` (tests compare with a packing that
+/// parses everything twice).
+pub(crate) fn build(
+    records: &(impl RecordBytes + Sync),
+    packing: &Packing<'_>,
+    threads: usize,
+    placement: &impl Placement,
+    keep_going: &(dyn Fn() -> bool + Sync),
+    recorded: bool,
+) -> Option<Packed> {
+    let trim = packing.trim;
+    let record = |i: usize| trimmed(records.record(i), trim);
+    let n = records.count();
+    let trained = train(&record, n, packing.chains, packing.solo, threads, recorded);
+    pack(
+        records,
+        packing,
+        trained,
+        &(),
+        threads,
+        placement,
+        keep_going,
+    )
+}
+
+/// [`Packed::build`] with `trained`'s code, writing the symbols it
+/// recorded: every fragment that `reuse` has is copied from it, every
+/// other one compressed.
 pub(crate) fn pack(
     records: &(impl RecordBytes + Sync),
     packing: &Packing<'_>,
-    code: Code,
+    trained: Trained,
     reuse: &impl Reuse,
     threads: usize,
     placement: &impl Placement,
@@ -168,10 +191,12 @@ pub(crate) fn pack(
     debug_assert!(depths.first() == Some(&1) && depths.is_sorted());
     let n = records.count();
     let record = |i: usize| trimmed(records.record(i), trim);
+    let Trained { code, recorded } = trained;
     let pass = Pass {
         record: &record,
         code: &code,
         reuse,
+        recorded: &recorded,
         keep_going,
     };
     // The records' bytes, all told: what the streams are sized by.

@@ -7,6 +7,11 @@
 //! threads as well as one of many small ones; its first record is parsed
 //! afresh and the others on from their predecessor, which gives the same
 //! fragments ([`Matcher::parse_next`]).
+//!
+//! Where training parsed a whole stream ([`Recorded`]: the solo fragments,
+//! or a chain's first rung, of a small collection), a record's symbols
+//! are written as training found them, not parsed again: the same parse
+//! of the same bytes, so the same fragment.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -17,6 +22,7 @@ use crate::huffman::Code;
 use crate::lz77::{Matcher, Symbols};
 use crate::pack::Reuse;
 use crate::placement::Placement;
+use crate::train::{Recorded, replay};
 
 /// Records compressed between two questions whether to go on.
 const CHECK_EVERY: usize = 4096;
@@ -126,6 +132,9 @@ pub(crate) struct Pass<'a, F, R> {
     pub(crate) record: &'a F,
     pub(crate) code: &'a Code,
     pub(crate) reuse: &'a R,
+    /// Symbols that training found, to be written instead of parsing
+    /// (none when rebuilding).
+    pub(crate) recorded: &'a Recorded,
     pub(crate) keep_going: &'a (dyn Fn() -> bool + Sync),
 }
 
@@ -146,10 +155,14 @@ impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse> Pass<'_, F, R> {
             chunk.compressed += 1;
             let bytes = (self.record)(i);
             chunk.crcs.push(Some(record_crc(bytes)));
+            let recorded = self.recorded.solo(i);
             // A literal is at most 15 bits, a match of 4 bytes or more 48.
             chunk.bits.writer().burst(bytes.len() * 15, |w| {
                 let out = Encoder { code: self.code, w };
-                matcher.parse(bytes, 0, out).w
+                match recorded {
+                    Some(symbols) => replay(symbols, out).w,
+                    None => matcher.parse(bytes, 0, out).w,
+                }
             });
         }
         Some(chunk.finish())
@@ -193,6 +206,19 @@ impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse> Pass<'_, F, R> {
             let bytes = (self.record)(order[k] as usize);
             if crcs {
                 chunk.crcs.push(Some(record_crc(bytes)));
+            }
+            // Training's parse of a first-rung position is this one's
+            // (with the matcher left as it was: `parsed_before` is false).
+            let recorded = match depth {
+                1 => self.recorded.chained(c, k),
+                _ => None,
+            };
+            if let Some(symbols) = recorded {
+                chunk.bits.writer().burst((bytes.len() + 1) * 15, |mut w| {
+                    self.code.put_literal(&mut w, b',');
+                    replay(symbols, Encoder { code: self.code, w }).w
+                });
+                continue;
             }
             let before = order[k.saturating_sub(depth)..k]
                 .iter()

@@ -16,6 +16,7 @@
 use crate::crc;
 use crate::pack::{NOT_CHAINED, Packed, Packing, RecordBytes, Reuse, pack};
 use crate::placement::Placement;
+use crate::train::{Recorded, Trained};
 
 impl Packed {
     /// The `previous` entry of a record that is new or whose bytes
@@ -66,14 +67,13 @@ impl Packed {
         #[cfg(debug_assertions)]
         old.check_kept(records, previous);
         let reuse = FromOld::new(old, previous, packing.chains);
+        // Nothing recorded: the old code is not trained on these records.
+        let trained = Trained {
+            code: old.code.clone(),
+            recorded: Recorded::default(),
+        };
         pack(
-            records,
-            packing,
-            old.code.clone(),
-            &reuse,
-            threads,
-            placement,
-            keep_going,
+            records, packing, trained, &reuse, threads, placement, keep_going,
         )
     }
 

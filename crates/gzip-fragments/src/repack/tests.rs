@@ -8,6 +8,7 @@
 use crate::GzipPage;
 use crate::bits::read;
 use crate::pack::{Packed, Packing, pack};
+use crate::train::{Recorded, Trained};
 
 /// A xorshift: the cases are many and reproducible by their seed.
 struct Rng(u64);
@@ -196,8 +197,11 @@ fn packed(v: &Version, shape: Shape, old: Option<(&Packed, &[u32])>) -> Packed {
 /// A full packing of `v` with `code_of`'s code: what a rebuild stands for.
 fn with_code(v: &Version, shape: Shape, code_of: &Packed) -> Packed {
     in_shape(v, shape, |packing| {
-        let code = code_of.code.clone();
-        pack(&v.records, packing, code, &(), 2, &(), &|| true).expect("built")
+        let trained = Trained {
+            code: code_of.code.clone(),
+            recorded: Recorded::default(),
+        };
+        pack(&v.records, packing, trained, &(), 2, &(), &|| true).expect("built")
     })
 }
 
