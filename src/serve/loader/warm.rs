@@ -5,9 +5,12 @@
 //! has more than one core and the records fill huge pages, the records
 //! move onto huge pages.
 //!
-//! One background thread does it for every dataset in turn (a packing
-//! spreads over the cores itself): a first scan of thousands of small
-//! workspaces must not start a thread for each. Compressing every record
+//! One background thread per core does it for every dataset, each
+//! taking the next one queued: a first scan of thousands of small
+//! workspaces must not start a thread for each, and one thread for them
+//! all left the other cores idle while the first scan was over (8,000
+//! workspaces of 100 KB took as long to warm on two cores as on one). A
+//! large dataset is warmed alone, its packing spread over every core. Compressing every record
 //! takes several times as long as parsing the snapshot, so it does not
 //! hold up publishing: a new dataset serves at once, its gzip answers
 //! compressed per request, and switches to precompressed fragments
@@ -22,7 +25,7 @@
 //! followed it fails.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak, mpsc};
 use std::time::Instant as Clock;
 
 use gzip_fragments::Placement;
@@ -34,6 +37,12 @@ use crate::store::{Dataset, Rendered};
 
 /// Datasets' records smaller than this are not moved onto huge pages.
 const MIN_COLLAPSED_BYTES: usize = 4 << 20;
+
+/// A dataset whose records come to this much is warmed alone, on every
+/// core; smaller ones one per core, side by side. The loader's threshold
+/// for a file that loads alone (`load.rs`) too: at most one large
+/// packing's scratch memory at a time.
+const ALONE_BYTES: usize = 16 << 20;
 
 /// Warms what a settle is about to publish: the dataset of each file
 /// `loaded` (it won its conflicts) starts warming ([`start`]) before the
@@ -77,11 +86,7 @@ pub(super) fn up<'a>(
 /// gigabyte after each load; on a single core they are not worth the
 /// requests' wait (see `os`).
 pub fn start(dataset: &mut Dataset, precompress: bool) {
-    let records_bytes: usize = dataset
-        .records_largest_first()
-        .iter()
-        .map(|r| r.bytes())
-        .sum();
+    let records_bytes = records_bytes(dataset);
     // Records smaller than a huge page or two gain nothing from one.
     let collapse = os::collapse_is_worth_it() && records_bytes >= MIN_COLLAPSED_BYTES;
     if !precompress {
@@ -114,6 +119,7 @@ pub fn start(dataset: &mut Dataset, precompress: bool) {
         to_collapse,
         ticket,
         workspace,
+        bytes: records_bytes,
     };
     if let Err(err) = queue(task) {
         // The task (and its ticket, which says done) was dropped.
@@ -133,6 +139,7 @@ pub fn again(dataset: &Dataset) {
         to_collapse: Vec::new(),
         ticket,
         workspace: dataset.workspace_id.clone(),
+        bytes: records_bytes(dataset),
     };
     if let Err(err) = queue(task) {
         tracing::warn!(error = %err, "cannot precompress again; gzip answers are compressed per request");
@@ -146,6 +153,8 @@ struct Task {
     /// Says whether the dataset is still wanted; says done when dropped.
     ticket: WarmTicket,
     workspace: String,
+    /// The dataset's records: whether it is warmed alone.
+    bytes: usize,
 }
 
 /// A dataset's warm jobs: made when it is queued, or (a load on demand)
@@ -168,12 +177,14 @@ pub fn start_on_demand(mut dataset: Dataset, precompress: bool) -> Arc<Dataset> 
     }
     let ticket = dataset.start_warming();
     let workspace = dataset.workspace_id.clone();
+    let bytes = records_bytes(&dataset);
     let dataset = Arc::new(dataset);
     let task = Task {
         jobs: Jobs::Later(Arc::downgrade(&dataset)),
         to_collapse: Vec::new(),
         ticket,
         workspace,
+        bytes,
     };
     if let Err(err) = queue(task) {
         tracing::warn!(error = %err, "cannot start precompressing; gzip answers are compressed per request");
@@ -184,30 +195,21 @@ pub fn start_on_demand(mut dataset: Dataset, precompress: bool) -> Arc<Dataset> 
 /// Tasks queued and not yet done.
 static PENDING: AtomicUsize = AtomicUsize::new(0);
 
-/// Hands `task` to the background thread, starting it the first time
-/// (at nice 10, for as long as the process lives).
+/// Hands `task` to the background threads, starting them the first time
+/// (one per core, at nice 10, for as long as the process lives).
 fn queue(task: Task) -> std::io::Result<()> {
     static QUEUE: OnceLock<Mutex<mpsc::Sender<Task>>> = OnceLock::new();
     if QUEUE.get().is_none() {
         let (tx, rx) = mpsc::channel::<Task>();
-        std::thread::Builder::new()
-            .name("precompress".to_owned())
-            .spawn(move || {
-                os::lower_priority();
-                while let Ok(task) = rx.recv() {
-                    // A panic in one dataset's packing (its waiters are
-                    // released by the ticket's drop) must not stop the
-                    // others'.
-                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(task)));
-                    // The packings' scratch memory goes back to the OS once
-                    // the queue is empty (the scan's own trim came before).
-                    if PENDING.fetch_sub(1, Ordering::AcqRel) == 1 {
-                        os::release_free_memory();
-                    }
-                }
-            })?;
-        // Two datasets racing to start it: the loser's thread ends at once,
-        // its channel's sender dropped here.
+        let rx = Arc::new(Mutex::new(rx));
+        for _ in 0..os::cores() {
+            let rx = Arc::clone(&rx);
+            std::thread::Builder::new()
+                .name("precompress".to_owned())
+                .spawn(move || work(&rx))?;
+        }
+        // Two datasets racing to start them: the loser's threads end at
+        // once, its channel's sender dropped here.
         let _ = QUEUE.set(Mutex::new(tx));
     }
     let sender = QUEUE
@@ -218,16 +220,48 @@ fn queue(task: Task) -> std::io::Result<()> {
     PENDING.fetch_add(1, Ordering::AcqRel);
     sender.send(task).map_err(|_| {
         PENDING.fetch_sub(1, Ordering::AcqRel);
-        std::io::Error::other("the precompression thread has stopped")
+        std::io::Error::other("the precompression threads have stopped")
     })
 }
 
-fn run(task: Task) {
+/// One background thread: the next task queued, until the process ends.
+fn work(rx: &Mutex<mpsc::Receiver<Task>>) {
+    // Small datasets share the cores (a read lock each); a large one
+    // waits for them and has every core (the write lock).
+    static ALONE: RwLock<()> = RwLock::new(());
+    os::lower_priority();
+    loop {
+        let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+        let Ok(task) = next else { return };
+        let alone = task.bytes >= ALONE_BYTES;
+        let threads = if alone { os::cores() } else { 1 };
+        {
+            let _shared = (!alone).then(|| ALONE.read().unwrap_or_else(|p| p.into_inner()));
+            let _alone = alone.then(|| ALONE.write().unwrap_or_else(|p| p.into_inner()));
+            // A panic in one dataset's packing (its waiters are released
+            // by the ticket's drop) must not stop the others'.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(task, threads)));
+        }
+        // The packings' scratch memory goes back to the OS once the queue
+        // is empty (the scan's own trim came before).
+        if PENDING.fetch_sub(1, Ordering::AcqRel) == 1 {
+            os::release_free_memory();
+        }
+    }
+}
+
+/// The bytes of `dataset`'s records.
+fn records_bytes(dataset: &Dataset) -> usize {
+    dataset.records_largest_first().iter().map(|r| r.bytes()).sum()
+}
+
+fn run(task: Task, threads: usize) {
     let Task {
         jobs,
         to_collapse,
         ticket,
         workspace,
+        bytes: _,
     } = task;
     let workspace = workspace.as_str();
     let keep_going = || ticket.keep_going();
@@ -246,7 +280,7 @@ fn run(task: Task) {
             tracing::debug!(workspace, "dataset replaced; precompression stopped");
             return;
         }
-        match job.run(os::cores(), &HugePages, &keep_going) {
+        match job.run(threads, &HugePages, &keep_going) {
             Some(made) => bytes += made,
             None => return,
         }
