@@ -178,7 +178,8 @@ fn run(
     // Events not scanned yet: when the first and the last came.
     let mut pending: Option<(Instant, Instant)> = None;
     loop {
-        let debounced = pending.map(|(first, last)| (last + DEBOUNCE).min(first + DEBOUNCE_AT_MOST));
+        let debounced =
+            pending.map(|(first, last)| (last + DEBOUNCE).min(first + DEBOUNCE_AT_MOST));
         let wait = match (poll, retry_at.into_iter().chain(debounced).min()) {
             (_, Some(at)) => at.saturating_duration_since(Instant::now()),
             (Some(interval), None) => snapshots.origin().next_poll(interval),

@@ -61,7 +61,11 @@ impl Source for Directory {
     fn fetch(&self, name: &str, fingerprint: &Fingerprint) -> Fetch {
         match fingerprint {
             Fingerprint::File(fp) => {
-                let renamed = self.renamed.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
+                let renamed = self
+                    .renamed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(name);
                 fetch(&self.dir, name, fp, renamed.as_ref() == Some(fp))
             }
             Fingerprint::Object(_) => Fetch::Failed(StorageError::new(

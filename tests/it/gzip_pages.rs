@@ -273,7 +273,7 @@ fn load(path: &Path) -> Dataset {
     let mut dataset = portfolio_replica::snapshot::load("gzip.json", &bytes)
         .expect("load")
         .dataset;
-    portfolio_replica::serve::loader::warm::start(&mut dataset, true);
+    portfolio_replica::serve::loader::warm::start(&mut dataset, true).run();
     dataset.wait_warmed();
     dataset
 }

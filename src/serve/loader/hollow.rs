@@ -14,17 +14,20 @@ use rustc_hash::FxHashSet;
 use super::files::Files;
 use super::resident::{Kept, Resident};
 use super::settle::Settled;
+use super::warm::Repacks;
 use crate::storage::Origin;
 
 /// Hollows out what `settled` loaded; the ones that stay resident start
-/// warming here.
+/// warming here (their small changes' repacks returned, to run once
+/// published).
 pub fn out(
     files: &mut Files,
     settled: &Settled,
     resident: &Resident,
     origin: &Origin,
     precompress: bool,
-) {
+) -> Repacks {
+    let mut repacks = Repacks::default();
     let was_resident: FxHashSet<&str> = settled
         .retired
         .iter()
@@ -71,9 +74,10 @@ pub fn out(
         let stays = was_resident.contains(full.workspace_id.as_str());
         if stays && let Some(dataset) = Arc::get_mut(&mut full) {
             // Not shared yet: the catalog shares the hollow one.
-            super::warm::start(dataset, precompress);
+            repacks.add(super::warm::start(dataset, precompress));
         }
         resident.loaded(&full, kept, stays);
         entry.dataset = Some(hollow);
     }
+    repacks
 }

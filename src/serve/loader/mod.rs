@@ -345,8 +345,9 @@ impl Snapshots {
         // 6. Warm up what won; with a budget, what won goes hollow in the
         // catalog first, and only what stays resident warms up.
         let mut loaded: Vec<&str> = settled.loaded.iter().map(|(n, _)| n.as_str()).collect();
+        let mut repacks = warm::Repacks::default();
         if let Some(resident) = &self.resident {
-            hollow::out(
+            repacks = hollow::out(
                 &mut files,
                 &settled,
                 resident,
@@ -355,7 +356,12 @@ impl Snapshots {
             );
             loaded.clear();
         }
-        warm::up(&mut files, loaded, &settled.restored, self.precompress);
+        repacks.add(warm::up(
+            &mut files,
+            loaded,
+            &settled.restored,
+            self.precompress,
+        ));
         // 7. Publish.
         publish::publish(&files, &settled, &self.store, &self.metrics, &self.origin);
         self.ledger
@@ -367,6 +373,8 @@ impl Snapshots {
             settled.reread.extend(fit);
         }
         drop(files);
+        // Small changes' gzip fragments, now that the new versions serve.
+        repacks.run();
         Retired(std::mem::take(&mut settled.retired)).free();
         settled
     }

@@ -18,7 +18,11 @@
 //! priority (nice 10), so that on a busy core requests go first, and
 //! stops early when its dataset is dropped (replaced by a newer version)
 //! before it is done. A small change (`WarmJob::is_small_change`) is
-//! repacked on the loader's thread before its dataset serves instead.
+//! repacked on the loader's thread instead, right after its dataset is
+//! published ([`Repacks`]): a new version serves as soon as it is built,
+//! and its gzip answers are compressed per request only for the few
+//! milliseconds (a tenth of a second for 100 MB of records, whose
+//! fragments it copies) until then.
 //!
 //! The scan calls `up` between settling and publishing; the load step
 //! calls [`again`] for the version that keeps serving when a load that
@@ -49,13 +53,14 @@ const ALONE_BYTES: usize = 16 << 20;
 /// publish shares it, and each older version `restored` (it serves again
 /// because the newer content lost) has the fragments made again that the
 /// load let go ([`again`]). A dataset that lost is not warmed: it never
-/// serves.
+/// serves. Returns the repacks of small changes, to run once published.
 pub(super) fn up<'a>(
     files: &mut Files,
     loaded: impl IntoIterator<Item = &'a str>,
     restored: &[Arc<Dataset>],
     precompress: bool,
-) {
+) -> Repacks {
+    let mut repacks = Repacks::default();
     for name in loaded {
         let Some(dataset) = files.get_mut(name).and_then(|e| e.dataset.as_mut()) else {
             continue;
@@ -63,7 +68,7 @@ pub(super) fn up<'a>(
         // Settling wrapped it and nothing has shared it yet: it is the
         // catalog that will.
         match Arc::get_mut(dataset) {
-            Some(dataset) => start(dataset, precompress),
+            Some(dataset) => repacks.add(start(dataset, precompress)),
             None => tracing::warn!(
                 file = %name,
                 "cannot warm a dataset already shared; gzip answers are compressed per request"
@@ -73,19 +78,44 @@ pub(super) fn up<'a>(
     for dataset in restored {
         again(dataset);
     }
+    repacks
+}
+
+/// Small changes' repacks (`WarmJob::is_small_change`): mostly copies of
+/// the version before's fragments, run on the loader's thread once the new
+/// version is published, not on the threads at nice 10, which requests
+/// may keep waiting. Dropping them unrun leaves the collections to the
+/// per-request compression.
+#[derive(Default)]
+#[must_use = "run the repacks once the datasets are published"]
+pub struct Repacks(Vec<WarmJob>);
+
+impl Repacks {
+    pub(super) fn add(&mut self, more: Repacks) {
+        self.0.extend(more.0);
+    }
+
+    /// Runs them, on this thread. One thread: a small change is mostly
+    /// copies, and threads started for it at every reload leave their
+    /// heaps behind.
+    pub fn run(self) {
+        for job in self.0 {
+            let _ = job.run(1, &HugePages, &|| true);
+        }
+    }
 }
 
 /// Starts warming `dataset` (its gzip fragments if `precompress`, then
 /// huge pages if [`os::collapse_is_worth_it`]); only the fragments are
 /// waited for (`Dataset::wait_warmed`). Call it once, before the dataset
-/// is shared.
+/// is shared; run the small changes' repacks it returns once it is.
 ///
 /// Huge pages make a page scattered over a gigabyte of records about a
 /// fifth cheaper to copy (random 50-task pages of the `medium` dataset,
 /// in-process: 5.8-6.1 us against 7.5), and cost about 5 s of a core per
 /// gigabyte after each load; on a single core they are not worth the
 /// requests' wait (see `os`).
-pub fn start(dataset: &mut Dataset, precompress: bool) {
+pub fn start(dataset: &mut Dataset, precompress: bool) -> Repacks {
     let records_bytes = records_bytes(dataset);
     // Records smaller than a huge page or two gain nothing from one.
     let collapse = os::collapse_is_worth_it() && records_bytes >= MIN_COLLAPSED_BYTES;
@@ -94,19 +124,16 @@ pub fn start(dataset: &mut Dataset, precompress: bool) {
         dataset.forget_origins();
     }
     if !precompress && !collapse {
-        return;
+        return Repacks::default();
     }
     let mut jobs = if precompress {
         dataset.warm_jobs()
     } else {
         Vec::new()
     };
-    // The small changes now, on the loader's thread; the rest queued.
-    // One thread: a small change is mostly copies, and threads started
-    // for it at every reload leave their heaps behind.
-    for job in jobs.extract_if(.., |job| job.is_small_change()) {
-        let _ = job.run(1, &HugePages, &|| true);
-    }
+    // The small changes on the loader's thread once published; the rest
+    // queued.
+    let repacks = Repacks(jobs.extract_if(.., |job| job.is_small_change()).collect());
     let to_collapse = if collapse {
         dataset.records_largest_first()
     } else {
@@ -125,6 +152,7 @@ pub fn start(dataset: &mut Dataset, precompress: bool) {
         // The task (and its ticket, which says done) was dropped.
         tracing::warn!(error = %err, "cannot start precompressing; gzip answers are compressed per request");
     }
+    repacks
 }
 
 /// Queues the making again of the gzip fragments `dataset` let go for a
@@ -252,7 +280,11 @@ fn work(rx: &Mutex<mpsc::Receiver<Task>>) {
 
 /// The bytes of `dataset`'s records.
 fn records_bytes(dataset: &Dataset) -> usize {
-    dataset.records_largest_first().iter().map(|r| r.bytes()).sum()
+    dataset
+        .records_largest_first()
+        .iter()
+        .map(|r| r.bytes())
+        .sum()
 }
 
 fn run(task: Task, threads: usize) {
