@@ -25,7 +25,7 @@
 # missing), RUNS (server starts per file and core set, default 5), REPS
 # (dom_baseline repetitions, default 5), CORE (default 1), ALL_CORES
 # (default 0-(cores-1)), POLL_CORE (the readiness poller's core, default 0),
-# POLL_MS (its interval, default 5), SONIC_RUSTFLAGS (default
+# POLL_MS (its interval, default 20), SONIC_RUSTFLAGS (default
 # `-C target-cpu=native`: sonic-rs picks its SIMD at compile time and runs a
 # portable fallback without AVX2 and PCLMULQDQ enabled, so the baseline is
 # built with them into target/native, a build of its own; set it empty to
@@ -39,6 +39,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
+# shellcheck source=scripts/start-lib.sh
+source scripts/start-lib.sh
 export LC_ALL=C
 
 BIN=${BIN:-target/release/portfolio-replica}
@@ -47,7 +49,7 @@ REPS=${REPS:-5}
 CORE=${CORE:-1}
 ALL_CORES=${ALL_CORES:-0-$(($(nproc --all) - 1))}
 POLL_CORE=${POLL_CORE:-0}
-POLL_MS=${POLL_MS:-5}
+POLL_MS=${POLL_MS:-20}
 SONIC_RUSTFLAGS=${SONIC_RUSTFLAGS--C target-cpu=native}
 [ -x "$BIN" ] || build_release
 
@@ -76,46 +78,6 @@ scratch_dir TMP parse-bench
 echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD) $0 ${FILES[*]}"
 echo "# one core: $CORE; all cores: $ALL_CORES; $RUNS server starts, $REPS parses each; baseline $DOM"
 
-# The readiness poller, started (and armed) before the server so that its
-# own start costs the server nothing: it finds the API address in the
-# server's JSON log, then asks GET /readyz every POLL_MS until a 200, and
-# prints that moment (Unix time, s). One process with no forks, on
-# POLL_CORE: curl in a loop (wait_ready) costs a process per try and
-# polls every 100 ms, too coarse for loads of a few hundred ms.
-# shellcheck disable=SC2016 # Python, not shell
-POLL='
-import http.client, os, re, sys, time
-log, armed, interval, deadline = sys.argv[1], sys.argv[2], float(sys.argv[3]) / 1000, time.monotonic() + 600
-serving = re.compile(r"\"message\":\"serving\",\"listen\":\"([0-9.]+):([0-9]+)\"")
-open(armed, "w").close()
-addr = None
-while time.monotonic() < deadline:
-    if addr is None:
-        try:
-            with open(log) as f:
-                m = serving.search(f.read())
-            addr = m and (m.group(1), int(m.group(2)))
-        except FileNotFoundError:
-            pass
-    if addr is not None:
-        try:
-            conn = http.client.HTTPConnection(*addr, timeout=5)
-            conn.request("GET", "/readyz")
-            status = conn.getresponse().status
-            conn.close()
-            if status == 200:
-                print(f"{time.time():.6f}")
-                sys.exit(0)
-        except OSError:
-            pass
-    time.sleep(interval if addr else 0.001)
-sys.exit("no 200 from /readyz within 600 s")
-'
-
-# median: of the numbers on stdin.
-median() {
-  sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'
-}
 whole() { awk -v x="$1" 'BEGIN {printf "%.0f", x}'; }
 mbps() { awk -v b="$1" -v s="$2" 'BEGIN {printf "%.3f", b / 1e6 / s}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
@@ -123,44 +85,6 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 field() {
   awk -v p="parser=$1" -v k="$2=" \
     '$1 == p {for (i = 2; i <= NF; i++) if (index($i, k) == 1) print substr($i, length(k) + 1)}' "$TMP/dom"
-}
-
-# start_once DIR CPUS LOG: one server start over DIR pinned to CPUS; prints
-# "seconds-to-ready first-scan-ms".
-start_once() {
-  local dir=$1 cpus=$2 log=$3 out=$TMP/poll.out armed=$TMP/armed t0 ready which scan
-  rm -f "$log" "$armed"
-  cat "$dir"/*.json >/dev/null
-  taskset -c "$POLL_CORE" python3 -c "$POLL" "$log" "$armed" "$POLL_MS" >"$out" &
-  local poller=$!
-  track "$poller"
-  while [ ! -e "$armed" ]; do
-    kill -0 "$poller" 2>/dev/null || { echo "the readiness poller did not start" >&2; exit 1; }
-    sleep 0.01
-  done
-  t0=$EPOCHREALTIME
-  taskset -c "$cpus" "$BIN" --snapshots "$dir" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
-    --log-format json --precompress off 2>"$log" &
-  SERVER_PID=$!
-  if ! wait -n -p which "$poller" "$SERVER_PID" || [ "$which" != "$poller" ]; then
-    echo "the server over $dir (cores $cpus) was not ready:" >&2
-    cat "$log" >&2
-    exit 1
-  fi
-  ready=$(cat "$out")
-  # Ready also means a scan that rejected the file: it must have loaded.
-  if ! grep -q '"message":"snapshot loaded"' "$log"; then
-    echo "the server over $dir ready without loading the file:" >&2
-    cat "$log" >&2
-    exit 1
-  fi
-  scan=$(sed -n 's/.*"message":"first scan finished".*"elapsed_ms":\([0-9]*\).*/\1/p' "$log" | head -1)
-  stop "$SERVER_PID"
-  SERVER_PID=
-  # Both are reaped: nothing left for lib.sh to stop.
-  # shellcheck disable=SC2034 # lib.sh's list
-  PIDS=()
-  awk -v a="$t0" -v b="$ready" -v s="$scan" 'BEGIN {printf "%.4f %s\n", b - a, s}'
 }
 
 ROWS=()
@@ -182,7 +106,7 @@ for file in "${FILES[@]}"; do
     [ "$cores" = all ] && cpus=$ALL_CORES
     : >"$TMP/runs"
     for _ in $(seq "$RUNS"); do
-      start_once "$dir" "$cpus" "$TMP/server.log" >>"$TMP/runs"
+      start_once "$dir" "$cpus" "$TMP/server.log" --precompress off >>"$TMP/runs"
     done
     READY[$cores]=$(awk '{print $1}' "$TMP/runs" | median)
     SCAN[$cores]=$(awk '{print $2}' "$TMP/runs" | median)
