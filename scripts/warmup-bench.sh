@@ -53,7 +53,8 @@ for n in "${COUNTS[@]}"; do
   dir=$TMP/snapshots
   rm -rf "$dir"
   mkdir "$dir"
-  find "$DATA" -maxdepth 1 -name '*.json' | sort | head -n "$n" | xargs -I{} ln {} "$dir/"
+  # awk reads to the end: head would leave sort a broken pipe.
+  find "$DATA" -maxdepth 1 -name '*.json' | sort | awk -v n="$n" 'NR <= n' | xargs -I{} ln {} "$dir/"
   for extra in "${EXTRA_FILES[@]}"; do ln "$extra" "$dir/"; done
   bytes=$(cat "$dir"/*.json | wc -c)
   echo "== $n workspaces${EXTRA:+ and $EXTRA} ($bytes bytes)"
