@@ -80,6 +80,8 @@ pub struct Metrics {
     /// tell whether requests are flowing.
     answered: AtomicU64,
     snapshots: SnapshotMetrics,
+    /// Scans of the snapshot source, whatever started them.
+    scans: Counter,
     /// Object storage only ([`Metrics::with_object_store`]): a server
     /// reading a directory exposes none of these.
     source: Option<SourceMetrics>,
@@ -166,6 +168,11 @@ impl Metrics {
             in_flight.clone(),
         );
         let snapshots = SnapshotMetrics::register(&mut registry, per_workspace);
+        let scans = registered(
+            &mut registry,
+            "snapshot_scans",
+            "Scans of the snapshots (a listing, and the loads of what changed), whatever started them: file events, polls, SIGHUP",
+        );
         registry.register(
             "build",
             "Build information",
@@ -178,9 +185,15 @@ impl Metrics {
             in_flight,
             answered: AtomicU64::new(0),
             snapshots,
+            scans,
             source: None,
             budget: None,
         }
+    }
+
+    /// Counts a scan of the snapshots.
+    pub fn scanned(&self) {
+        self.scans.inc();
     }
 
     /// The same metrics, plus those of a memory budget of `bytes`

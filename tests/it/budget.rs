@@ -20,13 +20,7 @@ const BUDGET: &str = "256KiB";
 
 /// A counter or gauge of `/metrics`, 0 when absent.
 async fn metric(bin: &Binary, series: &str) -> f64 {
-    let text = get_from(bin.admin, "/metrics", None)
-        .await
-        .expect("/metrics")
-        .text();
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
-        .map_or(0.0, |value| value.trim().parse().expect("a number"))
+    metric_at(bin.admin, series).await
 }
 
 async fn loads(bin: &Binary) -> f64 {

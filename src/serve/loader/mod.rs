@@ -219,6 +219,7 @@ impl Snapshots {
     /// "Memory"). Blocks while files load: call it off the async runtime.
     pub fn scan(&self) -> std::io::Result<ScanReport> {
         let _scanning = self.scanning.lock().unwrap_or_else(|p| p.into_inner());
+        self.metrics.scanned();
 
         // 1. List.
         let present = match self.origin.list() {

@@ -1,5 +1,5 @@
 //! (c) to (h) Deletion, polling, gzip, ConfigMap volumes, SIGHUP, conflicts;
-//! (i) readiness.
+//! (i) readiness; (j) scans only when something changed.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -273,4 +273,47 @@ async fn readyz_and_the_api_answer_503_until_the_first_scan_has_finished() {
     server.wait_ready().await;
     assert_serving(&server, KEY, "v1").await;
     wait_clean(&server, "acme.json", "v1").await;
+}
+
+/// (j) An idle replica watching its directory does not scan (its own
+/// reading of the directory is a file event too, which once made it scan
+/// about ten times a second, starving the precompression of thousands of
+/// workspaces on one core), and a file renamed into place is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_replica_does_not_scan_and_a_rename_is_scanned() {
+    const SCANS: &str = "portfolio_replica_snapshot_scans_total";
+    let dir = tempdir();
+    write_json(dir.path(), "acme.json", &acme("v1"));
+    write_json(
+        dir.path(),
+        "other.json",
+        &tagged_snapshot("ws-other", OTHER_KEY, "o1", 3),
+    );
+    let server = TestServer::start_in(dir, |_| {}).await;
+    assert_serving(&server, KEY, "v1").await;
+    let idle = metric_at(server.admin, SCANS).await;
+    assert!(idle >= 1.0, "the first scan is counted: {idle}");
+    // Requests and /snapshots read what the scans made, and start none.
+    for _ in 0..5 {
+        assert_serving(&server, OTHER_KEY, "o1").await;
+        get_from(server.admin, "/snapshots", None)
+            .await
+            .expect("/snapshots");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert_eq!(
+        metric_at(server.admin, SCANS).await,
+        idle,
+        "an idle replica scanned"
+    );
+
+    // Written just now elsewhere and renamed into place.
+    write_json(server.dir(), ".acme.json.tmp", &acme("v2"));
+    std::fs::rename(
+        server.dir().join(".acme.json.tmp"),
+        server.dir().join("acme.json"),
+    )
+    .expect("rename");
+    wait_serving(&server, KEY, "v2").await;
+    assert!(metric_at(server.admin, SCANS).await > idle);
 }

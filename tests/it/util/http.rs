@@ -227,6 +227,18 @@ pub fn enc(s: &str) -> String {
     out
 }
 
+/// A counter or gauge of `/metrics` on the admin listener `admin`, 0 when
+/// absent.
+pub async fn metric_at(admin: SocketAddr, series: &str) -> f64 {
+    let text = get_from(admin, "/metrics", None)
+        .await
+        .expect("/metrics")
+        .text();
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .map_or(0.0, |value| value.trim().parse().expect("a number"))
+}
+
 /// Sends `GET path` to `addr` with `Authorization: Bearer key` when a key is
 /// given; for a server the tests did not start themselves (the binary).
 pub async fn get_from(addr: SocketAddr, path: &str, key: Option<&str>) -> Result<Response, String> {
