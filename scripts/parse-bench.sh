@@ -41,17 +41,9 @@ cd "$(dirname "$0")/.."
 source scripts/lib.sh
 # shellcheck source=scripts/start-lib.sh
 source scripts/start-lib.sh
-export LC_ALL=C
-
-BIN=${BIN:-target/release/portfolio-replica}
 RUNS=${RUNS:-5}
 REPS=${REPS:-5}
-CORE=${CORE:-1}
-ALL_CORES=${ALL_CORES:-0-$(($(nproc --all) - 1))}
-POLL_CORE=${POLL_CORE:-0}
-POLL_MS=${POLL_MS:-20}
 SONIC_RUSTFLAGS=${SONIC_RUSTFLAGS--C target-cpu=native}
-[ -x "$BIN" ] || build_release
 
 if [ -n "$SONIC_RUSTFLAGS" ]; then
   RUSTFLAGS="$SONIC_RUSTFLAGS" timeout 1800 cargo build --release --locked --quiet \

@@ -2,8 +2,19 @@
 # Shared by the benchmarks that time a server's start (parse-bench.sh,
 # warmup-bench.sh): `start_once` starts one server pinned to some cores and
 # gives the time from exec to its first 200 of GET /readyz, measured by a
-# poller started before it. Needs lib.sh sourced first, and TMP, BIN,
-# POLL_CORE and POLL_MS set.
+# poller started before it; their common settings, each from the
+# environment if set: BIN (the server, built if missing), CORE (the one
+# core, default 1), ALL_CORES (default all of them), POLL_CORE (the
+# poller's, default 0), POLL_MS (its interval, default 20). Needs lib.sh
+# sourced first, and TMP set before `start_once`.
+
+export LC_ALL=C
+BIN=${BIN:-target/release/portfolio-replica}
+CORE=${CORE:-1}
+ALL_CORES=${ALL_CORES:-0-$(($(nproc --all) - 1))}
+POLL_CORE=${POLL_CORE:-0}
+POLL_MS=${POLL_MS:-20}
+[ -x "$BIN" ] || build_release
 
 # The readiness poller, started (and armed) before the server so that its
 # own start costs the server nothing: it finds the API address in the

@@ -23,19 +23,11 @@ cd "$(dirname "$0")/.."
 source scripts/lib.sh
 # shellcheck source=scripts/start-lib.sh
 source scripts/start-lib.sh
-export LC_ALL=C
-
-BIN=${BIN:-target/release/portfolio-replica}
 DATA=${DATA:-bench-data/warmup}
 RUNS=${RUNS:-3}
-CORE=${CORE:-1}
-ALL_CORES=${ALL_CORES:-0-$(($(nproc --all) - 1))}
-POLL_CORE=${POLL_CORE:-0}
-POLL_MS=${POLL_MS:-20}
 read -r -a EXTRA_FILES <<<"${EXTRA:-}"
 COUNTS=("$@")
 [ "${#COUNTS[@]}" -gt 0 ] || COUNTS=(2000 8000 20000)
-[ -x "$BIN" ] || build_release
 
 MAX=$(printf '%s\n' "${COUNTS[@]}" | sort -n | tail -1)
 have=$(find "$DATA" -maxdepth 1 -name '*.json' 2>/dev/null | wc -l)

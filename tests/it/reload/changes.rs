@@ -11,8 +11,8 @@ use serde_json::Value;
 use super::*;
 use crate::util::*;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deleting_a_file_unloads_its_workspace_and_no_other() {
+/// A server of two workspaces: acme at v1 and another at o1.
+async fn acme_and_other() -> TestServer {
     let dir = tempdir();
     write_json(dir.path(), "acme.json", &acme("v1"));
     write_json(
@@ -22,6 +22,12 @@ async fn deleting_a_file_unloads_its_workspace_and_no_other() {
     );
     let server = TestServer::start_in(dir, |_| {}).await;
     assert_serving(&server, KEY, "v1").await;
+    server
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_file_unloads_its_workspace_and_no_other() {
+    let server = acme_and_other().await;
     assert_serving(&server, OTHER_KEY, "o1").await;
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -282,15 +288,7 @@ async fn readyz_and_the_api_answer_503_until_the_first_scan_has_finished() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_replica_does_not_scan_and_a_rename_is_scanned() {
     const SCANS: &str = "portfolio_replica_snapshot_scans_total";
-    let dir = tempdir();
-    write_json(dir.path(), "acme.json", &acme("v1"));
-    write_json(
-        dir.path(),
-        "other.json",
-        &tagged_snapshot("ws-other", OTHER_KEY, "o1", 3),
-    );
-    let server = TestServer::start_in(dir, |_| {}).await;
-    assert_serving(&server, KEY, "v1").await;
+    let server = acme_and_other().await;
     let idle = metric_at(server.admin, SCANS).await;
     assert!(idle >= 1.0, "the first scan is counted: {idle}");
     // Requests and /snapshots read what the scans made, and start none.
