@@ -244,6 +244,7 @@ EXPECTED = {
         P + "http_requests_in_flight": "gauge",
         P + "snapshot_loads": "counter",
         P + "snapshot_load_failures": "counter",
+        P + "snapshot_scans": "counter",
         P + "snapshot_last_load_timestamp_seconds": "gauge",
         P + "snapshot_records": "gauge",
         P + "workspaces": "gauge",
