@@ -8,6 +8,13 @@
 //! builders to the load's builder in file order ([`Builder::append`]): the
 //! dataset is the same as if one thread had built every record.
 //!
+//! A record that the version before holds with the same bytes (a reload
+//! of a file that changed in a few records) is found on the reading
+//! thread, by its digest, and goes into its batch without its bytes: the
+//! worker only takes it over. A reload that changed one record in a
+//! file of 200 MB otherwise copied every record into a batch and woke
+//! a worker for each 128 KiB, to do little more than that lookup.
+//!
 //! The worker threads are the caller's ([`crate::store::Threads`]): this
 //! module gives it the workers' loops as jobs to run. With one thread to
 //! run on (a replica pinned to one CPU) there is nothing to gain, and
@@ -17,11 +24,15 @@ use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::sync::{Arc, Mutex};
 
-use super::stream::{GaveUp, build_record};
-use crate::store::{Builder, Collection};
+use super::stream::{GaveUp, build_digested, build_record, digest};
+use crate::store::{Builder, BytesDigest, Collection, Previous};
 
 /// Records per batch are cut at about this many bytes.
 const BATCH_BYTES: usize = 128 << 10;
+
+/// ... or at this many records: one taken over from the version before
+/// adds no bytes, and a batch of nothing else would hold the whole file's.
+const BATCH_RECORDS: usize = 1 << 16;
 
 /// Batches queued for the workers at most: bounds the memory in flight.
 const QUEUED: usize = 8;
@@ -35,6 +46,18 @@ struct Batch {
     bytes: Vec<u8>,
     /// One past the last byte of each record in `bytes`.
     ends: Vec<usize>,
+    /// Where a version before may have the records: each one's digest,
+    /// and whether it has it (then its bytes are not in `bytes`).
+    digests: Vec<Digested>,
+}
+
+/// A record's digest, found on the reading thread.
+#[derive(Clone, Copy)]
+enum Digested {
+    /// Not in the version before: to be built.
+    Build(BytesDigest),
+    /// In the version before: to be taken over.
+    Take(BytesDigest),
 }
 
 /// Where the streaming pass sends each record.
@@ -58,6 +81,7 @@ pub type WorkerJob<'s> = Box<dyn FnOnce() + Send + 's>;
 /// The reading thread's side of the workers.
 pub struct Workers<'s, 'b> {
     builder: &'b mut Builder,
+    previous: Option<Arc<Previous>>,
     batches: Option<SyncSender<Batch>>,
     done: Receiver<(u64, Result<Builder, GaveUp>)>,
     current: Option<Batch>,
@@ -112,6 +136,7 @@ impl<'s, 'b> Workers<'s, 'b> {
             }));
         }
         let workers = Workers {
+            previous: builder.previous(),
             builder,
             batches: Some(batches_tx),
             done: done_rx,
@@ -132,16 +157,27 @@ impl<'s, 'b> Workers<'s, 'b> {
         {
             self.send()?;
         }
+        let digested = self.previous.as_deref().map(|previous| {
+            let digest = digest(bytes);
+            match previous.has(collection, index, digest) {
+                true => Digested::Take(digest),
+                false => Digested::Build(digest),
+            }
+        });
         let batch = self.current.get_or_insert_with(|| Batch {
             seq: 0,
             collection,
             first: index,
             bytes: Vec::with_capacity(BATCH_BYTES + (BATCH_BYTES >> 2)),
             ends: Vec::new(),
+            digests: Vec::new(),
         });
-        batch.bytes.extend_from_slice(bytes);
+        if !matches!(digested, Some(Digested::Take(_))) {
+            batch.bytes.extend_from_slice(bytes);
+        }
         batch.ends.push(batch.bytes.len());
-        if batch.bytes.len() >= BATCH_BYTES {
+        batch.digests.extend(digested);
+        if batch.bytes.len() >= BATCH_BYTES || batch.ends.len() >= BATCH_RECORDS {
             self.send()?;
         }
         Ok(())
@@ -186,8 +222,21 @@ impl<'s, 'b> Workers<'s, 'b> {
 fn build_batch(file: &str, batch: &Batch, mut builder: Builder) -> Result<Builder, GaveUp> {
     let mut start = 0;
     for (k, &end) in batch.ends.iter().enumerate() {
-        let bytes = &batch.bytes[start..end];
-        build_record(file, batch.collection, batch.first + k, bytes, &mut builder)?;
+        let (collection, index, bytes) =
+            (batch.collection, batch.first + k, &batch.bytes[start..end]);
+        match batch.digests.get(k) {
+            // The reading thread found it in the version before, which
+            // the builder takes it over from.
+            Some(&Digested::Take(digest)) => {
+                if !builder.reuse(collection, index, digest) {
+                    return Err(GaveUp);
+                }
+            }
+            Some(&Digested::Build(digest)) => {
+                build_digested(file, collection, index, bytes, digest, &mut builder)?;
+            }
+            None => build_record(file, collection, index, bytes, &mut builder)?,
+        }
         start = end;
     }
     Ok(builder)

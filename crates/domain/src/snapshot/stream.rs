@@ -24,7 +24,7 @@ use super::format::Text;
 use super::parse::{Header, Top};
 use super::records::{self, WireRecord, WithRecordType, with_record_type};
 use super::structure::Nesting;
-use crate::store::{Builder, Collection, Threads};
+use crate::store::{Builder, BytesDigest, Collection, Threads};
 
 /// How much the window reads at a time.
 const CHUNK: usize = 1 << 20;
@@ -244,7 +244,25 @@ pub fn build_record(
     bytes: &[u8],
     builder: &mut Builder,
 ) -> Result<(), GaveUp> {
-    let digest = xxhash_rust::xxh3::xxh3_128(bytes);
+    let digest = digest(bytes);
+    build_digested(file, collection, index, bytes, digest, builder)
+}
+
+/// The digest by which a record's bytes are matched with the version
+/// before's ([`crate::store::Previous`]).
+pub fn digest(bytes: &[u8]) -> BytesDigest {
+    xxhash_rust::xxh3::xxh3_128(bytes)
+}
+
+/// [`build_record`] of a record whose bytes' digest is known.
+pub fn build_digested(
+    file: &str,
+    collection: Collection,
+    index: usize,
+    bytes: &[u8],
+    digest: BytesDigest,
+    builder: &mut Builder,
+) -> Result<(), GaveUp> {
     if builder.reuse(collection, index, digest) {
         return Ok(());
     }

@@ -213,6 +213,14 @@ impl Previous {
             .expect("checked by Previous::of")
     }
 
+    /// Whether a record of `collection` at `index` with bytes of `digest`
+    /// will be taken over ([`Builder::reuse`] says the same): the loader's
+    /// reading thread asks, so as not to hand such a record's bytes to a
+    /// worker.
+    pub fn has(&self, collection: Collection, index: usize, digest: BytesDigest) -> bool {
+        self.find(collection, index, digest).is_some()
+    }
+
     /// The old record of `collection` whose bytes have `digest`; `index`
     /// is the new record's position, tried first.
     fn find(&self, collection: Collection, index: usize, digest: BytesDigest) -> Option<usize> {
