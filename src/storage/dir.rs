@@ -19,12 +19,21 @@ use super::origin::Source;
 /// that rewrites in place is given this long to finish.
 const SETTLE: Duration = Duration::from_millis(150);
 
+/// Files this large are held open while their content serves: a writer
+/// that renames a new version over one then does not wait, inside its
+/// rename, for the kernel to drop the old content's page cache (about
+/// 45 ms for 200 MB, before the server could see the new file); the
+/// server lets it go once the new version has loaded, off the scan.
+const HELD_FROM: u64 = 16 << 20;
+
 /// A directory of snapshot files, one per workspace.
 pub struct Directory {
     dir: PathBuf,
     /// Files renamed into place, with what they held then: whole, so read
     /// without waiting for them to settle, if they still hold it.
     renamed: Mutex<HashMap<String, FileFingerprint>>,
+    /// Large files that loaded, held open ([`HELD_FROM`]).
+    held: Mutex<HashMap<String, std::fs::File>>,
 }
 
 impl Directory {
@@ -41,6 +50,7 @@ impl Directory {
         Ok(Directory {
             dir: dir.to_owned(),
             renamed: Mutex::default(),
+            held: Mutex::default(),
         })
     }
 }
@@ -87,6 +97,24 @@ impl Source for Directory {
         }
     }
 
+    fn loaded(&self, name: &str, local: Local, ok: bool) {
+        if !ok || local.len < HELD_FROM {
+            return;
+        }
+        // The content that serves now (a rename after the load only
+        // makes this one the last to go).
+        let Ok(file) = std::fs::File::open(&local.path) else {
+            return;
+        };
+        let before = self.held().insert(name.to_owned(), file);
+        let_go(before);
+    }
+
+    fn forgotten(&self, name: &str) {
+        let held = self.held().remove(name);
+        let_go(held);
+    }
+
     /// A file rewritten while it was read has another fingerprint now.
     fn unchanged(&self, name: &str, fingerprint: &Fingerprint) -> bool {
         match fingerprint {
@@ -95,6 +123,25 @@ impl Source for Directory {
             }
             Fingerprint::Object(_) => true,
         }
+    }
+}
+
+impl Directory {
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, std::fs::File>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Closes a file held open on a thread of its own: the last close of a
+/// file renamed over drops its page cache, tens of milliseconds for a
+/// large one, which the scan need not wait for.
+fn let_go(file: Option<std::fs::File>) {
+    if let Some(file) = file {
+        let spawned = std::thread::Builder::new()
+            .name("snapshot-close".to_owned())
+            .spawn(move || drop(file));
+        // No thread: closed here (the file came back with the error).
+        drop(spawned);
     }
 }
 
