@@ -26,6 +26,11 @@ const SETTLE: Duration = Duration::from_millis(150);
 /// server lets it go once the new version has loaded, off the scan.
 const HELD_FROM: u64 = 16 << 20;
 
+/// At most this many files held open: each is a descriptor, and the
+/// connections need theirs (a directory of hundreds of large workspaces
+/// is not the common case; past this, renames over them wait as before).
+const HELD_AT_MOST: usize = 64;
+
 /// A directory of snapshot files, one per workspace.
 pub struct Directory {
     dir: PathBuf,
@@ -106,7 +111,12 @@ impl Source for Directory {
         let Ok(file) = std::fs::File::open(&local.path) else {
             return;
         };
-        let before = self.held().insert(name.to_owned(), file);
+        let mut held = self.held();
+        if held.len() >= HELD_AT_MOST && !held.contains_key(name) {
+            return;
+        }
+        let before = held.insert(name.to_owned(), file);
+        drop(held);
         let_go(before);
     }
 
@@ -253,5 +263,42 @@ mod tests {
         source.renamed_into_place("a.json");
         std::fs::write(dir.path().join("a.json"), "{   }").unwrap();
         assert!(matches!(fetch_now(&source, "a.json"), Fetch::Settling));
+    }
+
+    #[test]
+    fn large_files_that_loaded_are_held_open_until_replaced_or_forgotten_up_to_a_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = Directory::open(dir.path()).unwrap();
+        // The length the scan gives counts, not the file's: small files do.
+        let local = |name: &str, len: u64| {
+            std::fs::write(dir.path().join(name), "{}").unwrap();
+            Local {
+                path: dir.path().join(name),
+                label: name.to_owned(),
+                len,
+                source: None,
+                download: false,
+                written: None,
+                plain: None,
+            }
+        };
+        let held = |name: &str| source.held().contains_key(name);
+        source.loaded("a.json", local("a.json", HELD_FROM), true);
+        source.loaded("small.json", local("small.json", HELD_FROM - 1), true);
+        source.loaded("bad.json", local("bad.json", HELD_FROM), false);
+        assert!(held("a.json") && !held("small.json") && !held("bad.json"));
+        // Its next version replaces it; leaving the listing lets it go.
+        source.loaded("a.json", local("a.json", HELD_FROM), true);
+        assert_eq!(source.held().len(), 1);
+        source.forgotten("a.json");
+        assert!(!held("a.json"));
+        for n in 0..HELD_AT_MOST + 5 {
+            let name = format!("w{n}.json");
+            source.loaded(&name, local(&name, HELD_FROM), true);
+        }
+        assert_eq!(source.held().len(), HELD_AT_MOST);
+        // One held already is still replaced at the cap.
+        source.loaded("w0.json", local("w0.json", HELD_FROM), true);
+        assert!(held("w0.json"));
     }
 }
