@@ -188,8 +188,7 @@ fn run(
         let mut now = match rx.recv_timeout(wait) {
             Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return,
             Ok(Message::Changed) => {
-                let at = Instant::now();
-                pending = Some(pending.map_or((at, at), |(first, _)| (first, at)));
+                pending = Some(changed(pending));
                 continue;
             }
             Ok(Message::Renamed(names)) => {
@@ -203,14 +202,18 @@ fn run(
             }
         };
         // Coalesce whatever else is queued into this one scan, which
-        // covers every event before it.
+        // covers every event before it; a write in place alone still
+        // waits for its burst to pause.
         while let Ok(message) = rx.try_recv() {
             match message {
                 Message::Stop => return,
-                Message::Renamed(names) => tell_renamed(snapshots, &names),
-                Message::Changed | Message::Rescan => {}
+                Message::Renamed(names) => {
+                    tell_renamed(snapshots, &names);
+                    now = true;
+                }
+                Message::Rescan => now = true,
+                Message::Changed => pending = Some(changed(pending)),
             }
-            now = true;
         }
         if !now {
             continue;
@@ -219,6 +222,12 @@ fn run(
         let report = scan(snapshots);
         retry_at = (!report.settling.is_empty()).then(|| Instant::now() + SETTLE_RETRY);
     }
+}
+
+/// The first and last of the pending events, with one more now.
+fn changed(pending: Option<(Instant, Instant)>) -> (Instant, Instant) {
+    let at = Instant::now();
+    pending.map_or((at, at), |(first, _)| (first, at))
 }
 
 /// Tells the source which names arrived by a rename, before the scan.
