@@ -8,16 +8,16 @@
 //! One background thread per core does it for every dataset, each
 //! taking the next one queued: a first scan of thousands of small
 //! workspaces must not start a thread for each, and one thread for them
-//! all left the other cores idle while the first scan was over (8,000
+//! all left the other cores idle once the first scan was over (8,000
 //! workspaces of 100 KB took as long to warm on two cores as on one). A
-//! large dataset is warmed alone, its packing spread over every core. Compressing every record
-//! takes several times as long as parsing the snapshot, so it does not
-//! hold up publishing: a new dataset serves at once, its gzip answers
-//! compressed per request, and switches to precompressed fragments
-//! collection by collection as they are made. The thread runs at a low
-//! priority (nice 10), so that on a busy core requests go first, and
-//! stops early when its dataset is dropped (replaced by a newer version)
-//! before it is done. A small change (`WarmJob::is_small_change`) is
+//! large dataset is warmed alone, its packing spread over every core.
+//! Compressing every record takes longer than parsing the snapshot, so
+//! it does not hold up publishing: a new dataset serves at once, its gzip
+//! answers compressed per request, and switches to precompressed
+//! fragments collection by collection as they are made. The threads run
+//! at a low priority (nice 10), so that on a busy core requests go first,
+//! and stop early when their dataset is dropped (replaced by a newer
+//! version) before it is done. A small change (`WarmJob::is_small_change`) is
 //! repacked on the loader's thread instead, right after its dataset is
 //! published ([`Repacks`]): a new version serves as soon as it is built,
 //! and its gzip answers are compressed per request only for the few
