@@ -91,14 +91,23 @@ impl Source for Directory {
     }
 
     fn renamed_into_place(&self, name: &str) {
-        if !is_snapshot_name(name) {
+        let whole: Vec<String> = if is_snapshot_name(name) {
+            vec![name.to_owned()]
+        } else if self.dir.join(name).is_symlink() && self.dir.join(name).is_dir() {
+            // A link to a directory renamed into place (a Kubernetes
+            // volume's `..data`, flipped to a directory written whole):
+            // every snapshot seen through a link is whole too.
+            self.snapshot_links()
+        } else {
             return;
-        }
-        // What it holds now: a write in place after the rename changes
-        // it, and then the file settles as any other.
-        if let Ok(fp) = file_fingerprint(&self.dir.join(name)) {
-            let mut renamed = self.renamed.lock().unwrap_or_else(|p| p.into_inner());
-            renamed.insert(name.to_owned(), fp);
+        };
+        let mut renamed = self.renamed.lock().unwrap_or_else(|p| p.into_inner());
+        for name in whole {
+            // What it holds now: a write in place after the rename changes
+            // it, and then the file settles as any other.
+            if let Ok(fp) = file_fingerprint(&self.dir.join(&name)) {
+                renamed.insert(name, fp);
+            }
         }
     }
 
@@ -137,6 +146,19 @@ impl Source for Directory {
 }
 
 impl Directory {
+    /// The snapshot names in the directory that are symbolic links.
+    fn snapshot_links(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_symlink()))
+            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+            .filter(|n| is_snapshot_name(n))
+            .collect()
+    }
+
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, std::fs::File>> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -263,6 +285,34 @@ mod tests {
         source.renamed_into_place("a.json");
         std::fs::write(dir.path().join("a.json"), "{   }").unwrap();
         assert!(matches!(fetch_now(&source, "a.json"), Fetch::Settling));
+    }
+
+    #[test]
+    fn files_seen_through_a_flipped_kubernetes_data_link_are_read_at_once() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let at = |p: &str| dir.path().join(p);
+        let source = Directory::open(dir.path()).unwrap();
+        std::fs::create_dir(at("..v1")).unwrap();
+        std::fs::write(at("..v1/acme.json"), "{}").unwrap();
+        symlink("..v1", at("..data")).unwrap();
+        symlink("..data/acme.json", at("acme.json")).unwrap();
+        // Just written: it settles first.
+        assert!(matches!(fetch_now(&source, "acme.json"), Fetch::Settling));
+        // The volume's next version, written whole, then the link flipped.
+        std::fs::create_dir(at("..v2")).unwrap();
+        std::fs::write(at("..v2/acme.json"), "{ }").unwrap();
+        symlink("..v2", at("..data_tmp")).unwrap();
+        std::fs::rename(at("..data_tmp"), at("..data")).unwrap();
+        source.renamed_into_place("..data");
+        assert!(matches!(fetch_now(&source, "acme.json"), Fetch::Ready(_)));
+        // A rename of some other name that is no link to a directory
+        // makes nothing whole.
+        std::fs::write(at("..v2/acme.json"), "{  }").unwrap();
+        std::fs::write(at(".tmp"), "x").unwrap();
+        std::fs::rename(at(".tmp"), at(".tmp2")).unwrap();
+        source.renamed_into_place(".tmp2");
+        assert!(matches!(fetch_now(&source, "acme.json"), Fetch::Settling));
     }
 
     #[test]
