@@ -6,11 +6,11 @@
 //!
 //! - file events arrive (notify), for any name in the directory, hidden
 //!   ones included, since a Kubernetes volume update is a rename of the
-//!   hidden `..data` symlink. A file renamed into place is scanned at once
-//!   and read without waiting for it to settle: a rename is atomic, so its
-//!   content is whole (the source is told, `Source::renamed_into_place`).
-//!   Any other event (a write in place) is debounced: a burst is one scan,
-//!   100 ms after its last event;
+//!   hidden `..data` symlink. A burst of events is one scan: 15 ms after
+//!   its last if it was renames into place alone (each such file is read
+//!   without waiting for it to settle: a rename is atomic, so its content
+//!   is whole; the source is told, `Source::renamed_into_place`), 100 ms
+//!   after it otherwise (a write in place);
 //! - the poll interval passes, with `--poll-interval` (network filesystems
 //!   and some container volumes deliver no events);
 //! - [`RescanHandle::rescan`] is called (SIGHUP);
@@ -39,6 +39,13 @@ use crate::serve::loader::{ScanReport, Snapshots};
 /// a new snapshot soon.
 const DEBOUNCE: Duration = Duration::from_millis(100);
 
+/// How long renames into place must pause before a scan: a file renamed
+/// into place is whole, but a writer's next step (removing the file's
+/// old name, renaming its next file) usually follows at once, and one
+/// scan must see both: a workspace moving from one name to another then
+/// serves on, never unloaded in between.
+const RENAME_PAUSE: Duration = Duration::from_millis(15);
+
 /// A writer that never pauses still gets a scan this long after its first
 /// event.
 const DEBOUNCE_AT_MOST: Duration = Duration::from_secs(1);
@@ -57,7 +64,7 @@ enum Message {
     Rescan,
     /// File events other than a rename into place: a scan once they pause.
     Changed,
-    /// These names were renamed into place: a scan at once.
+    /// These names were renamed into place: a scan once renames pause.
     Renamed(Vec<String>),
     Stop,
 }
@@ -175,59 +182,87 @@ fn run(
     }
     ready.store(true, Ordering::Release);
     let mut retry_at: Option<Instant> = None;
-    // Events not scanned yet: when the first and the last came.
-    let mut pending: Option<(Instant, Instant)> = None;
+    // Events not scanned yet.
+    let mut pending: Option<Burst> = None;
     loop {
-        let debounced =
-            pending.map(|(first, last)| (last + DEBOUNCE).min(first + DEBOUNCE_AT_MOST));
+        let debounced = pending.as_ref().map(Burst::due);
         let wait = match (poll, retry_at.into_iter().chain(debounced).min()) {
             (_, Some(at)) => at.saturating_duration_since(Instant::now()),
             (Some(interval), None) => snapshots.origin().next_poll(interval),
             (None, None) => Duration::from_secs(3600),
         };
-        let mut now = match rx.recv_timeout(wait) {
+        match rx.recv_timeout(wait) {
             Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return,
-            Ok(Message::Changed) => {
-                pending = Some(changed(pending));
-                continue;
+            Ok(message) => {
+                // Whatever else is queued joins it.
+                let mut rescan = take(snapshots, message, &mut pending);
+                while let Ok(message) = rx.try_recv() {
+                    if let Message::Stop = message {
+                        return;
+                    }
+                    rescan |= take(snapshots, message, &mut pending);
+                }
+                if !rescan {
+                    continue;
+                }
             }
-            Ok(Message::Renamed(names)) => {
-                tell_renamed(snapshots, &names);
-                true
-            }
-            Ok(Message::Rescan) => true,
             Err(RecvTimeoutError::Timeout) => {
                 let due = |at: Option<Instant>| at.is_some_and(|at| at <= Instant::now());
-                poll.is_some() || due(retry_at) || due(debounced)
-            }
-        };
-        // Coalesce whatever else is queued into this one scan, which
-        // covers every event before it; a write in place alone still
-        // waits for its burst to pause.
-        while let Ok(message) = rx.try_recv() {
-            match message {
-                Message::Stop => return,
-                Message::Renamed(names) => {
-                    tell_renamed(snapshots, &names);
-                    now = true;
+                if !(poll.is_some() || due(retry_at) || due(debounced)) {
+                    continue;
                 }
-                Message::Rescan => now = true,
-                Message::Changed => pending = Some(changed(pending)),
             }
         }
-        if !now {
-            continue;
-        }
+        // The scan covers every event before it.
         pending = None;
         let report = scan(snapshots);
         retry_at = (!report.settling.is_empty()).then(|| Instant::now() + SETTLE_RETRY);
     }
 }
 
-/// The first and last of the pending events, with one more now.
-fn changed(pending: Option<(Instant, Instant)>) -> (Instant, Instant) {
+/// Takes in one message other than `Stop`: file events join the pending
+/// burst; whether it asks for a scan now (`Rescan`).
+fn take(snapshots: &Snapshots, message: Message, pending: &mut Option<Burst>) -> bool {
+    let rename = match message {
+        Message::Rescan => return true,
+        Message::Stop => return false,
+        Message::Changed => false,
+        Message::Renamed(names) => {
+            tell_renamed(snapshots, &names);
+            true
+        }
+    };
     let at = Instant::now();
-    pending.map_or((at, at), |(first, _)| (first, at))
+    let burst = pending.get_or_insert(Burst {
+        first: at,
+        last: at,
+        renames_only: true,
+    });
+    burst.last = at;
+    burst.renames_only &= rename;
+    false
+}
+
+/// File events not scanned yet.
+struct Burst {
+    first: Instant,
+    last: Instant,
+    /// Whether every one was a rename into place.
+    renames_only: bool,
+}
+
+impl Burst {
+    /// When to scan: once the events pause, briefly after renames alone
+    /// (whole files), longer after writes in place; and not later than
+    /// [`DEBOUNCE_AT_MOST`] after the first.
+    fn due(&self) -> Instant {
+        let pause = if self.renames_only {
+            RENAME_PAUSE
+        } else {
+            DEBOUNCE
+        };
+        (self.last + pause).min(self.first + DEBOUNCE_AT_MOST)
+    }
 }
 
 /// Tells the source which names arrived by a rename, before the scan.
