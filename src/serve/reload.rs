@@ -147,6 +147,11 @@ fn watch(dir: &Path, tx: mpsc::Sender<Message>) -> notify::Result<notify::Recomm
                 EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => {
                     renamed(event.paths.get(1..).unwrap_or_default())
                 }
+                // The name a rename took a file from (reported apart from
+                // the one it went to): part of the same rename.
+                EventKind::Modify(ModifyKind::Name(RenameMode::From)) => {
+                    Message::Renamed(Vec::new())
+                }
                 EventKind::Access(_) => return,
                 _ => Message::Changed,
             },
