@@ -31,36 +31,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const USAGE: &str = "usage: dom_baseline FILE [--reps N]";
-
+/// The command line: clap, as the server's own, rather than a parser by
+/// hand for one flag.
+#[derive(clap::Parser)]
+#[command(about = "sonic-rs and serde_json building a DOM of FILE, timed")]
 struct Args {
+    /// The JSON file, read whole before any timing.
     file: PathBuf,
-    reps: usize,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut file = None;
-    let mut reps = 5;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--reps" => {
-                let value = args.next().ok_or("--reps needs a number")?;
-                reps = value
-                    .parse()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .ok_or_else(|| format!("--reps {value}: not a positive number"))?;
-            }
-            "-h" | "--help" => return Err(USAGE.to_owned()),
-            _ if file.is_none() && !arg.starts_with('-') => file = Some(PathBuf::from(arg)),
-            _ => return Err(format!("unexpected argument {arg:?}\n{USAGE}")),
-        }
-    }
-    Ok(Args {
-        file: file.ok_or(USAGE)?,
-        reps,
-    })
+    /// Parses per parser; the median and the least are printed.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    reps: u32,
 }
 
 /// The SIMD code sonic-rs was compiled with (its own `cfg` in
@@ -139,19 +119,19 @@ fn run(args: &Args) -> Result<(), String> {
         move |e: String| format!("{parser} rejects {file}: {e}")
     };
 
-    let times = measure(&bytes, args.reps, |b: &[u8]| {
+    let times = measure(&bytes, args.reps as usize, |b: &[u8]| {
         sonic_rs::from_slice::<sonic_rs::Value>(b)
     })
     .map_err(at("sonic-rs"))?;
     report("sonic-rs-dom", n, times, &format!(" simd={}", sonic_simd()));
 
-    let times = measure(&bytes, args.reps, |b: &[u8]| {
+    let times = measure(&bytes, args.reps as usize, |b: &[u8]| {
         serde_json::from_slice::<serde_json::Value>(b)
     })
     .map_err(at("serde_json"))?;
     report("serde_json-dom", n, times, "");
 
-    let times = measure(&bytes, args.reps, |b: &[u8]| {
+    let times = measure(&bytes, args.reps as usize, |b: &[u8]| {
         serde_json::from_slice::<serde::de::IgnoredAny>(b)
     })
     .map_err(at("serde_json"))?;
@@ -160,13 +140,7 @@ fn run(args: &Args) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(args) => args,
-        Err(message) => {
-            eprintln!("{message}");
-            return ExitCode::from(2);
-        }
-    };
+    let args = <Args as clap::Parser>::parse();
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {

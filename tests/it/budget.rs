@@ -113,12 +113,28 @@ async fn small_budget(n: usize) -> (tempfile::TempDir, BTreeMap<String, String>,
     (dir, keys, bin)
 }
 
+/// A workspace file and its key.
+type Workspace<'a> = (&'a String, &'a String);
+
+/// The first two workspaces of `keys`, one the test keeps resident (hot)
+/// and one it does not (cold), and the others after them.
+fn hot_cold_rest(
+    keys: &BTreeMap<String, String>,
+) -> (
+    Workspace<'_>,
+    Workspace<'_>,
+    std::collections::btree_map::Iter<'_, String, String>,
+) {
+    let mut files = keys.iter();
+    let hot = files.next().expect("a first workspace");
+    let cold = files.next().expect("a second workspace");
+    (hot, cold, files)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejected_version_never_serves_resident_or_not() {
     let (dir, keys, bin) = small_budget(40).await;
-    let mut files = keys.iter();
-    let (hot_file, hot_key) = files.next().unwrap();
-    let (cold_file, cold_key) = files.next().unwrap();
+    let ((hot_file, hot_key), (cold_file, cold_key), files) = hot_cold_rest(&keys);
     let (_, hot_version, _) = answer(&bin, "/roles", hot_key).await;
     let (_, cold_version, _) = answer(&bin, "/roles", cold_key).await;
     // Used again, so that the hot one is resident when its file goes bad;
@@ -350,9 +366,7 @@ async fn a_memory_limit_refuses_the_same_files_every_time_and_loads_them_when_me
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn new_versions_serve_resident_or_not_and_gzip_decodes_to_plain() {
     let (dir, keys, bin) = small_budget(30).await;
-    let mut files = keys.iter();
-    let (hot_file, hot_key) = files.next().unwrap();
-    let (cold_file, cold_key) = files.next().unwrap();
+    let ((hot_file, hot_key), (cold_file, cold_key), others) = hot_cold_rest(&keys);
     // The hot one is asked for last, so that it is resident; the cold one
     // never was.
     answer(&bin, "/roles", hot_key).await;
@@ -370,7 +384,7 @@ async fn new_versions_serve_resident_or_not_and_gzip_decodes_to_plain() {
         })
         .await;
     }
-    for (_, key) in keys.iter().skip(2) {
+    for (_, key) in others {
         let (plain, gz) = plain_and_gzip(bin.api, "/tasks?limit=100", key).await;
         assert_eq!(plain.status, 200);
         assert_eq!(
