@@ -352,6 +352,7 @@ mod tests {
             records: 1,
             key_hashes: None,
             delta: None,
+            signature: None,
         }
     }
 

@@ -5,6 +5,8 @@
 //!   workspace records, format 1 read only), object names, key claims;
 //! - [`delta`]: a new version sent as the bytes it shares with the one it
 //!   replaces, encoded by `publish`, applied by a replica;
+//! - [`signed`]: what a publisher signs and a replica verifies before it
+//!   loads a version, and the key files;
 //! - [`status`]: the admin listener's `/snapshots` body, written by a
 //!   replica and read back by `versions --replica`.
 //!
@@ -13,6 +15,7 @@
 
 pub mod delta;
 pub mod manifest;
+pub mod signed;
 pub mod status;
 
 /// The domain types the formats name (key hashes, instants, record spans

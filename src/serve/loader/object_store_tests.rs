@@ -187,6 +187,7 @@ impl Fixture {
                 records: 0,
                 key_hashes: None,
                 delta: None,
+                signature: None,
             },
             10,
         );
@@ -332,6 +333,7 @@ fn format_2_follows_the_journal_and_reads_the_records_when_it_fell_behind() {
             records: 0,
             key_hashes: None,
             delta: None,
+            signature: None,
         });
     }
     let late = (String::from("ws-b"), b_revision + 1, versions[0].clone());

@@ -158,6 +158,7 @@ mod tests {
                 records: 1,
                 key_hashes: None,
                 delta: None,
+                signature: None,
             };
             match &mut history {
                 Some(h) => assert!(h.publish(version, 10)),

@@ -331,6 +331,7 @@ async fn upload_one(
         records: item.records,
         key_hashes: Some(item.key_hashes.iter().map(key::to_hex).collect()),
         delta: None,
+        signature: None,
     };
     let mut lines = vec![line];
     let mut version = version;

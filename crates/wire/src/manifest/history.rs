@@ -53,6 +53,12 @@ pub struct Version {
     /// the publish made none; readers of older builds ignore it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delta: Option<DeltaRef>,
+    /// The publisher's signature over this version as current at its
+    /// record's revision (docs/object-storage.md#signed-snapshots): only
+    /// the current version's is checked, and a rollback signs the version
+    /// it brings back anew. Absent when the publish did not sign.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<crate::signed::Envelope>,
 }
 
 /// Where a version's delta is, and what it applies to.
@@ -273,6 +279,7 @@ pub(super) mod tests {
             records: 1,
             key_hashes: None,
             delta: None,
+            signature: None,
         }
     }
 
