@@ -380,8 +380,20 @@ pub struct ServeArgs {
     pub memory_budget: Option<u64>,
     /// Object storage: keep the last good object of each workspace in this
     /// directory, to serve from at a restart while storage is unreachable.
+    /// With --trust-key (any source): remember there the newest signed
+    /// revision accepted per workspace, so a restart refuses older ones.
     #[arg(long, env = "PORTFOLIO_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Serve only versions signed by a key in this public key file
+    /// (`keygen` writes one; a file may hold several keys). Repeat it, or
+    /// give several paths separated by commas in the environment variable.
+    #[arg(
+        long = "trust-key",
+        env = "PORTFOLIO_TRUST_KEY",
+        value_name = "FILE",
+        value_delimiter = ','
+    )]
+    pub trust_keys: Vec<PathBuf>,
     #[command(flatten)]
     pub storage: StorageArgs,
 }

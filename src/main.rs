@@ -229,6 +229,16 @@ fn serve(args: &ServeArgs) -> ExitCode {
 }
 
 fn run_server(args: &ServeArgs) -> anyhow::Result<()> {
+    let mut config = ServeConfig::from(args);
+    if !args.trust_keys.is_empty() {
+        // A key file that is not one stops the start: a replica that
+        // meant to verify must not serve unverified.
+        let trust = portfolio_replica::storage::Trust::from_files(
+            &args.trust_keys,
+            args.cache_dir.as_deref(),
+        )?;
+        config.storage.trust = std::sync::Arc::new(trust);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -241,7 +251,7 @@ fn run_server(args: &ServeArgs) -> anyhow::Result<()> {
             "PORTFOLIO_ADMIN_LISTEN",
         )
         .await?;
-        portfolio_replica::serve(ServeConfig::from(args), api, admin, shutdown_signal()).await
+        portfolio_replica::serve(config, api, admin, shutdown_signal()).await
     })
 }
 

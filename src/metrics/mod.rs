@@ -31,11 +31,13 @@ use crate::store::RecordCounts;
 pub use exposition::Format;
 use exposition::{classic_from_openmetrics, sorted_series};
 
+pub use signatures::Expiries;
 pub use snapshots::Fleet;
 use snapshots::SnapshotMetrics;
 
 mod budget;
 mod exposition;
+mod signatures;
 mod snapshots;
 
 /// The statuses the API answers with; anything else counts as `other`.
@@ -87,6 +89,8 @@ pub struct Metrics {
     source: Option<SourceMetrics>,
     /// A memory budget only ([`Metrics::with_budget`]).
     budget: Option<budget::BudgetMetrics>,
+    /// `--trust-key` only ([`Metrics::with_signatures`]).
+    signatures: Option<signatures::SignatureMetrics>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -188,6 +192,7 @@ impl Metrics {
             scans,
             source: None,
             budget: None,
+            signatures: None,
         }
     }
 
@@ -364,6 +369,26 @@ impl Metrics {
     /// The state of every workspace now (before a scrape).
     pub fn fleet(&self, fleet: &Fleet) {
         self.snapshots.fleet(fleet);
+        if let Some(signatures) = &self.signatures {
+            signatures.expiries(&fleet.signatures);
+        }
+    }
+
+    /// The same metrics, plus those of `--trust-key`, whose refusals are
+    /// labelled by `reasons`.
+    pub fn with_signatures(mut self, reasons: &[&'static str]) -> Metrics {
+        self.signatures = Some(signatures::SignatureMetrics::register(
+            &mut self.registry,
+            reasons,
+        ));
+        self
+    }
+
+    /// Counts a version refused for its signature.
+    pub fn signature_refused(&self, reason: &'static str) {
+        if let Some(signatures) = &self.signatures {
+            signatures.refused(reason);
+        }
     }
 
     /// The exposition of every metric in `format`.
@@ -471,6 +496,7 @@ mod tests {
                 stale: 0,
                 records,
                 ages,
+                signatures: Default::default(),
             });
             m.encode(Format::Classic)
         };

@@ -78,6 +78,8 @@ pub struct Fleet {
     pub records: RecordCounts,
     /// How long ago each serving version was loaded.
     pub ages: Vec<Duration>,
+    /// Under `--trust-key`: the serving versions' signatures.
+    pub signatures: super::Expiries,
 }
 
 /// The snapshot families, registered once.

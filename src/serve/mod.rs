@@ -55,6 +55,15 @@ pub async fn run(
     if let Some(budget) = config.memory_budget {
         metrics = metrics.with_budget(budget);
     }
+    if config.storage.trust.enabled() {
+        metrics = metrics.with_signatures(&crate::storage::trust::Refusal::KINDS);
+        let trust = &config.storage.trust;
+        tracing::info!(
+            trusted_keys = %trust.key_ids().join(","),
+            remembered = trust.remembers(),
+            "verifying signatures: only versions signed by a trusted key load"
+        );
+    }
     let metrics = Arc::new(metrics);
     let memory = loader::MemoryLimit::given_or_cgroup(config.memory_limit);
     if let (Some(budget), Some(limit)) = (config.memory_budget, memory.bytes())

@@ -60,6 +60,9 @@ const FIRST_SCAN_PATIENCE: Duration = Duration::from_secs(10);
 /// How often an object store is polled without `--poll-interval`.
 const OBJECT_STORE_POLL: Duration = Duration::from_secs(10);
 
+/// How often serving versions' signatures are looked at for expiry.
+const EXPIRY_LOOK: Duration = Duration::from_secs(60);
+
 enum Message {
     Rescan,
     /// File events other than a rename into place: a scan once they pause.
@@ -187,14 +190,26 @@ fn run(
     }
     ready.store(true, Ordering::Release);
     let mut retry_at: Option<Instant> = None;
+    // When the next poll is due (with `--poll-interval` or object storage).
+    let mut poll_at: Option<Instant> = None;
     // Events not scanned yet.
     let mut pending: Option<Burst> = None;
     loop {
         let debounced = pending.as_ref().map(Burst::due);
-        let wait = match (poll, retry_at.into_iter().chain(debounced).min()) {
-            (_, Some(at)) => at.saturating_duration_since(Instant::now()),
-            (Some(interval), None) => snapshots.origin().next_poll(interval),
-            (None, None) => Duration::from_secs(3600),
+        let poll_due = poll.map(|interval| {
+            *poll_at.get_or_insert_with(|| Instant::now() + snapshots.origin().next_poll(interval))
+        });
+        let wait = match retry_at.into_iter().chain(debounced).chain(poll_due).min() {
+            Some(at) => at.saturating_duration_since(Instant::now()),
+            None => Duration::from_secs(3600),
+        };
+        // Signatures expire whether or not anything changes: looked at
+        // every minute, so the log says it within one.
+        snapshots.look_at_expiries();
+        let wait = if snapshots.origin().trust().enabled() {
+            wait.min(EXPIRY_LOOK)
+        } else {
+            wait
         };
         match rx.recv_timeout(wait) {
             Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return,
@@ -213,13 +228,14 @@ fn run(
             }
             Err(RecvTimeoutError::Timeout) => {
                 let due = |at: Option<Instant>| at.is_some_and(|at| at <= Instant::now());
-                if !(poll.is_some() || due(retry_at) || due(debounced)) {
+                if !(due(poll_due) || due(retry_at) || due(debounced)) {
                     continue;
                 }
             }
         }
         // The scan covers every event before it.
         pending = None;
+        poll_at = None;
         let report = scan(snapshots);
         retry_at = (!report.settling.is_empty()).then(|| Instant::now() + SETTLE_RETRY);
     }

@@ -171,6 +171,7 @@ impl Cache {
             download: false,
             written: version.written,
             plain: record.plain.map(|p| (p.len, p.sha256)),
+            signed: None,
         })
     }
 

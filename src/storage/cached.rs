@@ -224,6 +224,7 @@ mod tests {
             download: true,
             written: None,
             plain: None,
+            signed: None,
         };
         let inner = Flaky {
             down: AtomicBool::new(true),

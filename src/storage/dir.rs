@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use super::error::{ErrorKind, ListError, OpenError, StorageError};
 use super::file::is_snapshot_name;
-use super::listing::{Fetch, FileFingerprint, Fingerprint, Listing, Local};
+use super::listing::{Fetch, FileFingerprint, Fingerprint, Listing, Local, SignatureStamp};
 use super::origin::Source;
+use super::trust::{SIGNATURE_SUFFIX, read_file_signature};
 
 /// How long a file must have been left alone before it is read: a writer
 /// that rewrites in place is given this long to finish.
@@ -39,6 +40,9 @@ pub struct Directory {
     renamed: Mutex<HashMap<String, FileFingerprint>>,
     /// Large files that loaded, held open ([`HELD_FROM`]).
     held: Mutex<HashMap<String, std::fs::File>>,
+    /// `--trust-key`: each file is read with its signature file and hashed
+    /// when fetched, and a new signature is a change.
+    verify: bool,
 }
 
 impl Directory {
@@ -56,7 +60,17 @@ impl Directory {
             dir: dir.to_owned(),
             renamed: Mutex::default(),
             held: Mutex::default(),
+            verify: false,
         })
+    }
+
+    /// This directory with its files' signatures read (`--trust-key`).
+    pub fn verifying(self, verify: bool) -> Directory {
+        Directory { verify, ..self }
+    }
+
+    fn fingerprint(&self, path: &Path) -> std::io::Result<FileFingerprint> {
+        file_fingerprint(path, self.verify)
     }
 }
 
@@ -70,7 +84,7 @@ impl Source for Directory {
     }
 
     fn list(&self) -> Result<Listing, ListError> {
-        list_snapshot_files(&self.dir).map_err(ListError::Io)
+        list_snapshot_files(&self.dir, self.verify).map_err(ListError::Io)
     }
 
     fn fetch(&self, name: &str, fingerprint: &Fingerprint) -> Fetch {
@@ -81,7 +95,10 @@ impl Source for Directory {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .remove(name);
-                fetch(&self.dir, name, fp, renamed.as_ref() == Some(fp))
+                match fetch(&self.dir, name, fp, renamed.as_ref() == Some(fp)) {
+                    Fetch::Ready(local) if self.verify => signed(local),
+                    other => other,
+                }
             }
             Fingerprint::Object(_) => Fetch::Failed(StorageError::new(
                 ErrorKind::Other,
@@ -91,8 +108,13 @@ impl Source for Directory {
     }
 
     fn renamed_into_place(&self, name: &str) {
+        let signed = name.strip_suffix(SIGNATURE_SUFFIX).filter(|_| self.verify);
         let whole: Vec<String> = if is_snapshot_name(name) {
             vec![name.to_owned()]
+        } else if let Some(snapshot) = signed.filter(|n| is_snapshot_name(n)) {
+            // A signature renamed into place: its file may be read at once
+            // if it has not changed.
+            vec![snapshot.to_owned()]
         } else if self.dir.join(name).is_symlink() && self.dir.join(name).is_dir() {
             // A link to a directory renamed into place (a Kubernetes
             // volume's `..data`, flipped to a directory written whole):
@@ -105,7 +127,7 @@ impl Source for Directory {
         for name in whole {
             // What it holds now: a write in place after the rename changes
             // it, and then the file settles as any other.
-            if let Ok(fp) = file_fingerprint(&self.dir.join(&name)) {
+            if let Ok(fp) = self.fingerprint(&self.dir.join(&name)) {
                 renamed.insert(name, fp);
             }
         }
@@ -138,7 +160,7 @@ impl Source for Directory {
     fn unchanged(&self, name: &str, fingerprint: &Fingerprint) -> bool {
         match fingerprint {
             Fingerprint::File(fp) => {
-                file_fingerprint(&self.dir.join(name)).ok().as_ref() == Some(fp)
+                self.fingerprint(&self.dir.join(name)).ok().as_ref() == Some(fp)
             }
             Fingerprint::Object(_) => true,
         }
@@ -179,7 +201,7 @@ fn let_go(file: Option<std::fs::File>) {
 
 /// The snapshot files in `dir` by name, each with its fingerprint or the
 /// reason it cannot be read; and how many other names the directory holds.
-fn list_snapshot_files(dir: &Path) -> std::io::Result<Listing> {
+fn list_snapshot_files(dir: &Path, verify: bool) -> std::io::Result<Listing> {
     let mut out = BTreeMap::new();
     let mut ignored = 0;
     for entry in std::fs::read_dir(dir)? {
@@ -193,7 +215,7 @@ fn list_snapshot_files(dir: &Path) -> std::io::Result<Listing> {
             ignored += 1;
             continue;
         };
-        let fingerprint = match file_fingerprint(&entry.path()) {
+        let fingerprint = match file_fingerprint(&entry.path(), verify) {
             // Deleted between the listing and the stat: it is simply gone.
             // (A symlink to nothing, though, is a broken snapshot.)
             Err(e)
@@ -212,7 +234,23 @@ fn list_snapshot_files(dir: &Path) -> std::io::Result<Listing> {
         names_are_workspaces: false,
         fresh: false,
         claims: BTreeMap::new(),
+        signed: BTreeMap::new(),
     })
+}
+
+/// A fetched file with its signature file read and its bytes hashed; a
+/// file that cannot be read for it is left for a later scan.
+fn signed(mut local: Local) -> Fetch {
+    match read_file_signature(&local.path) {
+        Ok(signed) => {
+            local.signed = Some(signed);
+            Fetch::Ready(local)
+        }
+        Err(error) => Fetch::Failed(StorageError::new(
+            ErrorKind::Other,
+            format!("cannot read {}: {error}", local.path.display()),
+        )),
+    }
 }
 
 /// A file is read where it lies, once it has settled: one modified too
@@ -234,12 +272,14 @@ fn fetch(dir: &Path, name: &str, fingerprint: &FileFingerprint, whole: bool) -> 
         download: false,
         written: fingerprint.modified,
         plain: None,
+        signed: None,
     })
 }
 
 /// The fingerprint of a regular file, following symlinks (a Kubernetes
-/// volume is symlinks into `..data/`).
-fn file_fingerprint(path: &Path) -> std::io::Result<FileFingerprint> {
+/// volume is symlinks into `..data/`); with `signature`, its signature
+/// file's too.
+fn file_fingerprint(path: &Path, signature: bool) -> std::io::Result<FileFingerprint> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path)?;
     if !meta.is_file() {
@@ -248,6 +288,20 @@ fn file_fingerprint(path: &Path) -> std::io::Result<FileFingerprint> {
     Ok(FileFingerprint {
         len: meta.len(),
         modified: meta.modified().ok(),
+        changed: (meta.ctime(), meta.ctime_nsec()),
+        inode: (meta.dev(), meta.ino()),
+        signature: signature.then(|| signature_stamp(path)).flatten(),
+    })
+}
+
+/// The stamp of `<path>.sig`, if it is a file.
+fn signature_stamp(path: &Path) -> Option<SignatureStamp> {
+    use std::os::unix::fs::MetadataExt;
+    let mut name = path.as_os_str().to_owned();
+    name.push(SIGNATURE_SUFFIX);
+    let meta = std::fs::metadata(name).ok().filter(|m| m.is_file())?;
+    Some(SignatureStamp {
+        len: meta.len(),
         changed: (meta.ctime(), meta.ctime_nsec()),
         inode: (meta.dev(), meta.ino()),
     })
@@ -330,6 +384,7 @@ mod tests {
                 download: false,
                 written: None,
                 plain: None,
+                signed: None,
             }
         };
         let held = |name: &str| source.held().contains_key(name);

@@ -21,6 +21,7 @@ use super::download::read_small;
 use super::error::{ErrorKind, StorageError};
 use super::listing::{Claims, Fingerprint, Listing, ObjectVersion};
 use super::manifest::{self, DeltaRef, MAX_RECORD_BYTES, RECORDS_DIR, Record, Root, Version, v1};
+use super::trust::{Envelope, Listed};
 use crate::store::time::Instant as At;
 
 /// How often a replica reads the records even when the journal says it is
@@ -73,6 +74,11 @@ pub struct Entry {
     pub delta: Option<DeltaRef>,
     /// What the version claims, if the manifest records its key hashes.
     pub claims: Option<Claims>,
+    /// The snapshot's own version, its key hashes if recorded, and the
+    /// publisher's signature of it as current, if it was signed.
+    pub snapshot_version: String,
+    pub key_hashes: Option<Vec<String>>,
+    pub signature: Option<Envelope>,
 }
 
 /// The records read: each workspace's entry.
@@ -198,6 +204,11 @@ impl Followed {
                 .iter()
                 .filter_map(|(name, e)| Some((name.clone(), e.claims.clone()?)))
                 .collect(),
+            signed: self
+                .entries
+                .iter()
+                .map(|(name, e)| (name.clone(), e.listed(name)))
+                .collect(),
         }
     }
 
@@ -216,6 +227,18 @@ impl Followed {
 }
 
 impl Entry {
+    /// What the manifest says of this version, for its verdict.
+    fn listed(&self, workspace: &str) -> Listed {
+        Listed {
+            envelope: self.signature.clone(),
+            workspace: workspace.to_owned(),
+            version: self.snapshot_version.clone(),
+            sha256: self.version.tag.clone(),
+            key_hashes: self.key_hashes.clone(),
+            revision: self.workspace_revision,
+        }
+    }
+
     fn of(
         prefix: &ObjectPath,
         current: &Version,
@@ -249,6 +272,9 @@ impl Entry {
                 version: current.version.clone(),
                 key_hashes: keys.clone(),
             }),
+            snapshot_version: current.version.clone(),
+            key_hashes: current.key_hashes.clone(),
+            signature: current.signature.clone(),
         }
     }
 }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use super::error::StorageError;
+use super::trust::{FileSigned, Listed};
 use portfolio_wire::status::SourceStatus;
 
 /// What identifies an entry's content without reading it.
@@ -23,6 +24,17 @@ pub enum Fingerprint {
 pub struct FileFingerprint {
     pub len: u64,
     pub modified: Option<SystemTime>,
+    pub changed: (i64, i64),
+    pub inode: (u64, u64),
+    /// Under `--trust-key`, the same of its signature file (`<name>.sig`),
+    /// if there is one: a new signature is a new content to judge.
+    pub signature: Option<SignatureStamp>,
+}
+
+/// What identifies a signature file's content without reading it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SignatureStamp {
+    pub len: u64,
     pub changed: (i64, i64),
     pub inode: (u64, u64),
 }
@@ -82,6 +94,10 @@ pub struct Listing {
     /// key hashes): a catalog under a memory budget is made from these
     /// without downloading a snapshot.
     pub claims: BTreeMap<String, Claims>,
+    /// A manifest: what each entry's current version is, with its
+    /// signature if it has one, for the verdict of `--trust-key`
+    /// ([`super::trust`]).
+    pub signed: BTreeMap<String, Listed>,
 }
 
 /// What a manifest says a workspace's current version claims.
@@ -115,6 +131,9 @@ pub struct Local {
     /// Rebuilt from a delta: the object's content uncompressed, its
     /// length and SHA-256 (kept as the next delta's base).
     pub plain: Option<(u64, String)>,
+    /// A directory's file under `--trust-key`: its signature file as read,
+    /// and the SHA-256 of its bytes.
+    pub signed: Option<FileSigned>,
 }
 
 /// What fetching a changed entry gave.

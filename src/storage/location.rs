@@ -111,6 +111,9 @@ pub struct StorageOptions {
     /// Where downloads are kept, the last good object of each entry; `None`
     /// downloads to a private temporary directory and keeps nothing.
     pub cache_dir: Option<PathBuf>,
+    /// `--trust-key`: what is verified before it loads, and what was
+    /// accepted ([`super::trust`]); off by default.
+    pub trust: Arc<super::trust::Trust>,
 }
 
 impl Default for StorageOptions {
@@ -123,6 +126,7 @@ impl Default for StorageOptions {
             secret_access_key: None,
             timeout: Duration::from_secs(10),
             cache_dir: None,
+            trust: Arc::default(),
         }
     }
 }
@@ -140,6 +144,7 @@ impl std::fmt::Debug for StorageOptions {
             .field("secret_access_key", &redacted(&self.secret_access_key))
             .field("timeout", &self.timeout)
             .field("cache_dir", &self.cache_dir)
+            .field("trust", &self.trust)
             .finish()
     }
 }

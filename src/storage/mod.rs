@@ -28,6 +28,7 @@ mod objects;
 mod origin;
 mod rebuild;
 mod scratch;
+pub mod trust;
 
 pub use backoff::after_conflict;
 pub use dir::Directory;
@@ -35,8 +36,11 @@ pub use download::{DownloadError, Downloaded, Expect, download};
 pub use error::{ErrorKind, ListError, LocationError, OpenError, StorageError};
 pub use file::{SnapshotFile, is_snapshot_name};
 pub use follow::RESYNC_EVERY;
-pub use listing::{Claims, Fetch, FileFingerprint, Fingerprint, Listing, Local, ObjectVersion};
+pub use listing::{
+    Claims, Fetch, FileFingerprint, Fingerprint, Listing, Local, ObjectVersion, SignatureStamp,
+};
 pub use location::{Location, StorageOptions};
 pub use origin::{Origin, Source};
 pub use portfolio_wire::status::{OriginStatus, SourceStatus};
 pub use portfolio_wire::{delta, manifest};
+pub use trust::Trust;

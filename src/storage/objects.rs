@@ -605,6 +605,7 @@ impl Source for ObjectSource {
             download: true,
             written: version.written,
             plain: None,
+            signed: None,
         })
     }
 

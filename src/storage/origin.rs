@@ -17,6 +17,7 @@ use super::error::{ListError, OpenError};
 use super::listing::{Fetch, Fingerprint, Listing, Local};
 use super::location::{Location, StorageOptions};
 use super::objects::ObjectSource;
+use super::trust::Trust;
 use crate::metrics::Metrics;
 use portfolio_wire::status::OriginStatus;
 
@@ -87,7 +88,12 @@ pub trait Source: Send + Sync {
 
 /// The source the scan holds, whichever kind it is. Its methods are the
 /// [`Source`] trait's (through `Deref`).
-pub struct Origin(Box<dyn Source>);
+pub struct Origin {
+    source: Box<dyn Source>,
+    /// What `--trust-key` verifies, judged by the scan on what the source
+    /// gives.
+    trust: Arc<Trust>,
+}
 
 impl Origin {
     /// The source `location` names. A directory must exist; an object
@@ -103,16 +109,22 @@ impl Origin {
     ) -> Result<Origin, OpenError> {
         match location {
             Location::Directory(dir) if copies => {
-                let copies = Copies::new(Directory::open(dir)?, options.cache_dir.as_deref())
-                    .map_err(|source| OpenError::CopiesUnwritable {
-                        dir: options.cache_dir.clone(),
-                        source,
+                let directory = Directory::open(dir)?.verifying(options.trust.enabled());
+                let copies =
+                    Copies::new(directory, options.cache_dir.as_deref()).map_err(|source| {
+                        OpenError::CopiesUnwritable {
+                            dir: options.cache_dir.clone(),
+                            source,
+                        }
                     })?;
                 Ok(Origin::new(copies))
             }
-            Location::Directory(dir) => Ok(Origin::new(Directory::open(dir)?)),
+            Location::Directory(dir) => Ok(Origin::new(
+                Directory::open(dir)?.verifying(options.trust.enabled()),
+            )),
             Location::Url(url) => Ok(Origin::new(ObjectSource::open(url, options, metrics)?)),
         }
+        .map(|origin| origin.trusting(Arc::clone(&options.trust)))
     }
 
     /// An object store made elsewhere, under `prefix`, that logs and
@@ -132,12 +144,24 @@ impl Origin {
             options,
             metrics,
         )?;
-        Ok(Origin::new(source))
+        Ok(Origin::new(source).trusting(Arc::clone(&options.trust)))
     }
 
-    /// Any source (a library user's own kind of storage).
+    /// Any source (a library user's own kind of storage); nothing verified.
     pub fn new(source: impl Source + 'static) -> Origin {
-        Origin(Box::new(source))
+        Origin {
+            source: Box::new(source),
+            trust: Arc::default(),
+        }
+    }
+
+    /// This origin, verifying what it gives with `trust`.
+    pub fn trusting(self, trust: Arc<Trust>) -> Origin {
+        Origin { trust, ..self }
+    }
+
+    pub fn trust(&self) -> &Trust {
+        &self.trust
     }
 }
 
@@ -145,6 +169,6 @@ impl std::ops::Deref for Origin {
     type Target = dyn Source;
 
     fn deref(&self) -> &(dyn Source + 'static) {
-        self.0.as_ref()
+        self.source.as_ref()
     }
 }

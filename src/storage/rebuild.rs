@@ -89,6 +89,7 @@ impl ObjectSource {
             download: true,
             written: version.written,
             plain: Some((rebuilt.plain.len, rebuilt.plain.sha256)),
+            signed: None,
         }))
     }
 }

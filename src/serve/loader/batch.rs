@@ -64,6 +64,7 @@ mod tests {
             modified: None,
             changed: (0, 0),
             inode: (0, 0),
+            signature: None,
         });
         ReadResult {
             name: "a.json".to_owned(),
@@ -74,6 +75,8 @@ mod tests {
             source: None,
             need: 0,
             refused: None,
+            signed: None,
+            refusal: None,
         }
     }
 

@@ -4,6 +4,7 @@
 //! ready to load, with the dataset it would replace, or with what stands
 //! in the way.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant as Clock;
 
@@ -12,7 +13,9 @@ use std::time::Duration;
 
 use super::files::{self, Files};
 use super::load::ReadResult;
+use super::verify;
 use crate::snapshot::Loaded;
+use crate::storage::trust::{Listed, Refusal, Signed};
 use crate::storage::{Claims, Fetch, Fingerprint, Local, Origin, StorageError};
 use crate::store::key::from_hex;
 use crate::store::{Dataset, Meta};
@@ -27,6 +30,8 @@ pub struct Fetched {
     /// The dataset the entry serves now: the load takes over its
     /// unchanged records.
     pub previous: Option<Arc<Dataset>>,
+    /// Under `--trust-key`: its accepted signature.
+    pub signed: Option<Signed>,
 }
 
 /// Why an entry was not fetched.
@@ -35,6 +40,9 @@ pub enum Unfetched {
     Settling(String),
     /// Cannot be fetched now (storage trouble): left for the next poll.
     Failed(String, StorageError),
+    /// Refused for its signature (`--trust-key`): rejected as a bad file.
+    /// (Boxed: rare, and it would make every fetch's result as large.)
+    Refused(Box<(String, Fingerprint, Refusal)>),
 }
 
 /// Fetches each of `entries` as the iterator is advanced: the loads ask
@@ -44,10 +52,11 @@ pub fn each<'a>(
     origin: &'a Origin,
     files: &'a Mutex<Files>,
     entries: Vec<(String, Fingerprint)>,
+    signed: &'a BTreeMap<String, Listed>,
 ) -> impl ExactSizeIterator<Item = Result<Fetched, Unfetched>> + 'a {
     entries
         .into_iter()
-        .map(move |(name, fingerprint)| fetch(origin, files, name, fingerprint))
+        .map(move |(name, fingerprint)| fetch(origin, files, name, fingerprint, signed))
 }
 
 /// Fetches one entry: ready to load, or what stands in the way.
@@ -56,18 +65,36 @@ fn fetch(
     files: &Mutex<Files>,
     name: String,
     fingerprint: Fingerprint,
+    signed: &BTreeMap<String, Listed>,
 ) -> Result<Fetched, Unfetched> {
     let started = Clock::now();
+    // What the manifest names is judged before it is downloaded.
+    let listed = verify::listed(origin.trust(), &name, signed);
+    if let Some(Err(refusal)) = listed {
+        return Err(Unfetched::Refused(Box::new((name, fingerprint, refusal))));
+    }
     match origin.fetch(&name, &fingerprint) {
-        Fetch::Ready(local) => Ok(Fetched {
-            previous: files::lock(files)
-                .get(&name)
-                .and_then(|e| e.dataset.clone()),
-            name,
-            fingerprint,
-            local,
-            started,
-        }),
+        Fetch::Ready(local) => {
+            let verdict =
+                listed.or_else(|| verify::fetched(origin.trust(), &name, &fingerprint, &local));
+            let signed = match verdict {
+                Some(Err(refusal)) => {
+                    origin.loaded(&name, local, false);
+                    return Err(Unfetched::Refused(Box::new((name, fingerprint, refusal))));
+                }
+                verdict => verdict.and_then(Result::ok),
+            };
+            Ok(Fetched {
+                previous: files::lock(files)
+                    .get(&name)
+                    .and_then(|e| e.dataset.clone()),
+                name,
+                fingerprint,
+                local,
+                started,
+                signed,
+            })
+        }
         Fetch::Settling => Err(Unfetched::Settling(name)),
         Fetch::Failed(error) => Err(Unfetched::Failed(name, error)),
     }
@@ -78,18 +105,31 @@ fn fetch(
 /// read, a hollow dataset of what it claims, which a request loads
 /// (`resident.rs`, `demand.rs`). Returns the entries still to fetch, and
 /// those.
+///
+/// Under `--trust-key`, only a version whose signature is accepted (and
+/// covers the claimed keys) is taken from its claims; any other is fetched,
+/// and there refused.
 pub fn listed(
     entries: Vec<(String, Fingerprint)>,
-    claims: &std::collections::BTreeMap<String, Claims>,
+    claims: &BTreeMap<String, Claims>,
+    origin: &Origin,
+    signed: &BTreeMap<String, Listed>,
 ) -> (Vec<(String, Fingerprint)>, Vec<ReadResult>) {
     let mut to_fetch = Vec::new();
     let mut listed = Vec::new();
     for (name, fingerprint) in entries {
-        match claims
-            .get(&name)
-            .and_then(|c| hollow(&name, &fingerprint, c))
-        {
-            Some(dataset) => listed.push(ReadResult {
+        let verdict = verify::listed(origin.trust(), &name, signed);
+        let accepted = match verdict {
+            None => Some(None),
+            Some(Ok(signed)) => Some(Some(signed)),
+            Some(Err(_)) => None,
+        };
+        let hollow = accepted.and_then(|signed| {
+            let dataset = hollow(&name, &fingerprint, claims.get(&name)?)?;
+            Some((dataset, signed))
+        });
+        match hollow {
+            Some((dataset, signed)) => listed.push(ReadResult {
                 bytes: match &fingerprint {
                     Fingerprint::Object(object) => object.size,
                     Fingerprint::File(file) => file.len,
@@ -104,6 +144,8 @@ pub fn listed(
                 source: None,
                 need: 0,
                 refused: None,
+                signed,
+                refusal: None,
             }),
             None => to_fetch.push((name, fingerprint)),
         }

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use crate::metrics::Fleet;
+use crate::storage::trust::Signed;
 use crate::storage::{Fingerprint, Listing, StorageError};
 use crate::store::Dataset;
 use crate::store::key::KeyHash;
@@ -49,6 +50,10 @@ pub struct FileEntry {
     /// again once that much is free. Its claims serve meanwhile (hollow,
     /// answered 503) if no earlier version does.
     pub refused: Option<u64>,
+    /// Under `--trust-key`: the signature the serving version was accepted
+    /// with, and whether its expiry has been logged.
+    pub signed: Option<Signed>,
+    pub expiry_logged: bool,
 }
 
 impl FileEntry {
@@ -64,6 +69,8 @@ impl FileEntry {
             source_error: None,
             confirmed: None,
             refused: None,
+            signed: None,
+            expiry_logged: false,
         }
     }
 
@@ -74,6 +81,9 @@ impl FileEntry {
         status.stale_seconds = self
             .confirmed
             .map(|at| now.duration_since(at).unwrap_or_default().as_secs_f64());
+        if let (Some(signed), Some(signature)) = (&self.signed, &mut status.signature) {
+            signature.expired = signed.statement().expired(now);
+        }
         if let Some((error, since)) = &self.source_error {
             status.source_error = Some(error.message.clone());
             status.source_error_kind = Some(error.kind.label().into());

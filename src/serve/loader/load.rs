@@ -12,8 +12,10 @@ use std::time::{Duration, Instant as Clock};
 
 use super::fetch::{Fetched, Unfetched};
 use super::limit::{Ledger, MemoryLimit, json_bytes};
+use super::verify;
 use crate::metrics::Metrics;
 use crate::snapshot::{self, Loaded, SnapshotError};
+use crate::storage::trust::Signed;
 use crate::storage::{Fingerprint, Origin, SnapshotFile, SourceStatus, StorageError};
 use crate::store::{Dataset, Previous};
 
@@ -51,11 +53,29 @@ pub enum Read {
     Failed(String, StorageError),
 }
 
-impl From<Unfetched> for Read {
-    fn from(unfetched: Unfetched) -> Read {
+impl Loading<'_> {
+    /// What an entry that was not fetched gives: a refusal for its
+    /// signature is judged as a rejected load, counted here.
+    fn unfetched(&self, unfetched: Unfetched) -> Read {
         match unfetched {
             Unfetched::Settling(name) => Read::Settling(name),
             Unfetched::Failed(name, error) => Read::Failed(name, error),
+            Unfetched::Refused(refused) => {
+                let (name, fingerprint, refusal) = *refused;
+                self.metrics.signature_refused(refusal.kind());
+                Read::Done(Box::new(ReadResult {
+                    result: Err(SnapshotError::new(&name, verify::message(&refusal))),
+                    name,
+                    fingerprint,
+                    bytes: 0,
+                    elapsed: Duration::ZERO,
+                    source: None,
+                    need: 0,
+                    refused: None,
+                    signed: None,
+                    refusal: Some(refusal.kind()),
+                }))
+            }
         }
     }
 }
@@ -74,6 +94,10 @@ pub struct ReadResult {
     pub need: u64,
     /// Refused for memory, and why.
     pub refused: Option<Refused>,
+    /// Under `--trust-key`: the signature it was accepted with, or the
+    /// kind of refusal that rejected it.
+    pub signed: Option<Signed>,
+    pub refusal: Option<&'static str>,
 }
 
 /// A load refused for memory.
@@ -193,7 +217,7 @@ where
             };
             let fetched = match next {
                 Ok(fetched) => fetched,
-                Err(unfetched) => return Some(unfetched.into()),
+                Err(unfetched) => return Some(self.loading.unfetched(unfetched)),
             };
             // Admitted here, in the order of the entries, so that what is
             // refused depends only on the files and the limit.
@@ -300,7 +324,21 @@ impl Loading<'_> {
             local,
             started,
             previous,
+            signed,
         } = fetched;
+        // What loaded must be what was signed: workspace, version, keys.
+        let mut refusal = None;
+        let result = match (result, &signed) {
+            (Ok(loaded), Some(signed)) => match verify::loaded(signed, &loaded.dataset) {
+                Ok(()) => Ok(loaded),
+                Err(refused) => {
+                    self.metrics.signature_refused(refused.kind());
+                    refusal = Some(refused.kind());
+                    Err(SnapshotError::new(&local.label, verify::message(&refused)))
+                }
+            },
+            (result, _) => result,
+        };
         if result.is_err()
             && let Some(previous) = previous
         {
@@ -324,6 +362,8 @@ impl Loading<'_> {
             source,
             need,
             refused,
+            signed,
+            refusal,
         }))
     }
 }

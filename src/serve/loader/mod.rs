@@ -33,6 +33,7 @@ mod object_store_tests;
 mod publish;
 pub mod resident;
 mod settle;
+mod verify;
 pub mod warm;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -196,7 +197,30 @@ impl Snapshots {
 
     /// Every entry counted by state, for `/metrics`.
     pub fn fleet(&self) -> Fleet {
-        files::fleet(&self.files(), SystemTime::now())
+        let now = SystemTime::now();
+        let mut files = self.files();
+        let mut fleet = files::fleet(&files, now);
+        fleet.signatures = verify::expiries(&mut files, now);
+        fleet
+    }
+
+    /// Logs the serving versions whose signature has expired since the
+    /// last look (the reloader looks every minute under `--trust-key`).
+    pub fn look_at_expiries(&self) {
+        if self.origin.trust().enabled() {
+            verify::expiries(&mut self.files(), SystemTime::now());
+        }
+    }
+
+    /// What `/snapshots` says of `--trust-key`.
+    pub fn verification(&self) -> portfolio_wire::status::Verification {
+        let trust = self.origin.trust();
+        portfolio_wire::status::Verification {
+            enabled: trust.enabled(),
+            trusted_keys: trust.key_ids(),
+            remembered: trust.remembers(),
+            ..Default::default()
+        }
     }
 
     /// The object store's state; `None` for a directory.
@@ -244,6 +268,8 @@ impl Snapshots {
         // it conflicted with may win now), before anything is read.
         let mut files = self.files();
         let changes = changed::what_changed(&mut files, &present);
+        // The content that serves, signed anew.
+        verify::resigned(&mut files, &present, self.origin.trust(), &self.metrics);
         let settled = self.settle(files, changes.removed, changes.unreadable, Vec::new());
         let mut to_read = changes.to_read;
         to_read.extend(listed(&present, report.add(settled)));
@@ -254,7 +280,8 @@ impl Snapshots {
         // request loads it.
         if self.resident.is_some() && !present.claims.is_empty() {
             let listed_now;
-            (to_read, listed_now) = fetch::listed(to_read, &present.claims);
+            (to_read, listed_now) =
+                fetch::listed(to_read, &present.claims, &self.origin, &present.signed);
             if !listed_now.is_empty() {
                 let settled = self.settle_read(listed_now, &mut successors);
                 to_read.extend(listed(&present, report.add(settled)));
@@ -282,7 +309,7 @@ impl Snapshots {
             let round = std::mem::take(&mut to_read);
             std::thread::scope(|scope| {
                 // 3. Fetch, 4. load.
-                let fetched = fetch::each(&self.origin, &self.files, round);
+                let fetched = fetch::each(&self.origin, &self.files, round, &present.signed);
                 for read in load::spread(scope, fetched, &loading) {
                     match read {
                         Read::Done(result) => {
@@ -363,8 +390,13 @@ impl Snapshots {
             &settled.restored,
             self.precompress,
         ));
-        // 7. Publish.
+        // 7. Publish; what serves now on a signature is remembered.
         publish::publish(&files, &settled, &self.store, &self.metrics, &self.origin);
+        let signed = settled
+            .loaded
+            .iter()
+            .filter_map(|(name, _)| files.get(name)?.signed.as_ref());
+        self.origin.trust().published(signed);
         self.ledger
             .published(files.values().filter_map(|e| e.dataset.as_deref()));
         if !settled.retired.is_empty() {

@@ -463,6 +463,7 @@ fn downloads_are_cached_and_serve_while_storage_is_unreachable() {
         secret_access_key: Some("test".to_owned()),
         timeout: Duration::from_secs(2),
         cache_dir: Some(dir.clone()),
+        ..StorageOptions::default()
     };
     let url = Url::parse("s3://bucket/fleet/").unwrap();
     let origin = Origin::open(&Location::Url(url), &options, Arc::clone(&metrics), false).unwrap();

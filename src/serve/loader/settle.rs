@@ -87,6 +87,8 @@ fn apply(files: &mut Files, results: Vec<ReadResult>) -> Applied {
         source,
         need: _,
         refused,
+        signed,
+        refusal,
     } in results
     {
         let elapsed_ms = elapsed.as_millis() as u64;
@@ -116,8 +118,13 @@ fn apply(files: &mut Files, results: Vec<ReadResult>) -> Applied {
                     failed_at: None,
                     serving_version: Some(loaded.dataset.version.clone()),
                     source,
+                    signature: signed
+                        .as_ref()
+                        .map(|s| super::verify::status(s, std::time::SystemTime::now())),
                     ..FileStatus::new(&name)
                 };
+                entry.signed = signed;
+                entry.expiry_logged = false;
                 let replaced = std::mem::replace(&mut entry.status, status);
                 let replaced_written = std::mem::replace(&mut entry.written, written);
                 entry.previous = entry
@@ -131,6 +138,7 @@ fn apply(files: &mut Files, results: Vec<ReadResult>) -> Applied {
                 let message = err.to_string();
                 log_rejected(&name, entry, &message);
                 entry.status.fail(message);
+                entry.status.refused = refusal.map(Into::into);
                 if let Some(refused) = refused {
                     // Read again when memory frees; meanwhile its keys get
                     // 503, unless a version serves.

@@ -219,7 +219,12 @@ fn snapshots_status(snapshots: &Snapshots, query: &str) -> Response {
             return json(StatusCode::BAD_REQUEST, body.to_string().into());
         }
     };
-    let body = SnapshotsStatus::new(snapshots.statuses(), snapshots.source_status(), &filter);
+    let body = SnapshotsStatus::new(
+        snapshots.statuses(),
+        snapshots.source_status(),
+        snapshots.verification(),
+        &filter,
+    );
     match serde_json::to_vec(&body) {
         Ok(bytes) => json(StatusCode::OK, bytes.into()),
         Err(err) => {

@@ -92,6 +92,7 @@ impl S3 {
             secret_access_key: Some("test-secret-never-logged".to_owned()),
             timeout: Duration::from_secs(2),
             cache_dir: None,
+            ..StorageOptions::default()
         }
     }
 

@@ -24,6 +24,36 @@ pub struct SnapshotsStatus {
     /// Object storage only: the state of the polls.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<OriginStatus>,
+    /// What `--trust-key` verifies: `enabled: false` says that nothing is.
+    #[serde(default)]
+    pub signatures: Verification,
+}
+
+/// Whether versions are verified before they load, and with which keys.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verification {
+    /// False: no `--trust-key`, nothing is verified.
+    pub enabled: bool,
+    /// The ids of the keys trusted.
+    pub trusted_keys: Vec<String>,
+    /// Whether what was accepted is remembered across restarts
+    /// (`--cache-dir`).
+    pub remembered: bool,
+    /// Serving versions whose signature has expired (they keep serving).
+    pub expired: usize,
+    /// Entries whose newest content was refused for its signature.
+    pub refused: usize,
+}
+
+/// The accepted signature of the version a file serves.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignatureStatus {
+    pub key_id: String,
+    pub revision: u64,
+    pub signed_at: String,
+    pub expires_at: String,
+    /// Past `expires_at`: it keeps serving, but would not be accepted anew.
+    pub expired: bool,
 }
 
 /// Entries counted by state; an entry may be in more than one (a rejected
@@ -115,8 +145,14 @@ impl SnapshotsStatus {
     pub fn new(
         files: Vec<FileStatus>,
         source: Option<OriginStatus>,
+        mut signatures: Verification,
         filter: &StatusFilter,
     ) -> SnapshotsStatus {
+        signatures.expired = files
+            .iter()
+            .filter(|f| f.signature.as_ref().is_some_and(|s| s.expired))
+            .count();
+        signatures.refused = files.iter().filter(|f| f.refused.is_some()).count();
         let count = |state: State| files.iter().filter(|f| state.of(f)).count();
         let summary = Summary {
             files: files.len(),
@@ -128,6 +164,7 @@ impl SnapshotsStatus {
             summary,
             files: files.into_iter().filter(|f| filter.keeps(f)).collect(),
             source,
+            signatures,
         }
     }
 }
@@ -176,6 +213,15 @@ pub struct FileStatus {
     /// and again once it is evicted. `null` when nothing serves.
     #[serde(default)]
     pub resident: Option<bool>,
+    /// Under `--trust-key`: the signature the serving version was accepted
+    /// with; `null` when nothing is verified or nothing serves.
+    #[serde(default)]
+    pub signature: Option<SignatureStatus>,
+    /// Why the newest content was refused for its signature (`unsigned`,
+    /// `malformed`, `untrusted`, `invalid`, `mismatch`, `replayed`,
+    /// `expired`); `error` says it in words. `null` otherwise.
+    #[serde(default)]
+    pub refused: Option<Cow<'static, str>>,
 }
 
 impl FileStatus {
@@ -198,6 +244,8 @@ impl FileStatus {
             source_error_kind: None,
             source_error_since: None,
             resident: None,
+            signature: None,
+            refused: None,
         }
     }
 
@@ -206,5 +254,6 @@ impl FileStatus {
     pub fn fail(&mut self, message: String) {
         self.error = Some(message);
         self.failed_at = Some(utc_now());
+        self.refused = None;
     }
 }

@@ -1,0 +1,182 @@
+//! `--trust-key` in the scan: the verdict on each changed entry, before it
+//! is downloaded where the manifest names it and before it is loaded in
+//! any case (`storage::trust` judges; this says when, and what follows).
+//! A refused version is rejected like a bad file: what served keeps
+//! serving, the refusal is logged, counted and shown in `/snapshots`.
+//! Also: a newer signature of the content that serves (a re-signing), and
+//! serving versions whose signature expired.
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use super::files::{FileEntry, Files};
+use crate::metrics::{Expiries, Metrics};
+use crate::storage::trust::{Claim, Listed, Refusal, Signed, Trust, loaded_as_signed};
+use crate::storage::{Fingerprint, Listing, Local};
+use crate::store::Dataset;
+use crate::store::time::Instant;
+use portfolio_wire::status::SignatureStatus;
+
+/// A verdict: `None` when nothing is verified.
+pub type Verdict = Option<Result<Signed, Refusal>>;
+
+/// Before fetching: the verdict on what the manifest lists for `name`, so
+/// that a refused version is never downloaded. `None` also for an entry
+/// the manifest does not describe (a directory's file: judged once
+/// fetched).
+pub fn listed(trust: &Trust, name: &str, signed: &BTreeMap<String, Listed>) -> Verdict {
+    trust.judge(Claim::Listed(signed.get(name)?), SystemTime::now())
+}
+
+/// Once fetched: the verdict on a directory's file (its signature file
+/// and its bytes), or on a version restored from the cache (judged on the
+/// signature it was accepted with). Anything else is unsigned: a prefix
+/// without a manifest has no signatures.
+pub fn fetched(trust: &Trust, name: &str, fingerprint: &Fingerprint, local: &Local) -> Verdict {
+    if !trust.enabled() {
+        return None;
+    }
+    let now = SystemTime::now();
+    if let Some(file) = &local.signed {
+        return trust.judge(Claim::File(file), now);
+    }
+    let restored = match fingerprint {
+        Fingerprint::Object(object) => trust.accepted_as(name, &object.tag),
+        Fingerprint::File(_) => None,
+    };
+    match restored {
+        Some(listed) => trust.judge(Claim::Listed(&listed), now),
+        None => Some(Err(Refusal::Unsigned)),
+    }
+}
+
+/// Once loaded: whether the dataset is what its signature names.
+pub fn loaded(signed: &Signed, dataset: &Dataset) -> Result<(), Refusal> {
+    let keys: Vec<String> = dataset
+        .key_hashes
+        .iter()
+        .map(crate::store::key::to_hex)
+        .collect();
+    loaded_as_signed(signed, &dataset.workspace_id, &dataset.version, &keys)
+}
+
+/// The message a refused version is rejected with.
+pub fn message(refusal: &Refusal) -> String {
+    format!("signature refused ({}): {refusal}", refusal.kind())
+}
+
+/// What `/snapshots` shows of an accepted signature.
+pub fn status(signed: &Signed, now: SystemTime) -> SignatureStatus {
+    let statement = signed.statement();
+    SignatureStatus {
+        key_id: signed.verified.key_id.clone(),
+        revision: statement.revision,
+        signed_at: statement.signed_at.clone(),
+        expires_at: statement.expires_at.clone(),
+        expired: statement.expired(now),
+    }
+}
+
+/// Entries whose content has not changed but whose manifest signature has
+/// (a publisher re-signed the version that serves, or someone stripped or
+/// replaced its signature): judged without reloading. A new signature
+/// accepted is remembered; one refused is shown and counted once, and the
+/// version keeps serving on the signature it was accepted with.
+pub fn resigned(files: &mut Files, present: &Listing, trust: &Trust, metrics: &Metrics) {
+    if !trust.enabled() {
+        return;
+    }
+    let mut accepted = Vec::new();
+    for (name, listed) in &present.signed {
+        let Some(entry) = files.get_mut(name) else {
+            continue;
+        };
+        let unchanged = match (&entry.fingerprint, present.entries.get(name)) {
+            (Some(had), Some(Ok(listed))) => had == listed,
+            _ => false,
+        };
+        let (Some(dataset), Some(signed)) = (&entry.dataset, &entry.signed) else {
+            continue;
+        };
+        if !unchanged || listed.envelope.as_ref() == Some(&signed.envelope) {
+            continue;
+        }
+        let verdict = trust
+            .judge(Claim::Listed(listed), SystemTime::now())
+            .unwrap_or(Err(Refusal::Unsigned))
+            .and_then(|signed| loaded(&signed, dataset).map(|()| signed));
+        match verdict {
+            Ok(signed) => {
+                tracing::info!(
+                    file = %name,
+                    revision = signed.statement().revision,
+                    expires_at = %signed.statement().expires_at,
+                    key_id = %signed.verified.key_id,
+                    "serving version re-signed"
+                );
+                entry.status.signature = Some(status(&signed, SystemTime::now()));
+                entry.expiry_logged = false;
+                if entry.status.refused.is_some() {
+                    entry.status.error = None;
+                    entry.status.failed_at = None;
+                    entry.status.refused = None;
+                }
+                entry.signed = Some(signed.clone());
+                accepted.push(signed);
+            }
+            Err(refusal) => refuse(name, entry, &refusal, metrics),
+        }
+    }
+    trust.published(&accepted);
+}
+
+/// Shows, logs and counts a refusal of `entry`'s newest content, once for
+/// the same reason.
+fn refuse(name: &str, entry: &mut FileEntry, refusal: &Refusal, metrics: &Metrics) {
+    let message = message(refusal);
+    if entry.status.error.as_ref() == Some(&message) {
+        return;
+    }
+    super::files::log_rejected(name, entry, &message);
+    metrics.signature_refused(refusal.kind());
+    entry.status.fail(message);
+    entry.status.refused = Some(refusal.kind().into());
+}
+
+/// Logs, once each, the serving versions whose signature has expired since
+/// the last look, and counts them for `/metrics`.
+pub fn expiries(files: &mut Files, now: SystemTime) -> Expiries {
+    let mut expiries = Expiries::default();
+    for (name, entry) in files.iter_mut() {
+        let Some(signed) = entry.signed.as_ref().filter(|_| entry.dataset.is_some()) else {
+            continue;
+        };
+        let statement = signed.statement();
+        if let Some(at) = Instant::parse_rfc3339(&statement.expires_at) {
+            let secs = at
+                .to_system_time()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            expiries.earliest = Some(expiries.earliest.map_or(secs, |e: f64| e.min(secs)));
+        }
+        if !statement.expired(now) {
+            continue;
+        }
+        expiries.expired += 1;
+        if let Some(status) = &mut entry.status.signature {
+            status.expired = true;
+        }
+        if !entry.expiry_logged {
+            entry.expiry_logged = true;
+            tracing::warn!(
+                file = %name,
+                workspace = %statement.workspace,
+                version = %statement.version,
+                revision = statement.revision,
+                expired_at = %statement.expires_at,
+                "the serving version's signature has expired; it keeps serving, but no newer signed version has arrived (re-sign with `publish --refresh-signatures`, or look for withheld updates)"
+            );
+        }
+    }
+    expiries
+}

@@ -1,0 +1,417 @@
+//! Signed snapshots on a replica (`--trust-key`): the keys it trusts, the
+//! highest signed revision it has accepted per workspace, and the verdict
+//! on a version before it is loaded (docs/object-storage.md#signed-snapshots).
+//!
+//! A version is accepted only if a trusted key signed a statement that
+//! names exactly it (workspace, version, SHA-256 of its bytes, its keys,
+//! and in manifest mode its record's revision), whose revision is not
+//! below the one accepted before for that workspace (nor equal with other
+//! content), and which has not expired, unless it is the very version
+//! accepted before: a version keeps serving past its expiry, it is only
+//! never newly accepted. What was accepted is remembered in
+//! `--cache-dir` (one small file per workspace, under `accepted/`), so a
+//! restart cannot be fooled into an older version either.
+//!
+//! Storage gives what a version claims (the manifest's entry, or a file
+//! and its `.sig`); the scan asks for the verdict, and tells what it
+//! published.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use portfolio_wire::manifest::short;
+pub use portfolio_wire::signed::{
+    Envelope, KeyError, MAX_SIGNATURE_BYTES, Named, Refusal, SIGNATURE_SUFFIX, Statement,
+    TrustedKeys, Verified, keys_digest,
+};
+
+/// The directory under `--cache-dir` that remembers what was accepted.
+const ACCEPTED_DIR: &str = "accepted";
+
+/// What a manifest says of a workspace's current version, and its
+/// signature if it has one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listed {
+    pub envelope: Option<Envelope>,
+    pub workspace: String,
+    pub version: String,
+    pub sha256: String,
+    pub key_hashes: Option<Vec<String>>,
+    pub revision: Option<u64>,
+}
+
+/// What a directory's file claims: its signature file as read, and the
+/// SHA-256 of its bytes.
+#[derive(Clone, Debug)]
+pub struct FileSigned {
+    pub envelope: Result<Envelope, Refusal>,
+    pub sha256: String,
+}
+
+/// What a version claims to be, from either kind of source.
+pub enum Claim<'a> {
+    Listed(&'a Listed),
+    File(&'a FileSigned),
+}
+
+/// A version whose signature was accepted: what it says, the key that
+/// made it, and the envelope itself (remembered, and shown).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signed {
+    pub verified: Verified,
+    pub envelope: Envelope,
+}
+
+impl Signed {
+    pub fn statement(&self) -> &Statement {
+        &self.verified.statement
+    }
+}
+
+/// A version accepted before, as remembered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Accepted {
+    workspace: String,
+    version: String,
+    revision: u64,
+    sha256: String,
+    /// The signature it was accepted with: a restart that finds storage
+    /// unreachable serves the cached version on it.
+    envelope: Envelope,
+}
+
+/// The keys trusted, or none: then nothing is verified, as before.
+pub struct Trust {
+    keys: Option<TrustedKeys>,
+    accepted: Mutex<HashMap<String, Accepted>>,
+    /// `<cache-dir>/accepted`, where accepted versions are remembered.
+    dir: Option<PathBuf>,
+}
+
+impl Default for Trust {
+    fn default() -> Trust {
+        Trust::off()
+    }
+}
+
+impl std::fmt::Debug for Trust {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trust")
+            .field("keys", &self.key_ids())
+            .field("dir", &self.dir)
+            .finish()
+    }
+}
+
+/// Why verification cannot start: a key file, or what was accepted before.
+#[derive(Debug, thiserror::Error)]
+pub enum TrustError {
+    #[error("cannot read --trust-key {path}: {source}")]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--trust-key: {0}")]
+    Key(#[from] KeyError),
+    #[error(
+        "cannot read what was accepted before from {path}: {why} (it guards against replayed versions; remove the file to start afresh)"
+    )]
+    Ledger { path: PathBuf, why: String },
+}
+
+impl Trust {
+    /// No verification.
+    pub fn off() -> Trust {
+        Trust {
+            keys: None,
+            accepted: Mutex::default(),
+            dir: None,
+        }
+    }
+
+    /// Verification with the keys of `key_files` (each may hold several),
+    /// remembering what it accepts under `cache_dir` if given.
+    pub fn from_files(
+        key_files: &[PathBuf],
+        cache_dir: Option<&Path>,
+    ) -> Result<Trust, TrustError> {
+        let mut keys = TrustedKeys::default();
+        for path in key_files {
+            let text = std::fs::read_to_string(path).map_err(|source| TrustError::Unreadable {
+                path: path.clone(),
+                source,
+            })?;
+            keys.extend(TrustedKeys::parse(&text, &path.display().to_string())?);
+        }
+        Trust::new(keys, cache_dir)
+    }
+
+    /// Verification with `keys`, remembering under `cache_dir` if given.
+    pub fn new(keys: TrustedKeys, cache_dir: Option<&Path>) -> Result<Trust, TrustError> {
+        let dir = cache_dir.map(|d| d.join(ACCEPTED_DIR));
+        let accepted = match &dir {
+            Some(dir) => read_accepted(dir)?,
+            None => HashMap::new(),
+        };
+        Ok(Trust {
+            keys: Some(keys),
+            accepted: Mutex::new(accepted),
+            dir,
+        })
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.keys.is_some()
+    }
+
+    /// Whether what it accepts outlives the process (`--cache-dir`).
+    pub fn remembers(&self) -> bool {
+        self.dir.is_some()
+    }
+
+    pub fn key_ids(&self) -> Vec<String> {
+        self.keys.as_ref().map(TrustedKeys::ids).unwrap_or_default()
+    }
+
+    fn accepted(&self) -> MutexGuard<'_, HashMap<String, Accepted>> {
+        self.accepted.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The verdict on a version that claims `claim`, with `now` for its
+    /// expiry; `None` when nothing is verified.
+    pub fn judge(&self, claim: Claim<'_>, now: SystemTime) -> Option<Result<Signed, Refusal>> {
+        let keys = self.keys.as_ref()?;
+        Some(self.verdict(keys, claim, now))
+    }
+
+    fn verdict(
+        &self,
+        keys: &TrustedKeys,
+        claim: Claim<'_>,
+        now: SystemTime,
+    ) -> Result<Signed, Refusal> {
+        let envelope = match &claim {
+            Claim::Listed(listed) => listed.envelope.as_ref().ok_or(Refusal::Unsigned)?,
+            Claim::File(file) => file.envelope.as_ref().map_err(Clone::clone)?,
+        };
+        let verified = keys.verify(envelope)?;
+        let statement = &verified.statement;
+        statement.covers(&match &claim {
+            Claim::Listed(listed) => Named {
+                workspace: &listed.workspace,
+                version: &listed.version,
+                sha256: &listed.sha256,
+                key_hashes: listed.key_hashes.as_deref(),
+                revision: listed.revision,
+            },
+            // A file's workspace and version are checked once it is loaded
+            // (`loaded_as_signed`).
+            Claim::File(file) => Named {
+                workspace: &statement.workspace,
+                version: &statement.version,
+                sha256: &file.sha256,
+                key_hashes: None,
+                revision: None,
+            },
+        })?;
+        if let Some(before) = self.accepted().get(&statement.workspace) {
+            if statement.revision < before.revision {
+                return Err(Refusal::Replayed(format!(
+                    "signed revision {} is older than revision {} accepted before for workspace {:?}",
+                    statement.revision, before.revision, statement.workspace
+                )));
+            }
+            if statement.revision == before.revision {
+                if statement.sha256 != before.sha256 {
+                    return Err(Refusal::Replayed(format!(
+                        "signed revision {} of workspace {:?} was accepted before with other content ({})",
+                        statement.revision,
+                        statement.workspace,
+                        short(&before.sha256)
+                    )));
+                }
+                // The very version accepted before: expired or not, it
+                // keeps serving.
+                return Ok(Signed {
+                    verified,
+                    envelope: envelope.clone(),
+                });
+            }
+        }
+        if statement.expired(now) {
+            return Err(Refusal::Expired(statement.expires_at.clone()));
+        }
+        Ok(Signed {
+            verified,
+            envelope: envelope.clone(),
+        })
+    }
+
+    /// What a workspace's version was accepted as, if it is `sha256`:
+    /// a version restored from the cache (storage unreachable at startup)
+    /// is judged on it.
+    pub fn accepted_as(&self, workspace: &str, sha256: &str) -> Option<Listed> {
+        let accepted = self.accepted();
+        let before = accepted.get(workspace).filter(|a| a.sha256 == sha256)?;
+        Some(Listed {
+            envelope: Some(before.envelope.clone()),
+            workspace: before.workspace.clone(),
+            version: before.version.clone(),
+            sha256: before.sha256.clone(),
+            key_hashes: None,
+            revision: Some(before.revision),
+        })
+    }
+
+    /// Remembers that these versions serve now, each with the signature it
+    /// was accepted with; a revision below one remembered changes nothing.
+    pub fn published<'a>(&self, versions: impl IntoIterator<Item = &'a Signed>) {
+        let mut changed = Vec::new();
+        let mut accepted = self.accepted();
+        for signed in versions {
+            let statement = signed.statement();
+            let newer = accepted
+                .get(&statement.workspace)
+                .is_none_or(|a| statement.revision > a.revision);
+            if newer {
+                let now = Accepted {
+                    workspace: statement.workspace.clone(),
+                    version: statement.version.clone(),
+                    revision: statement.revision,
+                    sha256: statement.sha256.clone(),
+                    envelope: signed.envelope.clone(),
+                };
+                changed.push(now.clone());
+                accepted.insert(statement.workspace.clone(), now);
+            }
+        }
+        drop(accepted);
+        if let Some(dir) = &self.dir {
+            for accepted in changed {
+                if let Err(error) = write_accepted(dir, &accepted) {
+                    tracing::warn!(
+                        workspace = %accepted.workspace,
+                        dir = %dir.display(),
+                        error = %error,
+                        "cannot remember the accepted revision; after a restart, this replica may accept an older signed version until it expires"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Checks that what loaded is what its signature names: the workspace,
+/// the version and the keys (the bytes were checked before the load).
+pub fn loaded_as_signed(
+    signed: &Signed,
+    workspace: &str,
+    version: &str,
+    key_hashes: &[String],
+) -> Result<(), Refusal> {
+    let statement = signed.statement();
+    statement.covers(&Named {
+        workspace,
+        version,
+        sha256: &statement.sha256,
+        key_hashes: Some(key_hashes),
+        revision: None,
+    })
+}
+
+/// What a snapshot file's signature says, and the SHA-256 of its bytes:
+/// `<path>.sig` read (at most [`MAX_SIGNATURE_BYTES`]), the file hashed.
+pub fn read_file_signature(path: &Path) -> std::io::Result<FileSigned> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(SIGNATURE_SUFFIX);
+    let sig_path = PathBuf::from(name);
+    let envelope = match std::fs::File::open(&sig_path) {
+        Ok(file) => {
+            let mut bytes = Vec::new();
+            file.take(MAX_SIGNATURE_BYTES + 1).read_to_end(&mut bytes)?;
+            if bytes.len() as u64 > MAX_SIGNATURE_BYTES {
+                Err(Refusal::Malformed(format!(
+                    "{} is larger than {MAX_SIGNATURE_BYTES} bytes",
+                    sig_path.display()
+                )))
+            } else {
+                Envelope::parse(&bytes)
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Refusal::Unsigned),
+        Err(e) => Err(Refusal::Malformed(format!(
+            "cannot read {}: {e}",
+            sig_path.display()
+        ))),
+    };
+    let sha256 = sha256_file(path)?;
+    Ok(FileSigned { envelope, sha256 })
+}
+
+/// The SHA-256 of a file's bytes, lower-case hex.
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buffer)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    Ok(crate::store::key::to_hex(&hasher.finalize().into()))
+}
+
+/// The file that remembers `workspace`'s accepted version: named by the
+/// SHA-256 of its id, so any id is one safe file name.
+fn accepted_path(dir: &Path, workspace: &str) -> PathBuf {
+    let name = crate::store::key::to_hex(&Sha256::digest(workspace.as_bytes()).into());
+    dir.join(format!("{name}.json"))
+}
+
+fn write_accepted(dir: &Path, accepted: &Accepted) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let path = accepted_path(dir, &accepted.workspace);
+    let temporary = path.with_extension("json.tmp");
+    std::fs::write(&temporary, serde_json::to_vec(accepted)?)?;
+    std::fs::rename(&temporary, &path)
+}
+
+fn read_accepted(dir: &Path) -> Result<HashMap<String, Accepted>, TrustError> {
+    let mut accepted = HashMap::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(accepted),
+        Err(e) => {
+            return Err(TrustError::Ledger {
+                path: dir.to_owned(),
+                why: e.to_string(),
+            });
+        }
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "json") {
+            // A write cut short: the rename never happened.
+            continue;
+        }
+        let ledger = |why: String| TrustError::Ledger {
+            path: path.clone(),
+            why,
+        };
+        let bytes = std::fs::read(&path).map_err(|e| ledger(e.to_string()))?;
+        let read: Accepted = serde_json::from_slice(&bytes).map_err(|e| ledger(e.to_string()))?;
+        accepted.insert(read.workspace.clone(), read);
+    }
+    Ok(accepted)
+}
+
+#[cfg(test)]
+mod tests;
