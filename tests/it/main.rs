@@ -42,6 +42,7 @@ mod replica_client;
 mod routing;
 mod security;
 mod shutdown;
+mod signed;
 mod snapshots;
 mod status_filters;
 mod util;

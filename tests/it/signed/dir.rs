@@ -1,0 +1,247 @@
+//! Directory mode: each snapshot's signature in `<file>.sig`.
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+
+use super::{DAY, key, replace, sign_file, trusting};
+use crate::util::{TestServer, cli, eventually, snapshot, tempdir};
+
+fn write(dir: &std::path::Path, name: &str, value: &Value) -> std::path::PathBuf {
+    let path = dir.join(name);
+    replace(&path, &serde_json::to_vec(value).unwrap());
+    path
+}
+
+fn versioned(workspace: &str, key: &str, version: &str) -> Value {
+    let mut value = snapshot(workspace, &[key]);
+    value["version"] = json!(version);
+    value
+}
+
+/// The `refused` kind `/snapshots` shows for `file`, once it shows one.
+async fn refused(server: &TestServer, file: &str) -> String {
+    let entry = server.wait_error(file).await;
+    entry["refused"].as_str().unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn only_versions_a_trusted_key_signed_for_exactly_their_bytes_serve() {
+    let dir = tempdir();
+    let (trusted, stranger) = (key(1), key(2));
+    let now = SystemTime::now();
+    let ws = |n: &str| (format!("ws-{n}"), format!("cura_key_{n}"));
+    let mut cases = Vec::new();
+    for (name, expect) in [
+        ("good", ""),
+        ("unsigned", "unsigned"),
+        ("stranger", "untrusted"),
+        ("garbage", "malformed"),
+        ("expired", "expired"),
+        ("altered", "mismatch"),
+        ("elsewhere", "mismatch"),
+        ("keys", "mismatch"),
+    ] {
+        let (workspace, api_key) = ws(name);
+        let value = snapshot(&workspace, &[&api_key]);
+        let file = write(dir.path(), &format!("{name}.json"), &value);
+        let sign = |key, at, valid| sign_file(&file, &value, key, 1, at, valid);
+        match name {
+            "good" => sign(&trusted, now, DAY),
+            "stranger" => sign(&stranger, now, DAY),
+            "garbage" => replace(&dir.path().join("garbage.json.sig"), b"{\"payload\": 1"),
+            "expired" => sign(&trusted, now - 2 * DAY, DAY),
+            "altered" => {
+                sign(&trusted, now, DAY);
+                let mut forged = value.clone();
+                forged["workspace"]["name"] = json!("Forged after signing");
+                write(dir.path(), "altered.json", &forged);
+            }
+            "elsewhere" => {
+                // Its bytes, signed as another workspace's: a key moved.
+                let mut other = value.clone();
+                other["workspace"]["id"] = json!("ws-good");
+                sign_file(&file, &other, &trusted, 1, now, DAY);
+            }
+            "keys" => {
+                let mut other = value.clone();
+                other["api_keys"][0]["sha256"] = json!("ab".repeat(32));
+                sign_file(&file, &other, &trusted, 1, now, DAY);
+            }
+            _ => {}
+        }
+        cases.push((name, api_key, expect));
+    }
+    let trust = trusting(&[&trusted], None);
+    let server = TestServer::start_in(dir, |c| c.storage.trust = trust).await;
+    for (name, api_key, expect) in &cases {
+        let status = server.get("/portfolio", Some(api_key)).await.status;
+        if expect.is_empty() {
+            assert_eq!(status, 200, "{name}");
+            let entry = server
+                .snapshot_status(&format!("{name}.json"))
+                .await
+                .unwrap();
+            assert_eq!(entry["signature"]["key_id"], trusted.id.as_str(), "{entry}");
+            assert_eq!(entry["signature"]["expired"], false, "{entry}");
+        } else {
+            assert_eq!(status, 401, "{name} must not serve");
+            assert_eq!(
+                &refused(&server, &format!("{name}.json")).await,
+                expect,
+                "{name}"
+            );
+        }
+    }
+    let status = server.admin_get("/snapshots").await.json();
+    assert_eq!(status["signatures"]["enabled"], true, "{status}");
+    assert_eq!(
+        status["signatures"]["trusted_keys"],
+        json!([trusted.id]),
+        "{status}"
+    );
+    assert_eq!(status["signatures"]["refused"], cases.len() - 1, "{status}");
+    let metrics = server.admin_get("/metrics").await.text();
+    for (name, _, expect) in &cases[1..] {
+        let line = format!("portfolio_replica_signature_refusals_total{{reason=\"{expect}\"}}");
+        assert!(metrics.contains(&line), "{name}: no {line} in\n{metrics}");
+    }
+
+    // Without --trust-key, the same directory serves every one of them:
+    // each refusal above is verification's doing.
+    let dir = server.dir().to_owned();
+    let copy = tempdir();
+    for entry in std::fs::read_dir(&dir).unwrap().filter_map(Result::ok) {
+        std::fs::copy(entry.path(), copy.path().join(entry.file_name())).unwrap();
+    }
+    drop(server);
+    let unverified = TestServer::start_in(copy, |_| {}).await;
+    for (name, api_key, _) in &cases {
+        let status = unverified.get("/portfolio", Some(api_key)).await.status;
+        assert_eq!(status, 200, "{name} serves unverified");
+    }
+    let status = unverified.admin_get("/snapshots").await.json();
+    assert_eq!(status["signatures"]["enabled"], false, "{status}");
+}
+
+#[tokio::test]
+async fn a_forged_stripped_or_replayed_replacement_keeps_the_signed_version_serving() {
+    let dir = tempdir();
+    let cache = tempdir();
+    let signer = key(1);
+    let now = SystemTime::now();
+    let api_key = "cura_replay";
+    let v1 = versioned("ws-r", api_key, "v1");
+    let file = write(dir.path(), "r.json", &v1);
+    sign_file(&file, &v1, &signer, 1_000, now, DAY);
+    let old_sig = std::fs::read(dir.path().join("r.json.sig")).unwrap();
+    let old_file = std::fs::read(&file).unwrap();
+    let trust = trusting(&[&signer], Some(cache.path()));
+    let server = TestServer::start_in(dir, |c| c.storage.trust = trust).await;
+    server.wait_version("/portfolio", api_key, "v1").await;
+
+    // Forged: new bytes under the old signature.
+    let v2 = versioned("ws-r", api_key, "v2");
+    write(server.dir(), "r.json", &v2);
+    assert_eq!(refused(&server, "r.json").await, "mismatch");
+    server.wait_version("/portfolio", api_key, "v1").await;
+
+    // Signed: serves.
+    let file = server.dir().join("r.json");
+    sign_file(&file, &v2, &signer, 2_000, now, DAY);
+    server.wait_version("/portfolio", api_key, "v2").await;
+
+    // Stripped: the signature removed.
+    std::fs::remove_file(server.dir().join("r.json.sig")).unwrap();
+    assert_eq!(refused(&server, "r.json").await, "unsigned");
+    server.wait_version("/portfolio", api_key, "v2").await;
+
+    // Replayed: the old file with its old, valid signature.
+    replace(&server.dir().join("r.json.sig"), &old_sig);
+    replace(&file, &old_file);
+    eventually("the replay is refused", async || {
+        match server.snapshot_status("r.json").await {
+            Some(e) if e["refused"] == "replayed" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    server.wait_version("/portfolio", api_key, "v2").await;
+    let copy = tempdir();
+    for name in ["r.json", "r.json.sig"] {
+        std::fs::copy(server.dir().join(name), copy.path().join(name)).unwrap();
+    }
+    drop(server);
+
+    // A restart remembers what it accepted (--cache-dir): still a replay.
+    let trust = trusting(&[&signer], Some(cache.path()));
+    let restarted = TestServer::start_in(copy, |c| c.storage.trust = trust).await;
+    assert_eq!(refused(&restarted, "r.json").await, "replayed");
+    assert_eq!(restarted.get("/portfolio", Some(api_key)).await.status, 401);
+}
+
+#[tokio::test]
+async fn a_version_accepted_while_valid_keeps_serving_after_it_expires_and_says_so() {
+    let dir = tempdir();
+    let signer = key(3);
+    let api_key = "cura_expiring";
+    let value = versioned("ws-x", api_key, "v1");
+    let file = write(dir.path(), "x.json", &value);
+    sign_file(
+        &file,
+        &value,
+        &signer,
+        1,
+        SystemTime::now(),
+        Duration::from_secs(2),
+    );
+    let trust = trusting(&[&signer], None);
+    let server = TestServer::start_in(dir, |c| c.storage.trust = trust).await;
+    server.wait_version("/portfolio", api_key, "v1").await;
+    eventually_expired(&server).await;
+    assert_eq!(server.get("/portfolio", Some(api_key)).await.status, 200);
+    let metrics = server.admin_get("/metrics").await.text();
+    assert!(
+        metrics.contains("portfolio_replica_signatures_expired 1"),
+        "{metrics}"
+    );
+}
+
+async fn eventually_expired(server: &TestServer) {
+    crate::util::eventually_within(
+        "the signature shows as expired",
+        Duration::from_secs(10),
+        async || match server.snapshot_status("x.json").await {
+            Some(e) if e["signature"]["expired"] == true => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_trusted_key_file_that_is_not_a_key_stops_the_start() {
+    let dir = tempdir();
+    let keys = tempdir();
+    let bad = keys.path().join("fleet.pub");
+    std::fs::write(&bad, "# our key\nssh-ed25519 AAAAC3Nza me@host\n").unwrap();
+    let snapshots = dir.path().display().to_string();
+    let out = cli(&[
+        "--snapshots",
+        &snapshots,
+        "--listen",
+        "127.0.0.1:0",
+        "--admin-listen",
+        "127.0.0.1:0",
+        "--trust-key",
+        &bad.display().to_string(),
+    ])
+    .await;
+    assert_eq!(out.code, Some(1), "{out:?}");
+    let expected = format!(
+        "--trust-key: {}, line 2: expected `portfolio-replica-ed25519",
+        bad.display()
+    );
+    assert!(out.stderr.contains("cannot serve"), "{}", out.stderr);
+    assert!(out.stderr.contains(&expected), "{}", out.stderr);
+}
