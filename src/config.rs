@@ -106,6 +106,16 @@ pub enum Command {
         /// directory stands for the files the server would read in it.
         #[arg(required = true, value_name = "FILE|DIR")]
         files: Vec<PathBuf>,
+        /// Also say what a replica with these --trust-key files would say
+        /// of each file's signature (`<file>.sig`); exit 1 if it would
+        /// refuse one.
+        #[arg(
+            long = "trust-key",
+            env = "PORTFOLIO_TRUST_KEY",
+            value_name = "FILE",
+            value_delimiter = ','
+        )]
+        trust_keys: Vec<PathBuf>,
     },
     /// Print the SHA-256 of an API key, to put in a snapshot's `api_keys`.
     HashKey {

@@ -23,8 +23,24 @@ fn main() -> ExitCode {
     let (out, err) = (&mut std::io::stdout(), &mut std::io::stderr());
     match command {
         Command::Serve(args) => serve(&args),
-        Command::Check { files } => {
-            exit(portfolio_replica::tools::check::check(&files, out, err).is_some())
+        Command::Check { files, trust_keys } => {
+            use portfolio_replica::tools::check;
+            let trust = match trust_keys.is_empty() {
+                true => None,
+                false => match portfolio_replica::storage::Trust::from_files(&trust_keys, None) {
+                    Ok(trust) => Some(trust),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                },
+            };
+            let checked = check::check(&files, out, err);
+            let signed = match (&checked, &trust) {
+                (Some(checked), Some(trust)) => check::signatures(checked, trust, out, err),
+                _ => true,
+            };
+            exit(checked.is_some() && signed)
         }
         Command::HashKey { key, key_prefix } => hash_key(key.as_deref(), &key_prefix),
         Command::Probe { url, timeout } => match commands::probe(&url, timeout) {

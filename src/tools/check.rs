@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::snapshot::{self, SnapshotError};
+use crate::storage::trust::{self, Refusal, Trust, loaded_as_signed, read_file_signature};
 use crate::storage::{SnapshotFile, is_snapshot_name};
 use crate::store::claims::{self, Claim, Holders};
-use crate::store::key::KeyHash;
+use crate::store::key::{KeyHash, to_hex};
 
 /// What the server reads of a directory, for the messages about names.
 const SNAPSHOT_NAMES: &str = "only *.json and *.json.gz that do not start with '.'";
@@ -37,6 +38,51 @@ pub fn check(
         }
     }
     checker.finish(out, err)
+}
+
+/// `check --trust-key`: what a replica trusting those keys would say of
+/// each valid file's signature (`<file>.sig`), one line each. It has no
+/// memory of revisions accepted before, so it cannot tell a replay; a
+/// replica with `--cache-dir` can. Returns false if any would be refused.
+pub fn signatures(
+    checked: &[Checked],
+    trust: &Trust,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> bool {
+    let mut ok = true;
+    for file in checked {
+        let keys: Vec<String> = file.key_hashes.iter().map(to_hex).collect();
+        let verdict = read_file_signature(&file.path)
+            .map_err(|e| Refusal::Malformed(format!("cannot read {}: {e}", file.name)))
+            .and_then(|signed| {
+                let judged = trust.judge(trust::Claim::File(&signed), SystemTime::now());
+                judged.unwrap_or(Err(Refusal::Unsigned))
+            })
+            .and_then(|signed| {
+                loaded_as_signed(&signed, &file.workspace, &file.version, &keys).map(|()| signed)
+            });
+        match verdict {
+            Ok(signed) => {
+                let statement = signed.statement();
+                let _ = writeln!(
+                    out,
+                    "{}: signed by key {}, revision {}, expires {}",
+                    file.name, signed.verified.key_id, statement.revision, statement.expires_at
+                );
+            }
+            Err(refusal) => {
+                ok = false;
+                let _ = writeln!(
+                    err,
+                    "error: {}: a replica with --trust-key would refuse it: signature refused ({}): {refusal}",
+                    file.name,
+                    refusal.kind()
+                );
+            }
+        }
+    }
+    ok
 }
 
 /// The files checked so far, and what they claim.

@@ -245,3 +245,35 @@ async fn a_trusted_key_file_that_is_not_a_key_stops_the_start() {
     assert!(out.stderr.contains("cannot serve"), "{}", out.stderr);
     assert!(out.stderr.contains(&expected), "{}", out.stderr);
 }
+
+#[tokio::test]
+async fn check_says_what_a_replica_with_the_key_would_say() {
+    let dir = tempdir();
+    let signer = key(4);
+    let public = dir.path().join("fleet.pub");
+    std::fs::write(&public, signer.public().to_text()).unwrap();
+    let value = snapshot("ws-check", &["cura_check"]);
+    let file = write(dir.path(), "c.json", &value);
+    let args = |file: &std::path::Path| {
+        vec![
+            "check".to_owned(),
+            file.display().to_string(),
+            "--trust-key".to_owned(),
+            public.display().to_string(),
+        ]
+    };
+    let out = cli(&args(&file)).await;
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains(
+            "c.json: a replica with --trust-key would refuse it: signature refused (unsigned)"
+        ),
+        "{}",
+        out.stderr
+    );
+    sign_file(&file, &value, &signer, 7, SystemTime::now(), DAY);
+    let out = cli(&args(&file)).await;
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let line = format!("c.json: signed by key {}, revision 7, expires ", signer.id);
+    assert!(out.stdout.contains(&line), "{}", out.stdout);
+}
