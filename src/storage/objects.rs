@@ -66,6 +66,9 @@ pub struct ObjectSource {
     timeout: Duration,
     /// Never held across IO, so `/snapshots` answers during a slow poll.
     state: Mutex<State>,
+    /// `--trust-key`: a delta's result is used only if it is the content
+    /// the version's signature names.
+    verify: bool,
 }
 
 #[derive(Default)]
@@ -180,6 +183,7 @@ impl ObjectSource {
             metrics,
             timeout: options.timeout,
             state: Mutex::new(State::default()),
+            verify: options.trust.enabled(),
         })
     }
 
@@ -538,16 +542,21 @@ impl Source for ObjectSource {
                 "a fingerprint of another kind of source",
             ));
         };
-        let (revisions, delta) = {
+        let (revisions, delta, signed_plain) = {
             let state = self.state();
             let followed = state.manifest.as_ref().and_then(|m| m.good.as_ref());
             (
                 followed.and_then(|f| f.revisions(name, version)),
                 followed.and_then(|f| f.delta(name, version)),
+                followed.and_then(|f| f.signed_plain(name, version)),
             )
         };
+        // Under --trust-key, a delta's result must be the signed content:
+        // without a signed digest of it, the whole object is downloaded.
+        let delta = delta.filter(|_| !self.verify || signed_plain.is_some());
         if let Some(delta) = delta
-            && let Some(rebuilt) = self.try_delta(name, version, &delta, revisions)
+            && let Some(rebuilt) =
+                self.try_delta(name, version, &delta, revisions, signed_plain.as_deref())
         {
             return rebuilt;
         }

@@ -35,6 +35,7 @@ impl ObjectSource {
         version: &ObjectVersion,
         delta: &DeltaRef,
         revisions: Option<(u64, Option<u64>)>,
+        signed_plain: Option<&str>,
     ) -> Option<Fetch> {
         let Some((base, record)) = self.cache.base(name, &delta.base) else {
             self.metrics.source_delta("no_base");
@@ -49,6 +50,18 @@ impl ObjectSource {
             (&base, &record),
             &mut |n| metrics.source_bytes(n),
         ));
+        // A delta that rebuilds anything but the signed content is refused
+        // like one that does not apply.
+        let result = result.and_then(|rebuilt| match signed_plain {
+            Some(signed) if signed != rebuilt.plain.sha256 => {
+                let _ = std::fs::remove_file(&rebuilt.path);
+                Err(RebuildError::NotSigned {
+                    rebuilt: rebuilt.plain.sha256,
+                    signed: signed.to_owned(),
+                })
+            }
+            _ => Ok(rebuilt),
+        });
         let rebuilt = match result {
             Ok(rebuilt) => rebuilt,
             Err(error) => {
@@ -119,6 +132,10 @@ pub enum RebuildError {
     /// (`why`, not `source`: `DeltaError` is not a `std::error::Error`.)
     #[error("{key}: {why}")]
     Apply { key: ObjectPath, why: DeltaError },
+    /// It applied, but what it rebuilt is not what the version's signature
+    /// names (`--trust-key`).
+    #[error("the delta rebuilt content with SHA-256 {rebuilt}, not the signed {signed}")]
+    NotSigned { rebuilt: String, signed: String },
 }
 
 /// A file removed when dropped, unless kept.

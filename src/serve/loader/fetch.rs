@@ -75,8 +75,9 @@ fn fetch(
     }
     match origin.fetch(&name, &fingerprint) {
         Fetch::Ready(local) => {
-            let verdict =
-                listed.or_else(|| verify::fetched(origin.trust(), &name, &fingerprint, &local));
+            let verdict = listed
+                .or_else(|| verify::fetched(origin.trust(), &name, &fingerprint, &local))
+                .map(|v| v.and_then(|signed| verify::rebuilt(signed, &local)));
             let signed = match verdict {
                 Some(Err(refusal)) => {
                     origin.loaded(&name, local, false);

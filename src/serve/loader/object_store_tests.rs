@@ -188,6 +188,7 @@ impl Fixture {
                 key_hashes: None,
                 delta: None,
                 signature: None,
+                plain_sha256: None,
             },
             10,
         );
@@ -334,6 +335,7 @@ fn format_2_follows_the_journal_and_reads_the_records_when_it_fell_behind() {
             key_hashes: None,
             delta: None,
             signature: None,
+            plain_sha256: None,
         });
     }
     let late = (String::from("ws-b"), b_revision + 1, versions[0].clone());

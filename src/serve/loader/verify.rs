@@ -15,6 +15,7 @@ use crate::storage::trust::{Claim, Listed, Refusal, Signed, Trust, loaded_as_sig
 use crate::storage::{Fingerprint, Listing, Local};
 use crate::store::Dataset;
 use crate::store::time::Instant;
+use portfolio_wire::manifest::short;
 use portfolio_wire::status::SignatureStatus;
 
 /// A verdict: `None` when nothing is verified.
@@ -47,6 +48,22 @@ pub fn fetched(trust: &Trust, name: &str, fingerprint: &Fingerprint, local: &Loc
     match restored {
         Some(listed) => trust.judge(Claim::Listed(&listed), now),
         None => Some(Err(Refusal::Unsigned)),
+    }
+}
+
+/// Once fetched and judged: a version rebuilt from a delta (or kept so)
+/// must be the content its signature names, uncompressed.
+pub fn rebuilt(signed: Signed, local: &Local) -> Result<Signed, Refusal> {
+    match (&local.plain, &signed.statement().plain_sha256) {
+        (Some((_, rebuilt)), Some(named)) if rebuilt != named => Err(Refusal::Mismatch(format!(
+            "rebuilt from a delta as content {}, not the signed {}",
+            short(rebuilt),
+            short(named)
+        ))),
+        (Some(_), None) => Err(Refusal::Mismatch(
+            "rebuilt from a delta, but the signature names no uncompressed content".to_owned(),
+        )),
+        _ => Ok(signed),
     }
 }
 

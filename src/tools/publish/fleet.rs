@@ -159,6 +159,7 @@ mod tests {
                 key_hashes: None,
                 delta: None,
                 signature: None,
+                plain_sha256: None,
             };
             match &mut history {
                 Some(h) => assert!(h.publish(version, 10)),

@@ -59,6 +59,11 @@ pub struct Version {
     /// it brings back anew. Absent when the publish did not sign.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<crate::signed::Envelope>,
+    /// SHA-256 of the snapshot's JSON uncompressed (what a delta rebuilds),
+    /// which a signature of this version covers too. Absent from versions
+    /// published by builds before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plain_sha256: Option<String>,
 }
 
 /// Where a version's delta is, and what it applies to.
@@ -280,6 +285,7 @@ pub(super) mod tests {
             key_hashes: None,
             delta: None,
             signature: None,
+            plain_sha256: None,
         }
     }
 

@@ -61,6 +61,10 @@ pub struct Statement {
     /// RFC 3339, UTC.
     pub signed_at: String,
     pub expires_at: String,
+    /// Where the stored bytes are gzip (a manifest's object): SHA-256 of
+    /// the JSON inside, which a version rebuilt from a delta must be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plain_sha256: Option<String>,
 }
 
 /// The names a statement must match, as the manifest or the file gives them.
@@ -105,6 +109,7 @@ impl Statement {
             revision,
             signed_at: utc_millis(now),
             expires_at: utc_millis(now + valid_for),
+            plain_sha256: None,
         }
     }
 
@@ -187,6 +192,14 @@ pub struct EnvelopeSignature {
 }
 
 impl Envelope {
+    /// What the payload claims, NOT verified: only for choices that the
+    /// verdict makes safe either way (whether a delta's result may be
+    /// used, or the whole object downloaded, is checked again after).
+    pub fn claimed(&self) -> Option<Statement> {
+        let payload = BASE64.decode(&self.payload).ok()?;
+        serde_json::from_slice(&payload).ok()
+    }
+
     /// Reads a signature file's text.
     pub fn parse(bytes: &[u8]) -> Result<Envelope, Refusal> {
         serde_json::from_slice(bytes)
