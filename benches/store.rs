@@ -1,8 +1,9 @@
 //! Criterion benches of the hot paths: page assembly per list endpoint at the
 //! start, middle and end of a big dataset (with and without filters), the feed
 //! cursor seek, the auth lookup, a whole answer (with and without metrics;
-//! plain, gzip from precompressed records, gzip per request), and snapshot
-//! loading per MB.
+//! plain, gzip from precompressed records, gzip per request), snapshot
+//! loading per MB, and what `--trust-key` adds to a load: a signature
+//! verified, and the file hashed (directory mode).
 //!
 //! The dataset comes from the generator: `BENCH_SCALE=small|medium|large`
 //! (default `medium`, about 100 MB of JSON), written once into a temp dir.
@@ -400,6 +401,44 @@ fn load(c: &mut Criterion, f: &Fixture) {
     group.finish();
 }
 
+/// What verifying a version costs beside loading it: the Ed25519
+/// signature (once per version, whatever its size) and, in directory
+/// mode, the SHA-256 of the file (per MB, as `load/snapshot` is).
+fn signatures(c: &mut Criterion, f: &Fixture) {
+    use portfolio_wire::signed::{Named, SecretKey, Statement, TrustedKeys};
+    use sha2::Digest;
+    let key = SecretKey::from_seed([1; 32]);
+    let mut trusted = TrustedKeys::default();
+    trusted.add(key.public());
+    let sha256 = portfolio_wire::delta::hex(&sha2::Sha256::digest(&f.json));
+    let named = Named {
+        workspace: "ws",
+        version: "v",
+        sha256: &sha256,
+        key_hashes: None,
+        revision: None,
+    };
+    let keys = vec!["ab".repeat(32); 4];
+    let envelope = Statement::new(
+        &named,
+        &keys,
+        1,
+        std::time::SystemTime::now(),
+        portfolio_wire::signed::DEFAULT_VALID_FOR,
+    )
+    .sign(&key);
+    let mut group = c.benchmark_group("signatures");
+    group.bench_function("verify", |b| {
+        b.iter(|| trusted.verify(black_box(&envelope)).is_ok())
+    });
+    group.throughput(Throughput::Bytes(f.json.len() as u64));
+    group.sample_size(10);
+    group.bench_function("sha256", |b| {
+        b.iter(|| sha2::Sha256::digest(black_box(&f.json[..])))
+    });
+    group.finish();
+}
+
 fn benches(c: &mut Criterion) {
     let f = fixture();
     pages(c, &f);
@@ -407,6 +446,7 @@ fn benches(c: &mut Criterion) {
     auth(c, &f);
     respond(c, &f);
     load(c, &f);
+    signatures(c, &f);
 }
 
 criterion_group!(store, benches);

@@ -54,6 +54,8 @@ pub struct FileEntry {
     /// with, and whether its expiry has been logged.
     pub signed: Option<Signed>,
     pub expiry_logged: bool,
+    /// The signature that goes with `previous` while a scan settles.
+    pub previous_signed: Option<Signed>,
 }
 
 impl FileEntry {
@@ -71,6 +73,7 @@ impl FileEntry {
             refused: None,
             signed: None,
             expiry_logged: false,
+            previous_signed: None,
         }
     }
 

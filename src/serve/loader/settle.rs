@@ -123,7 +123,8 @@ fn apply(files: &mut Files, results: Vec<ReadResult>) -> Applied {
                         .map(|s| super::verify::status(s, std::time::SystemTime::now())),
                     ..FileStatus::new(&name)
                 };
-                entry.signed = signed;
+                // Kept with `previous`, restored with it.
+                entry.previous_signed = std::mem::replace(&mut entry.signed, signed);
                 entry.expiry_logged = false;
                 let replaced = std::mem::replace(&mut entry.status, status);
                 let replaced_written = std::mem::replace(&mut entry.written, written);
@@ -248,6 +249,7 @@ fn resolve_conflicts(files: &mut Files) -> Resolved {
                 entry.dataset = Some(previous);
                 entry.status = status;
                 entry.written = written;
+                entry.signed = entry.previous_signed.take();
             }
             previous => {
                 if let Some((previous, _, _)) = previous {
