@@ -117,8 +117,10 @@ pub enum TrustError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// (Not its `source`: the message says it already, and a fatal error
+    /// prints its causes too.)
     #[error("--trust-key: {0}")]
-    Key(#[from] KeyError),
+    Key(KeyError),
     #[error(
         "cannot read what was accepted before from {path}: {why} (it guards against replayed versions; remove the file to start afresh)"
     )]
@@ -147,7 +149,8 @@ impl Trust {
                 path: path.clone(),
                 source,
             })?;
-            keys.extend(TrustedKeys::parse(&text, &path.display().to_string())?);
+            let read = TrustedKeys::parse(&text, &path.display().to_string());
+            keys.extend(read.map_err(TrustError::Key)?);
         }
         Trust::new(keys, cache_dir)
     }

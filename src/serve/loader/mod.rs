@@ -268,10 +268,12 @@ impl Snapshots {
         // it conflicted with may win now), before anything is read.
         let mut files = self.files();
         let changes = changed::what_changed(&mut files, &present);
-        // The content that serves, signed anew.
-        verify::resigned(&mut files, &present, self.origin.trust(), &self.metrics);
+        // Content signed anew: what serves keeps serving, what was refused
+        // is read again once its signature is accepted.
+        let resigned = verify::resigned(&mut files, &present, self.origin.trust(), &self.metrics);
         let settled = self.settle(files, changes.removed, changes.unreadable, Vec::new());
         let mut to_read = changes.to_read;
+        to_read.extend(listed(&present, resigned));
         to_read.extend(listed(&present, report.add(settled)));
         let mut successors = changes.successors;
 

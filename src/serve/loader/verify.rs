@@ -94,14 +94,23 @@ pub fn status(signed: &Signed, now: SystemTime) -> SignatureStatus {
     }
 }
 
-/// Entries whose content has not changed but whose manifest signature has
-/// (a publisher re-signed the version that serves, or someone stripped or
-/// replaced its signature): judged without reloading. A new signature
-/// accepted is remembered; one refused is shown and counted once, and the
-/// version keeps serving on the signature it was accepted with.
-pub fn resigned(files: &mut Files, present: &Listing, trust: &Trust, metrics: &Metrics) {
+/// Entries whose content has not changed but whose manifest signature may
+/// have (a publisher re-signed it, or someone stripped or replaced its
+/// signature), judged without reloading what serves:
+/// - content that was refused is judged again, and read again once its
+///   verdict turns (it was signed since): returned, to be read;
+/// - for the content that serves, a new signature accepted is remembered;
+///   one refused is shown and counted once, and the version keeps serving
+///   on the signature it was accepted with.
+pub fn resigned(
+    files: &mut Files,
+    present: &Listing,
+    trust: &Trust,
+    metrics: &Metrics,
+) -> Vec<String> {
+    let mut reread = Vec::new();
     if !trust.enabled() {
-        return;
+        return reread;
     }
     let mut accepted = Vec::new();
     for (name, listed) in &present.signed {
@@ -112,10 +121,24 @@ pub fn resigned(files: &mut Files, present: &Listing, trust: &Trust, metrics: &M
             (Some(had), Some(Ok(listed))) => had == listed,
             _ => false,
         };
+        if !unchanged {
+            continue;
+        }
+        if entry.status.refused.is_some() {
+            match trust.judge(Claim::Listed(listed), SystemTime::now()) {
+                Some(Ok(_)) => {
+                    entry.fingerprint = None;
+                    reread.push(name.clone());
+                }
+                Some(Err(refusal)) => refuse(name, entry, &refusal, metrics),
+                None => {}
+            }
+            continue;
+        }
         let (Some(dataset), Some(signed)) = (&entry.dataset, &entry.signed) else {
             continue;
         };
-        if !unchanged || listed.envelope.as_ref() == Some(&signed.envelope) {
+        if listed.envelope.as_ref() == Some(&signed.envelope) {
             continue;
         }
         let verdict = trust
@@ -145,6 +168,7 @@ pub fn resigned(files: &mut Files, present: &Listing, trust: &Trust, metrics: &M
         }
     }
     trust.published(&accepted);
+    reread
 }
 
 /// Shows, logs and counts a refusal of `entry`'s newest content, once for
@@ -191,7 +215,7 @@ pub fn expiries(files: &mut Files, now: SystemTime) -> Expiries {
                 version = %statement.version,
                 revision = statement.revision,
                 expired_at = %statement.expires_at,
-                "the serving version's signature has expired; it keeps serving, but no newer signed version has arrived (re-sign with `publish --refresh-signatures`, or look for withheld updates)"
+                "the serving version's signature has expired; it keeps serving, but no newer signed version has arrived (re-sign with publish --refresh-signatures, or look for withheld updates)"
             );
         }
     }

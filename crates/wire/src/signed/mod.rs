@@ -33,9 +33,10 @@ pub const PAYLOAD_TYPE: &str = "application/vnd.portfolio-replica.version+json";
 /// How long a signature is valid by default: a week. A replica never newly
 /// accepts a signature past its expiry, so this bounds how long a replayed
 /// old version can fool a replica that remembers nothing (a fresh one),
-/// and how long a replica can serve a frozen version unnoticed; re-signing
-/// (`publish --refresh-signatures`) daily leaves six days to notice a
-/// broken cron job before a workspace alerts.
+/// and how long a replica can serve a frozen version unnoticed. A daily
+/// `publish --refresh-signatures` re-signs what is past half its validity,
+/// so every signature keeps more than three and a half days: that long to
+/// notice a broken cron job (an alert fires a day before the first expiry).
 pub const DEFAULT_VALID_FOR: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// The largest signature file a replica reads.
