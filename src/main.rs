@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use clap::CommandFactory;
 use portfolio_generate as generate;
 use portfolio_replica::ServeConfig;
-use portfolio_replica::config::{Cli, Command, LogFormat, ServeArgs};
+use portfolio_replica::config::{Cli, Command, LogFormat, ServeArgs, SignArgs};
+use portfolio_replica::tools::sign::{self, Signer};
 use portfolio_replica::tools::{commands, publish};
 
 fn main() -> ExitCode {
@@ -88,6 +89,29 @@ fn main() -> ExitCode {
             out,
             err,
         )),
+        Command::Keygen { out } => match sign::keygen(&out) {
+            Ok(files) => {
+                println!("key id {}", files.id);
+                println!(
+                    "secret key: {} (keep it secret: give it to publish --sign-key)",
+                    files.secret.display()
+                );
+                println!(
+                    "public key: {} (give it to the replicas)",
+                    files.public.display()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Sign { files, signing } => match load_signer(&signing) {
+            Ok(Some(signer)) => exit(sign::sign(&files, &signer, out, err)),
+            Ok(None) => unreachable!("clap requires --sign-key for sign"),
+            Err(code) => code,
+        },
         Command::Versions {
             to,
             json,
@@ -154,6 +178,20 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The signer `--sign-key` names, if any; exit 1 once the reason is said
+/// if it cannot be read.
+fn load_signer(args: &SignArgs) -> Result<Option<Signer>, ExitCode> {
+    let Some(path) = &args.sign_key else {
+        return Ok(None);
+    };
+    Signer::load(path, args.sign_valid_for, &mut std::io::stderr())
+        .map(Some)
+        .map_err(|e| {
+            eprintln!("error: {e}; nothing was signed or written");
+            ExitCode::FAILURE
+        })
 }
 
 /// Exit 0 when the command did what it was asked, 1 otherwise.

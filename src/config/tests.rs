@@ -238,3 +238,30 @@ fn snapshots_are_a_directory_or_a_store_url_typed_by_the_command_line() {
         "{error}"
     );
 }
+
+#[test]
+fn a_signature_is_valid_for_a_duration_with_its_unit() {
+    assert_eq!(
+        parse_valid_for(DEFAULT_SIGN_VALID_FOR),
+        Ok(portfolio_wire::signed::DEFAULT_VALID_FOR)
+    );
+    for (text, secs) in [
+        ("30m", 1800),
+        ("12h", 43_200),
+        ("3600s", 3600),
+        ("1.5d", 129_600),
+        ("365d", 365 * 86_400),
+    ] {
+        assert_eq!(
+            parse_valid_for(text),
+            Ok(Duration::from_secs(secs)),
+            "{text}"
+        );
+    }
+    for text in ["0", "0s", "7", "", "7 days", "-1d"] {
+        let err = parse_valid_for(text).unwrap_err();
+        assert!(err.contains("30m, 12h, 7d"), "{text}: {err}");
+    }
+    let err = parse_valid_for("366d").unwrap_err();
+    assert!(err.contains("more than 365d"), "{err}");
+}

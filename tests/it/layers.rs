@@ -33,6 +33,7 @@ const BINARY_LAYERS: &[(&str, &[&str])] = &[
     ("tools::check", &["storage", "threads"]),
     ("tools::diff", &["tools::check", "storage"]),
     ("tools::commands", &["tools::http_client"]),
+    ("tools::sign", &["tools::check", "storage"]),
     (
         "tools::publish",
         &[
