@@ -173,6 +173,8 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
         #[command(flatten)]
+        signing: SignArgs,
+        #[command(flatten)]
         storage: StorageArgs,
     },
     /// What changed between two snapshots, per collection: records added,
@@ -207,6 +209,8 @@ pub enum Command {
         /// The version to serve: a snapshot version, or 8+ digits of its sha256.
         #[arg(long, value_name = "V")]
         version: Option<String>,
+        #[command(flatten)]
+        signing: SignArgs,
         #[command(flatten)]
         storage: StorageArgs,
     },

@@ -43,16 +43,28 @@ fn main() -> ExitCode {
             to,
             keep,
             dry_run,
+            signing,
             storage,
-        } => exit(publish::publish(
-            &files,
-            &to,
-            keep as usize,
-            dry_run,
-            &storage.options(None),
-            out,
-            err,
-        )),
+        } => {
+            // Read before anything is uploaded: a bad key stops it all.
+            let signer = match load_signer(&signing) {
+                Ok(signer) => signer,
+                Err(code) => return code,
+            };
+            let how = publish::Publishing {
+                keep: keep as usize,
+                dry_run,
+                signer: signer.as_ref(),
+            };
+            exit(publish::publish(
+                &files,
+                &to,
+                &how,
+                &storage.options(None),
+                out,
+                err,
+            ))
+        }
         Command::Diff {
             old,
             new,
@@ -80,15 +92,23 @@ fn main() -> ExitCode {
             workspace,
             to,
             version,
+            signing,
             storage,
-        } => exit(publish::rollback(
-            &workspace,
-            &to,
-            version.as_deref(),
-            &storage.options(None),
-            out,
-            err,
-        )),
+        } => {
+            let signer = match load_signer(&signing) {
+                Ok(signer) => signer,
+                Err(code) => return code,
+            };
+            exit(publish::rollback(
+                &workspace,
+                &to,
+                version.as_deref(),
+                signer.as_ref(),
+                &storage.options(None),
+                out,
+                err,
+            ))
+        }
         Command::Keygen { out } => match sign::keygen(&out) {
             Ok(files) => {
                 println!("key id {}", files.id);

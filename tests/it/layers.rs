@@ -40,6 +40,7 @@ const BINARY_LAYERS: &[(&str, &[&str])] = &[
             "tools::check",
             "tools::diff",
             "tools::http_client",
+            "tools::sign",
             "storage",
         ],
     ),
