@@ -159,7 +159,7 @@ pub enum Command {
     Publish {
         /// Snapshot files (`.json` or `.json.gz`); nothing is published if
         /// any is rejected.
-        #[arg(required = true, value_name = "FILE")]
+        #[arg(required_unless_present = "refresh_signatures", value_name = "FILE")]
         files: Vec<PathBuf>,
         /// The replicas' `--snapshots` URL (s3://bucket/prefix/, file:///path/).
         #[arg(long, env = "PORTFOLIO_PUBLISH_TO", value_name = "URL", value_parser = parse_to)]
@@ -170,8 +170,16 @@ pub enum Command {
         keep: u64,
         /// Check, and print what would change against each workspace's
         /// current version, without uploading or writing anything.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "refresh_signatures")]
         dry_run: bool,
+        /// Publish no file: re-sign each current version whose signature is
+        /// missing, by another key, or past half its validity (a daily
+        /// cron job; needs --sign-key).
+        #[arg(long, requires = "sign_key", conflicts_with = "files")]
+        refresh_signatures: bool,
+        /// With --refresh-signatures: only this workspace (repeat for more).
+        #[arg(long = "workspace", value_name = "ID", requires = "refresh_signatures")]
+        workspaces: Vec<String>,
         #[command(flatten)]
         signing: SignArgs,
         #[command(flatten)]

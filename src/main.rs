@@ -43,6 +43,8 @@ fn main() -> ExitCode {
             to,
             keep,
             dry_run,
+            refresh_signatures,
+            workspaces,
             signing,
             storage,
         } => {
@@ -51,19 +53,31 @@ fn main() -> ExitCode {
                 Ok(signer) => signer,
                 Err(code) => return code,
             };
-            let how = publish::Publishing {
-                keep: keep as usize,
-                dry_run,
-                signer: signer.as_ref(),
-            };
-            exit(publish::publish(
-                &files,
-                &to,
-                &how,
-                &storage.options(None),
-                out,
-                err,
-            ))
+            match (refresh_signatures, &signer) {
+                (true, Some(signer)) => exit(publish::refresh_signatures(
+                    &to,
+                    &workspaces,
+                    signer,
+                    &storage.options(None),
+                    out,
+                    err,
+                )),
+                _ => {
+                    let how = publish::Publishing {
+                        keep: keep as usize,
+                        dry_run,
+                        signer: signer.as_ref(),
+                    };
+                    exit(publish::publish(
+                        &files,
+                        &to,
+                        &how,
+                        &storage.options(None),
+                        out,
+                        err,
+                    ))
+                }
+            }
         }
         Command::Diff {
             old,

@@ -9,6 +9,7 @@ mod changes;
 mod deltas;
 mod error;
 mod fleet;
+mod refresh;
 mod state;
 mod update;
 mod upload;
@@ -30,6 +31,7 @@ use crate::tools::sign::Signer;
 pub use changes::diff_versions;
 use error::PublishError;
 use portfolio_wire::manifest::{History, Manifest, Record, Version, short};
+pub use refresh::refresh_signatures;
 use state::{Announced, Fleet};
 use update::Conditional;
 

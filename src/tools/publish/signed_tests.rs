@@ -1,11 +1,15 @@
-//! Signing with `--sign-key`: what replicas read of a publish or a
-//! rollback (the workspace's record and the root's journal) carries
+//! Signing with `--sign-key`: what replicas read of a publish, a rollback
+//! or a refresh (the workspace's record and the root's journal) carries
 //! one signature that the key's public half accepts, for the current
-//! version at the record's revision.
+//! version at the record's revision; a refresh re-signs only what needs it.
 
-use serde_json::{Value, json};
 use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
 
+use object_store::memory::InMemory;
+use serde_json::{Value, json};
+
+use super::refresh::{Outcome, refresh};
 use super::*;
 use portfolio_wire::manifest::Root;
 use portfolio_wire::signed::{DEFAULT_VALID_FOR, Named, SecretKey, TrustedKeys};
@@ -90,6 +94,12 @@ impl Local {
         })
     }
 
+    fn refresh(&self, signer: &Signer) -> (bool, String, String) {
+        self.run(|url, out, err| {
+            refresh_signatures(url, &[], signer, &StorageOptions::default(), out, err)
+        })
+    }
+
     /// The record of `workspace`, and the root.
     fn read(&self, workspace: &str) -> (Record, Root) {
         let target = Target::open(&self.url, &StorageOptions::default(), Access::Read).unwrap();
@@ -167,6 +177,56 @@ fn a_signed_publish_and_rollback_sign_the_current_version_at_the_new_revision() 
 }
 
 #[test]
+fn a_refresh_signs_what_needs_it_in_one_write_of_the_root_and_then_nothing() {
+    let fleet = Local::new();
+    let signer = signer(1);
+    assert!(
+        fleet
+            .publish(&fleet.snapshot("ws-a", "a1"), Some(&signer))
+            .0
+    );
+    assert!(fleet.publish(&fleet.snapshot("ws-b", "b1"), None).0);
+    // An unsigned publish after signed ones works, and says what it means.
+    let (done, _, err) = fleet.publish(&fleet.snapshot("ws-a", "a2"), None);
+    assert!(done, "{err}");
+    assert!(
+        err.contains(
+            "warning: ws-a's versions were signed before, and a2 is not signed at revision 2"
+        ),
+        "{err}"
+    );
+    let before = fleet.read("ws-a").1.revision;
+
+    let (done, out, err) = fleet.refresh(&signer);
+    assert!(done, "{out}{err}");
+    assert!(
+        out.contains("re-signed: ws-a a2 at revision 3 (unsigned)")
+            && out.contains("re-signed: ws-b b1 at revision 2 (unsigned)")
+            && out.contains(
+                "signatures: 2 re-signed, 0 still fresh (over half of 7d left), 0 failed"
+            ),
+        "{out}"
+    );
+    assert_eq!(fleet.assert_signed("ws-a", 1), before + 1);
+    assert_eq!(fleet.assert_signed("ws-b", 1), before + 1);
+
+    let (done, out, err) = fleet.refresh(&signer);
+    assert!(done, "{out}{err}");
+    assert!(out.contains("0 re-signed, 2 still fresh"), "{out}");
+    let (record, root) = fleet.read("ws-a");
+    assert_eq!((record.revision, root.revision), (3, before + 1));
+
+    // Another key's signatures are replaced by this key's.
+    let (done, out, _) = fleet.refresh(&self::signer(2));
+    assert!(done && out.contains("2 re-signed"), "{out}");
+    assert!(
+        out.contains(&format!("(signed by another key, {})", signer.id())),
+        "{out}"
+    );
+    fleet.assert_signed("ws-b", 2);
+}
+
+#[test]
 fn a_rollback_to_a_version_that_cannot_be_signed_writes_nothing() {
     let fleet = Local::new();
     let signer = signer(1);
@@ -193,4 +253,89 @@ fn a_rollback_to_a_version_that_cannot_be_signed_writes_nothing() {
     assert!(!done);
     assert!(err.contains("records no key hashes"), "{err}");
     assert_eq!(fleet.read("ws-a").0, record);
+}
+
+/// A version of `workspace` made by hand, with one key hash unless
+/// `keyless` (as an older build recorded it).
+fn version(workspace: &str, n: u8, keyless: bool) -> Version {
+    let sha256 = format!("{n:02x}").repeat(32);
+    Version {
+        key: format!("objects/{workspace}/{sha256}.json.gz"),
+        sha256,
+        size: 1,
+        version: format!("v{n}"),
+        published_at: String::new(),
+        file: format!("{workspace}.json"),
+        records: 1,
+        key_hashes: (!keyless).then(|| vec![format!("{n:02x}").repeat(32)]),
+        delta: None,
+        signature: None,
+    }
+}
+
+/// What each record's refresh did: `fresh`, `re-signed` or the error.
+fn outcomes(results: Vec<Result<Outcome, PublishError>>) -> Vec<String> {
+    results
+        .into_iter()
+        .map(|r| match r {
+            Ok(Outcome::Fresh) => "fresh".to_owned(),
+            Ok(Outcome::Resigned {
+                record, conflicts, ..
+            }) => format!("re-signed at {} after {conflicts}", record.revision),
+            Err(e) => e.to_string(),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn refresh_renews_at_half_life_retries_a_record_that_moved_and_reports_what_it_cannot_sign() {
+    let store = InMemory::new();
+    let prefix = ObjectPath::from("fleet");
+    let fleet = Fleet {
+        objects: Conditional {
+            store: &store,
+            prefix: &prefix,
+            locking: false,
+        },
+    };
+    let signer = signer(1);
+    for (workspace, n, keyless) in [("ws-a", 1, false), ("ws-b", 2, false), ("ws-c", 3, true)] {
+        let signed = (!keyless).then_some(&signer);
+        fleet
+            .publish(workspace, &version(workspace, n, keyless), 10, signed)
+            .await
+            .unwrap();
+    }
+    let now = SystemTime::now();
+    let records = fleet.records(&[]).await.unwrap();
+    assert_eq!(
+        outcomes(refresh(&fleet, &records, &signer, now).await),
+        [
+            "fresh",
+            "fresh",
+            "ws-c's version v3 records no key hashes (it was published by an older build), so no signature can name its keys; publish its file again to sign it"
+        ]
+    );
+
+    // ws-b moves on (unsigned) after the refresh read it: the refresh
+    // reads it again and signs what serves now.
+    fleet
+        .publish("ws-b", &version("ws-b", 4, false), 10, None)
+        .await
+        .unwrap();
+    let late = DEFAULT_VALID_FOR / 2 + Duration::from_secs(60);
+    assert_eq!(
+        outcomes(refresh(&fleet, &records[..2], &signer, now + late).await),
+        ["re-signed at 2 after 0", "re-signed at 3 after 1"]
+    );
+    let b = fleet.record("ws-b").await.unwrap().unwrap();
+    let current = b.history.current_version().unwrap();
+    assert_eq!(current.version, "v4");
+    assert_signed(current, "ws-b", 3, 1);
+    // Half the validity is left again.
+    let records = fleet.records(&["ws-a".to_owned()]).await.unwrap();
+    assert_eq!(
+        outcomes(refresh(&fleet, &records, &signer, now + late).await),
+        ["fresh"]
+    );
 }
