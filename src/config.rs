@@ -169,7 +169,7 @@ pub enum Command {
     Publish {
         /// Snapshot files (`.json` or `.json.gz`); nothing is published if
         /// any is rejected.
-        #[arg(required = true, value_name = "FILE")]
+        #[arg(required_unless_present = "refresh_signatures", value_name = "FILE")]
         files: Vec<PathBuf>,
         /// The replicas' `--snapshots` URL (s3://bucket/prefix/, file:///path/).
         #[arg(long, env = "PORTFOLIO_PUBLISH_TO", value_name = "URL", value_parser = parse_to)]
@@ -180,8 +180,18 @@ pub enum Command {
         keep: u64,
         /// Check, and print what would change against each workspace's
         /// current version, without uploading or writing anything.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "refresh_signatures")]
         dry_run: bool,
+        /// Publish no file: re-sign each current version whose signature is
+        /// missing, by another key, or past half its validity (a daily
+        /// cron job; needs --sign-key).
+        #[arg(long, requires = "sign_key", conflicts_with = "files")]
+        refresh_signatures: bool,
+        /// With --refresh-signatures: only this workspace (repeat for more).
+        #[arg(long = "workspace", value_name = "ID", requires = "refresh_signatures")]
+        workspaces: Vec<String>,
+        #[command(flatten)]
+        signing: SignArgs,
         #[command(flatten)]
         storage: StorageArgs,
     },
@@ -218,6 +228,8 @@ pub enum Command {
         #[arg(long, value_name = "V")]
         version: Option<String>,
         #[command(flatten)]
+        signing: SignArgs,
+        #[command(flatten)]
         storage: StorageArgs,
     },
     /// List each workspace's current and earlier versions in the manifest.
@@ -250,7 +262,47 @@ pub enum Command {
         #[command(flatten)]
         storage: StorageArgs,
     },
+    /// Make a signing key: OUT.key, the secret key (mode 0600), for
+    /// `publish --sign-key`; OUT.pub, its public key, for the replicas.
+    Keygen {
+        /// The two files' path without their ending: `--out keys/publisher`
+        /// writes keys/publisher.key and keys/publisher.pub. Neither may
+        /// exist.
+        #[arg(long, value_name = "PATH")]
+        out: PathBuf,
+    },
+    /// Sign snapshot files of a directory: each is checked as `check` does
+    /// and its signature written beside it, as FILE.sig.
+    // `--sign-key` is optional for publish and rollback, not here.
+    #[command(mut_arg("sign_key", |a| a.required(true)))]
+    Sign {
+        /// Snapshot files (`.json` or `.json.gz`), or directories: a
+        /// directory stands for the files the server would read in it.
+        #[arg(required = true, value_name = "FILE|DIR")]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        signing: SignArgs,
+    },
 }
+
+/// Signing what is published (docs/object-storage.md#signing).
+#[derive(Clone, Debug, Args)]
+pub struct SignArgs {
+    /// The secret key file (from `keygen`) to sign with, for replicas that
+    /// check signatures: publish and rollback sign each version they make
+    /// current.
+    #[arg(long, env = "PORTFOLIO_SIGN_KEY", value_name = "FILE")]
+    pub sign_key: Option<PathBuf>,
+    /// How long a signature is valid: `30m`, `12h`, `7d`, `3600s`; more
+    /// than 0 and at most 365d.
+    #[arg(long, env = "PORTFOLIO_SIGN_VALID_FOR", value_name = "DURATION",
+          default_value = DEFAULT_SIGN_VALID_FOR, value_parser = parse_valid_for)]
+    pub sign_valid_for: Duration,
+}
+
+/// `--sign-valid-for`'s default, `signed::DEFAULT_VALID_FOR` as the flag
+/// takes it (a test keeps them equal).
+const DEFAULT_SIGN_VALID_FOR: &str = "7d";
 
 /// Object storage settings beyond the URL; each defaults to the standard
 /// environment variables (docs/object-storage.md#configuration).
@@ -508,27 +560,58 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
     }
 }
 
-/// A poll interval in milliseconds: `1s`, `1.5s`, `500ms`, `2m`, `1h`, or a plain
-/// number of milliseconds (what the flag took before units), 10 ms to 1 h.
-fn parse_poll_interval(text: &str) -> Result<u64, String> {
+/// A duration in milliseconds: a number (fractions allowed) and a unit,
+/// `ms`, `s`, `m`, `h` or `d`; a bare number is `bare` milliseconds each.
+/// NaN if it is neither.
+fn duration_ms(text: &str, bare: f64) -> f64 {
     let text = text.trim();
     let (number, unit) = text.split_at(
         text.find(|c: char| !c.is_ascii_digit() && c != '.')
             .unwrap_or(text.len()),
     );
     let scale = match unit.trim() {
-        "" | "ms" => 1.0,
+        "" => bare,
+        "ms" => 1.0,
         "s" => 1000.0,
         "m" => 60_000.0,
         "h" => 3_600_000.0,
+        "d" => 86_400_000.0,
         _ => f64::NAN,
     };
-    let ms = number.parse::<f64>().map(|n| n * scale).unwrap_or(f64::NAN);
+    number.parse::<f64>().map(|n| n * scale).unwrap_or(f64::NAN)
+}
+
+/// A poll interval in milliseconds: `1s`, `1.5s`, `500ms`, `2m`, `1h`, or a plain
+/// number of milliseconds (what the flag took before units), 10 ms to 1 h.
+fn parse_poll_interval(text: &str) -> Result<u64, String> {
+    let ms = duration_ms(text, 1.0);
     if (10.0..=3_600_000.0).contains(&ms) {
         Ok(ms.round() as u64)
     } else {
         Err(
             "the poll interval is a duration from 10ms to 1h: 1s, 500ms, 2m, or plain milliseconds"
+                .into(),
+        )
+    }
+}
+
+/// `--sign-valid-for`: a unit is required (a bare number could be seconds
+/// or days). Past a year a stolen, since-replaced key's signatures would
+/// stay good too long to be a mistake anyone meant.
+fn parse_valid_for(text: &str) -> Result<Duration, String> {
+    const MAX_MS: f64 = 365.0 * 86_400_000.0;
+    let ms = duration_ms(text, f64::NAN);
+    if ms > 0.0 && ms <= MAX_MS {
+        Ok(Duration::from_millis(ms.round() as u64))
+    } else if ms > MAX_MS {
+        Err(format!(
+            "{text} is more than 365d: a signature is re-signed (publish --refresh-signatures), \
+             not made to last; the default is {DEFAULT_SIGN_VALID_FOR}"
+        ))
+    } else {
+        Err(
+            "a signature's validity is a duration with its unit, more than 0 and at most 365d: \
+             30m, 12h, 7d, 3600s"
                 .into(),
         )
     }

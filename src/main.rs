@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use clap::CommandFactory;
 use portfolio_generate as generate;
 use portfolio_replica::ServeConfig;
-use portfolio_replica::config::{Cli, Command, LogFormat, ServeArgs};
+use portfolio_replica::config::{Cli, Command, LogFormat, ServeArgs, SignArgs};
+use portfolio_replica::tools::sign::{self, Signer};
 use portfolio_replica::tools::{commands, publish};
 
 fn main() -> ExitCode {
@@ -58,16 +59,42 @@ fn main() -> ExitCode {
             to,
             keep,
             dry_run,
+            refresh_signatures,
+            workspaces,
+            signing,
             storage,
-        } => exit(publish::publish(
-            &files,
-            &to,
-            keep as usize,
-            dry_run,
-            &storage.options(None),
-            out,
-            err,
-        )),
+        } => {
+            // Read before anything is uploaded: a bad key stops it all.
+            let signer = match load_signer(&signing) {
+                Ok(signer) => signer,
+                Err(code) => return code,
+            };
+            match (refresh_signatures, &signer) {
+                (true, Some(signer)) => exit(publish::refresh_signatures(
+                    &to,
+                    &workspaces,
+                    signer,
+                    &storage.options(None),
+                    out,
+                    err,
+                )),
+                _ => {
+                    let how = publish::Publishing {
+                        keep: keep as usize,
+                        dry_run,
+                        signer: signer.as_ref(),
+                    };
+                    exit(publish::publish(
+                        &files,
+                        &to,
+                        &how,
+                        &storage.options(None),
+                        out,
+                        err,
+                    ))
+                }
+            }
+        }
         Command::Diff {
             old,
             new,
@@ -95,15 +122,46 @@ fn main() -> ExitCode {
             workspace,
             to,
             version,
+            signing,
             storage,
-        } => exit(publish::rollback(
-            &workspace,
-            &to,
-            version.as_deref(),
-            &storage.options(None),
-            out,
-            err,
-        )),
+        } => {
+            let signer = match load_signer(&signing) {
+                Ok(signer) => signer,
+                Err(code) => return code,
+            };
+            exit(publish::rollback(
+                &workspace,
+                &to,
+                version.as_deref(),
+                signer.as_ref(),
+                &storage.options(None),
+                out,
+                err,
+            ))
+        }
+        Command::Keygen { out } => match sign::keygen(&out) {
+            Ok(files) => {
+                println!("key id {}", files.id);
+                println!(
+                    "secret key: {} (keep it secret: give it to publish --sign-key)",
+                    files.secret.display()
+                );
+                println!(
+                    "public key: {} (give it to the replicas)",
+                    files.public.display()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Sign { files, signing } => match load_signer(&signing) {
+            Ok(Some(signer)) => exit(sign::sign(&files, &signer, out, err)),
+            Ok(None) => unreachable!("clap requires --sign-key for sign"),
+            Err(code) => code,
+        },
         Command::Versions {
             to,
             json,
@@ -170,6 +228,20 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The signer `--sign-key` names, if any; exit 1 once the reason is said
+/// if it cannot be read.
+fn load_signer(args: &SignArgs) -> Result<Option<Signer>, ExitCode> {
+    let Some(path) = &args.sign_key else {
+        return Ok(None);
+    };
+    Signer::load(path, args.sign_valid_for, &mut std::io::stderr())
+        .map(Some)
+        .map_err(|e| {
+            eprintln!("error: {e}; nothing was signed or written");
+            ExitCode::FAILURE
+        })
 }
 
 /// Exit 0 when the command did what it was asked, 1 otherwise.

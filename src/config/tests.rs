@@ -238,3 +238,96 @@ fn snapshots_are_a_directory_or_a_store_url_typed_by_the_command_line() {
         "{error}"
     );
 }
+
+#[test]
+fn a_signature_is_valid_for_a_duration_with_its_unit() {
+    assert_eq!(
+        parse_valid_for(DEFAULT_SIGN_VALID_FOR),
+        Ok(portfolio_wire::signed::DEFAULT_VALID_FOR)
+    );
+    for (text, secs) in [
+        ("30m", 1800),
+        ("12h", 43_200),
+        ("3600s", 3600),
+        ("1.5d", 129_600),
+        ("365d", 365 * 86_400),
+    ] {
+        assert_eq!(
+            parse_valid_for(text),
+            Ok(Duration::from_secs(secs)),
+            "{text}"
+        );
+    }
+    for text in ["0", "0s", "7", "", "7 days", "-1d"] {
+        let err = parse_valid_for(text).unwrap_err();
+        assert!(err.contains("30m, 12h, 7d"), "{text}: {err}");
+    }
+    let err = parse_valid_for("366d").unwrap_err();
+    assert!(err.contains("more than 365d"), "{err}");
+}
+
+#[test]
+fn signing_flags_go_with_the_commands_that_need_them() {
+    let parse = |args: &[&str]| {
+        Cli::try_parse_from(["portfolio-replica"].iter().chain(args))
+            .map(|cli| cli.command)
+            .map_err(|e| e.render().to_string())
+    };
+    let to = "file:///tmp/fleet/";
+    let Ok(Some(Command::Publish {
+        files,
+        refresh_signatures: true,
+        workspaces,
+        signing,
+        ..
+    })) = parse(&[
+        "publish",
+        "--refresh-signatures",
+        "--to",
+        to,
+        "--sign-key",
+        "k.key",
+        "--workspace",
+        "ws-a",
+    ])
+    else {
+        panic!("a refresh parses");
+    };
+    assert!(files.is_empty());
+    assert_eq!(workspaces, ["ws-a"]);
+    assert_eq!(signing.sign_valid_for, Duration::from_secs(7 * 86_400));
+    // A refresh needs the key, and takes no file; a publish needs a file.
+    let err = parse(&["publish", "--refresh-signatures", "--to", to]).unwrap_err();
+    assert!(err.contains("--sign-key"), "{err}");
+    let err = parse(&[
+        "publish",
+        "a.json",
+        "--refresh-signatures",
+        "--sign-key",
+        "k",
+        "--to",
+        to,
+    ])
+    .unwrap_err();
+    assert!(err.contains("cannot be used with"), "{err}");
+    assert!(parse(&["publish", "--to", to]).is_err());
+    let err = parse(&["publish", "a.json", "--to", to, "--workspace", "w"]).unwrap_err();
+    assert!(err.contains("--refresh-signatures"), "{err}");
+    // `sign` needs its key; publish and rollback do not.
+    let err = parse(&["sign", "a.json"]).unwrap_err();
+    assert!(err.contains("--sign-key"), "{err}");
+    assert!(
+        parse(&[
+            "sign",
+            "a.json",
+            "--sign-key",
+            "k",
+            "--sign-valid-for",
+            "12h"
+        ])
+        .is_ok()
+    );
+    assert!(parse(&["rollback", "ws", "--to", to, "--sign-valid-for", "1d"]).is_ok());
+    let err = parse(&["rollback", "ws", "--to", to, "--sign-valid-for", "0s"]).unwrap_err();
+    assert!(err.contains("more than 0"), "{err}");
+}

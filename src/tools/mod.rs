@@ -5,6 +5,8 @@
 //! - [`diff`]: what changed between two snapshots, per collection;
 //! - [`publish`]: `publish`, `rollback`, `versions`, `migrate`: the fleet's
 //!   publisher side of object storage;
+//! - [`sign`]: `keygen`, `sign`, and the signing key that `publish` and
+//!   `rollback` sign with;
 //! - [`commands`]: `hash-key` and `probe`;
 //! - [`http_client`]: the one HTTP client they use (`probe`,
 //!   `versions --replica`).
@@ -16,3 +18,4 @@ pub mod commands;
 pub mod diff;
 pub mod http_client;
 pub mod publish;
+pub mod sign;

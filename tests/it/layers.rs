@@ -33,12 +33,14 @@ const BINARY_LAYERS: &[(&str, &[&str])] = &[
     ("tools::check", &["storage", "threads"]),
     ("tools::diff", &["tools::check", "storage"]),
     ("tools::commands", &["tools::http_client"]),
+    ("tools::sign", &["tools::check", "storage"]),
     (
         "tools::publish",
         &[
             "tools::check",
             "tools::diff",
             "tools::http_client",
+            "tools::sign",
             "storage",
         ],
     ),

@@ -18,6 +18,7 @@ use object_store::path::Path as ObjectPath;
 use crate::snapshot::SnapshotError;
 use crate::storage::{DownloadError, LocationError, OpenError};
 use crate::store::claims::Conflict;
+use crate::tools::sign::SignError;
 use portfolio_wire::manifest::{ManifestError, VersionError};
 
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +80,9 @@ pub enum PublishError {
     },
     #[error(transparent)]
     Version(#[from] VersionError),
+    /// A version that cannot be signed (`--sign-key`).
+    #[error(transparent)]
+    Sign(#[from] SignError),
 
     // Key claims (`state`).
     #[error("{path} is not a key claim: {source}; delete it")]

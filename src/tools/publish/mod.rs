@@ -9,6 +9,7 @@ mod changes;
 mod deltas;
 mod error;
 mod fleet;
+mod refresh;
 mod state;
 mod update;
 mod upload;
@@ -26,9 +27,11 @@ use crate::store::claims::{Claim, Holders};
 use crate::store::key;
 use crate::tools::check::{self, Checked};
 use crate::tools::http_client::HttpUrl;
+use crate::tools::sign::Signer;
 pub use changes::diff_versions;
 use error::PublishError;
 use portfolio_wire::manifest::{History, Manifest, Record, Version, short};
+pub use refresh::refresh_signatures;
 use state::{Announced, Fleet};
 use update::Conditional;
 
@@ -94,22 +97,37 @@ fn fail(err: &mut impl Write, e: impl std::fmt::Display) -> bool {
     false
 }
 
+/// How `publish` publishes, besides where and what.
+pub struct Publishing<'s> {
+    /// Versions of each workspace a record keeps.
+    pub keep: usize,
+    /// Check and summarize only.
+    pub dry_run: bool,
+    /// Sign each version made current (`--sign-key`).
+    pub signer: Option<&'s Signer>,
+}
+
 /// `portfolio-replica publish FILE... --to URL`: checks every file as the
 /// server would (`crate::tools::check`, its messages), and against the keys other
 /// workspaces hold; only if all pass, uploads each as an immutable object,
-/// makes it current in its workspace's record, and announces the changes in
-/// one write of the root. Before uploading, prints what each file changes
-/// against its workspace's current version (`changes.rs`); `dry_run` stops
-/// there, having written nothing. Returns whether it published.
+/// makes it current in its workspace's record (signed, with a signer), and
+/// announces the changes in one write of the root. Before uploading, prints
+/// what each file changes against its workspace's current version
+/// (`changes.rs`); `dry_run` stops there, having written nothing. Returns
+/// whether it published.
 pub fn publish(
     files: &[PathBuf],
     to: &str,
-    keep: usize,
-    dry_run: bool,
+    how: &Publishing<'_>,
     options: &StorageOptions,
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
+    let Publishing {
+        keep,
+        dry_run,
+        signer,
+    } = *how;
     // A wrong URL is said before any file is read.
     let access = if dry_run { Access::Read } else { Access::Write };
     let Some(target) = Target::open_or_say(to, options, access, err) else {
@@ -162,7 +180,7 @@ pub fn publish(
         return fail(err, format!("{e}\nerror: nothing published"));
     }
     let records = target.block_on(each(&versions, |(item, version)| {
-        fleet.publish(&item.workspace, version, keep)
+        fleet.publish(&item.workspace, version, keep, signer)
     }));
     let mut changes: Vec<Announced> = Vec::new();
     let mut failed = None;
@@ -182,7 +200,11 @@ pub fn publish(
                     record.revision,
                     retried(updated.conflicts)
                 );
-                changes.push((item.workspace.clone(), record.revision, version.clone()));
+                say_signature(&record, signer, out, err);
+                // As the record has it (its signature, a delta it kept):
+                // replicas read the version from the root's journal too.
+                let current = record.history.current_version().unwrap_or(version);
+                changes.push((item.workspace.clone(), record.revision, current.clone()));
             }
             Ok(_) => {
                 let _ = writeln!(
@@ -260,6 +282,49 @@ fn announce(
                 humantime(crate::storage::RESYNC_EVERY)
             ),
         ),
+    }
+}
+
+/// Says how `record`, just written, is signed: a line on `out` when
+/// `signer` signed it; a warning on `err` when nothing did though the
+/// workspace's versions were signed before, as replicas that check
+/// signatures will then refuse it.
+fn say_signature(
+    record: &Record,
+    signer: Option<&Signer>,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) {
+    let Some(current) = record.history.current_version() else {
+        return;
+    };
+    match signer {
+        Some(signer) => {
+            let _ = writeln!(
+                out,
+                "signed: {} {} as current at revision {} with key {}, valid until {}",
+                record.workspace,
+                current.version,
+                record.revision,
+                signer.id(),
+                signer.expiry(current).unwrap_or_else(|| "?".to_owned())
+            );
+        }
+        None if record
+            .history
+            .versions
+            .iter()
+            .any(|v| v.signature.is_some()) =>
+        {
+            let _ = writeln!(
+                err,
+                "warning: {}'s versions were signed before, and {} is not signed at revision {} \
+                 (no --sign-key): replicas that check signatures refuse it until it is \
+                 (publish --refresh-signatures)",
+                record.workspace, current.version, record.revision
+            );
+        }
+        None => {}
     }
 }
 
@@ -350,11 +415,14 @@ async fn upload_one(
     Ok((version, lines))
 }
 
-/// `portfolio-replica rollback WORKSPACE --to URL [--version V]`.
+/// `portfolio-replica rollback WORKSPACE --to URL [--version V]`: with a
+/// signer, the version brought back is signed anew, as current at the
+/// record's new revision.
 pub fn rollback(
     workspace: &str,
     to: &str,
     version: Option<&str>,
+    signer: Option<&Signer>,
     options: &StorageOptions,
     out: &mut impl Write,
     err: &mut impl Write,
@@ -381,10 +449,18 @@ pub fn rollback(
             Err(e) => return fail(err, e),
         };
         let mut moved = record.clone();
-        let (from, to) = match moved.history.rollback(workspace, version) {
+        let (from, mut to) = match moved.history.rollback(workspace, version) {
             Ok(pair) => pair,
             Err(e) => return fail(err, e),
         };
+        moved.revision += 1;
+        moved.updated_at = crate::store::time::utc_now();
+        if let Some(signer) = signer {
+            match signer.sign_current(&mut moved, SystemTime::now()) {
+                Ok(signature) => to.signature = Some(signature),
+                Err(e) => return fail(err, e),
+            }
+        }
         if to.key_hashes.is_none() {
             let _ = writeln!(
                 err,
@@ -398,8 +474,6 @@ pub fn rollback(
         if let Err(e) = target.block_on(fleet.claim(workspace, &to, &name)) {
             return fail(err, e);
         }
-        moved.revision += 1;
-        moved.updated_at = crate::store::time::utc_now();
         match target.block_on(fleet.replace(&moved)) {
             Ok(true) => break (from, to, moved),
             Ok(false) => conflicts += 1,
@@ -422,6 +496,7 @@ pub fn rollback(
         record.revision,
         retried(conflicts)
     );
+    say_signature(&record, signer, out, err);
     announce(
         &target,
         &[(workspace.to_owned(), record.revision, to)],
@@ -616,3 +691,6 @@ fn retried(conflicts: u32) -> String {
         n => format!(" (written after {n} concurrent update(s) by other publishers)"),
     }
 }
+
+#[cfg(test)]
+mod signed_tests;

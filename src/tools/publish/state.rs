@@ -4,7 +4,7 @@
 //! conditional ([`Conditional`]), and publishers of different workspaces
 //! share only the root, which stays small.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures_util::{StreamExt, TryStreamExt};
 use object_store::ObjectStoreExt;
@@ -14,6 +14,7 @@ use super::error::PublishError;
 use super::update::{Conditional, Put, Updated, retry_delay};
 use crate::store::claims::Conflict;
 use crate::store::time::utc_now;
+use crate::tools::sign::Signer;
 use portfolio_wire::manifest::{
     self, KeyClaim, MANIFEST_NAME, Manifest, RECORDS_DIR, Record, Root, Version, claim_path,
     record_path, short, v1,
@@ -125,12 +126,15 @@ impl Fleet<'_> {
     }
 
     /// Makes `version` current in `workspace`'s record, keeping `keep`
-    /// versions: the record and whether it changed.
+    /// versions: the record and whether it changed. With a `signer`, the
+    /// version is signed as current at the revision written: only known
+    /// here, in the attempt that writes.
     pub async fn publish(
         &self,
         workspace: &str,
         version: &Version,
         keep: usize,
+        signer: Option<&Signer>,
     ) -> Result<(Updated<Record>, Vec<String>), PublishError> {
         let path = record_path(self.objects.prefix, workspace);
         // The deltas of the versions this write drops or replaces, as of
@@ -141,7 +145,7 @@ impl Fleet<'_> {
             .update(&path, &mut |now| {
                 dropped.clear();
                 let Some(bytes) = now else {
-                    let record = Record {
+                    let mut record = Record {
                         workspace: workspace.to_owned(),
                         revision: 1,
                         updated_at: utc_now(),
@@ -150,6 +154,9 @@ impl Fleet<'_> {
                             ..version.clone()
                         }),
                     };
+                    if let Some(signer) = signer {
+                        signer.sign_current(&mut record, SystemTime::now())?;
+                    }
                     return Ok((Some(record.to_json()), record));
                 };
                 let mut record = Record::parse(bytes, path.as_ref())?;
@@ -161,6 +168,9 @@ impl Fleet<'_> {
                 dropped.extend(before.into_iter().filter(|key| !after.contains(key)));
                 record.revision += 1;
                 record.updated_at = utc_now();
+                if let Some(signer) = signer {
+                    signer.sign_current(&mut record, SystemTime::now())?;
+                }
                 Ok((Some(record.to_json()), record))
             })
             .await?;

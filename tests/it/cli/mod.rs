@@ -3,7 +3,8 @@
 //! `check` accepts and the server serves with the demo keys (docs/operations.md#subcommands).
 //!
 //! One module per subcommand: `hash_key`, `check`, `generate` (and
-//! `generate_options` for `--workspaces` and `--text`), `probe`; `serve`
+//! `generate_options` for `--workspaces` and `--text`), `probe`, `sign`
+//! (`keygen`, `sign`, and `publish`'s signing flags); `serve`
 //! for what the server itself says on the command line (listen addresses, a
 //! listener that cannot bind, fatal errors, SIGTERM); `locations` for where
 //! `--snapshots` and `--to` point.
@@ -15,6 +16,7 @@ mod hash_key;
 mod locations;
 mod probe;
 mod serve;
+mod sign;
 
 use crate::util::*;
 
