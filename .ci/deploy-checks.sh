@@ -40,7 +40,8 @@ UNIT=deploy/systemd/portfolio-replica.service
 DASHBOARD=deploy/grafana/portfolio-replica.json
 
 # Every metric the server exposes (README "Operating it", plus the object
-# storage source). Histograms also expose _bucket, _sum and _count.
+# storage source; the signature metrics only with --trust-key). Histograms
+# also expose _bucket, _sum and _count.
 METRICS="portfolio_replica_http_requests_total
 portfolio_replica_http_request_duration_seconds
 portfolio_replica_http_requests_in_flight
@@ -63,7 +64,10 @@ portfolio_replica_demand_loads_total
 portfolio_replica_demand_load_duration_seconds
 portfolio_replica_demand_load_bytes_total
 portfolio_replica_evictions_total
-portfolio_replica_evictions_reloaded_soon_total"
+portfolio_replica_evictions_reloaded_soon_total
+portfolio_replica_signature_refusals_total
+portfolio_replica_signatures_expired
+portfolio_replica_signature_earliest_expiry_timestamp_seconds"
 HISTOGRAMS="portfolio_replica_http_request_duration_seconds
 portfolio_replica_demand_load_duration_seconds"
 

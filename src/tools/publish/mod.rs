@@ -397,7 +397,7 @@ async fn upload_one(
         key_hashes: Some(item.key_hashes.iter().map(key::to_hex).collect()),
         delta: None,
         signature: None,
-        plain_sha256: None,
+        plain_sha256: Some(prepared.plain_sha256.clone()),
     };
     let mut lines = vec![line];
     let mut version = version;

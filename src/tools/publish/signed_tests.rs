@@ -270,6 +270,7 @@ fn version(workspace: &str, n: u8, keyless: bool) -> Version {
         key_hashes: (!keyless).then(|| vec![format!("{n:02x}").repeat(32)]),
         delta: None,
         signature: None,
+        plain_sha256: None,
     }
 }
 

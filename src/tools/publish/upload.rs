@@ -28,6 +28,9 @@ pub struct Prepared {
     temporary: bool,
     pub sha256: String,
     pub size: u64,
+    /// The SHA-256 of the JSON inside (what a delta rebuilds); empty for
+    /// a delta.
+    pub plain_sha256: String,
 }
 
 impl Drop for Prepared {
@@ -45,19 +48,27 @@ pub fn prepare(file: &Path, is_gzip: bool) -> std::io::Result<Prepared> {
     if is_gzip {
         let mut hashing = Hashing::new(std::io::sink());
         std::io::copy(&mut input, &mut hashing)?;
+        // The JSON inside, read a second time.
+        let mut plain = Hashing::new(std::io::sink());
+        let reopened = BufReader::with_capacity(1 << 20, std::fs::File::open(file)?);
+        std::io::copy(&mut flate2::read::MultiGzDecoder::new(reopened), &mut plain)?;
         return Ok(Prepared {
             path: file.to_owned(),
             temporary: false,
             sha256: hex(&hashing.hasher.finalize()),
             size: hashing.written,
+            plain_sha256: hex(&plain.hasher.finalize()),
         });
     }
     let name = file
         .file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let (prepared, _) = gzip_to_temporary(&format!("{name}.json.gz"), |encoder| {
-        std::io::copy(&mut input, encoder)
+    let (mut prepared, plain) = gzip_to_temporary(&format!("{name}.json.gz"), |encoder| {
+        let mut plain = Hashing::new(encoder);
+        std::io::copy(&mut input, &mut plain)?;
+        Ok(hex(&plain.hasher.finalize()))
     })?;
+    prepared.plain_sha256 = plain;
     Ok(prepared)
 }
 
@@ -77,6 +88,7 @@ pub fn gzip_to_temporary<T>(
         temporary: true,
         sha256: String::new(),
         size: 0,
+        plain_sha256: String::new(),
     };
     let mut encoder = GzEncoder::new(
         Hashing::new(std::io::BufWriter::with_capacity(1 << 20, out)),
@@ -223,6 +235,8 @@ mod tests {
             .read_to_string(&mut text)
             .unwrap();
         assert_eq!(text, r#"{"x": 1}"#);
+        let inside = hex(&Sha256::digest(br#"{"x": 1}"#));
+        assert_eq!(prepared.plain_sha256, inside);
         // A gzip file is sent as it is.
         let gz = dir.join("a.json.gz");
         std::fs::write(&gz, &bytes).unwrap();
@@ -231,6 +245,7 @@ mod tests {
             (again.sha256.as_str(), again.path.as_path()),
             (prepared.sha256.as_str(), gz.as_path())
         );
+        assert_eq!(again.plain_sha256, inside);
         let temp = prepared.path.clone();
         drop(prepared);
         assert!(!temp.exists());

@@ -131,7 +131,9 @@ impl Signer {
             });
         };
         let named = named(workspace, version, revision);
-        let statement = Statement::new(&named, keys, revision, now, self.valid_for);
+        let mut statement = Statement::new(&named, keys, revision, now, self.valid_for);
+        // What a delta must rebuild, for replicas that use one.
+        statement.plain_sha256 = version.plain_sha256.clone();
         let envelope = statement.sign(&self.key);
         version.signature = Some(envelope.clone());
         Ok(envelope)
@@ -165,6 +167,9 @@ impl Signer {
         let named = named(&record.workspace, version, record.revision);
         if let Err(refusal) = statement.covers(&named) {
             return Some(refusal.to_string());
+        }
+        if statement.plain_sha256 != version.plain_sha256 {
+            return Some("its signature does not name the uncompressed content".to_owned());
         }
         let left = statement
             .expires()

@@ -243,6 +243,7 @@ fn record(revision: u64) -> Record {
             key_hashes: Some(vec!["cd".repeat(32)]),
             delta: None,
             signature: None,
+            plain_sha256: None,
         }),
     }
 }
