@@ -46,6 +46,19 @@ pub struct Listed {
     pub revision: Option<u64>,
 }
 
+impl Listed {
+    /// What a signature of it must name.
+    pub fn named(&self) -> Named<'_> {
+        Named {
+            workspace: &self.workspace,
+            version: &self.version,
+            sha256: &self.sha256,
+            key_hashes: self.key_hashes.as_deref(),
+            revision: self.revision,
+        }
+    }
+}
+
 /// What a directory's file claims: its signature file as read, and the
 /// SHA-256 of its bytes.
 #[derive(Clone, Debug)]
@@ -206,13 +219,7 @@ impl Trust {
         let verified = keys.verify(envelope)?;
         let statement = &verified.statement;
         statement.covers(&match &claim {
-            Claim::Listed(listed) => Named {
-                workspace: &listed.workspace,
-                version: &listed.version,
-                sha256: &listed.sha256,
-                key_hashes: listed.key_hashes.as_deref(),
-                revision: listed.revision,
-            },
+            Claim::Listed(listed) => listed.named(),
             // A file's workspace and version are checked once it is loaded
             // (`loaded_as_signed`).
             Claim::File(file) => Named {

@@ -138,7 +138,12 @@ pub fn resigned(
         let (Some(dataset), Some(signed)) = (&entry.dataset, &entry.signed) else {
             continue;
         };
-        if listed.envelope.as_ref() == Some(&signed.envelope) {
+        // The same signature of the same claims: nothing to judge. (The
+        // same signature of other claims, e.g. keys or a revision edited in
+        // the record, is judged, and refused.)
+        let same = listed.envelope.as_ref() == Some(&signed.envelope)
+            && signed.statement().covers(&listed.named()).is_ok();
+        if same {
             continue;
         }
         let verdict = trust

@@ -5,6 +5,7 @@
 //! have served.
 
 mod dir;
+mod objstore;
 
 use std::path::Path;
 use std::sync::Arc;
