@@ -548,7 +548,9 @@ impl Source for ObjectSource {
             (
                 followed.and_then(|f| f.revisions(name, version)),
                 followed.and_then(|f| f.delta(name, version)),
-                followed.and_then(|f| f.signed_plain(name, version)),
+                followed
+                    .filter(|_| self.verify)
+                    .and_then(|f| f.signed_plain(name, version)),
             )
         };
         // Under --trust-key, a delta's result must be the signed content:

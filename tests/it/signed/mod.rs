@@ -5,6 +5,7 @@
 //! have served.
 
 mod dir;
+mod fleet;
 mod objstore;
 
 use std::path::Path;
