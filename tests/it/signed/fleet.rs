@@ -100,11 +100,11 @@ async fn a_key_is_rotated_while_the_fleet_serves_throughout() {
 
     // A rolling restart: one replica at a time, the other serving.
     let roll = async |replicas: &mut Vec<TestServer>, keys: &[&PathBuf]| {
-        for at in 0..replicas.len() {
+        for cache in &caches {
             addrs.lock().unwrap().remove(0);
             let gone = replicas.remove(0);
             drop(gone);
-            let started = restart(&s3, keys, caches[at].path()).await;
+            let started = restart(&s3, keys, cache.path()).await;
             eventually("the restarted replica serves", async || {
                 match started.get("/portfolio", Some(KEY)).await.status {
                     200 => Ok(()),
@@ -213,7 +213,7 @@ async fn a_delta_that_rebuilds_other_content_is_never_served_by_a_verifying_repl
     let signer = key(23);
     let (secret, _) = key_files(dir.path(), &signer, "publisher");
     let file = write_json(dir.path(), "acme.json", &companies("v1", 0));
-    publish_signed(&s3, "p", &[file.clone()], &secret).await;
+    publish_signed(&s3, "p", std::slice::from_ref(&file), &secret).await;
     // The same first version elsewhere: the base of a forged delta.
     publish_signed(&s3, "x", &[file], &secret).await;
     let verifying = replica(&s3, "p", Some(super::trusting(&[&signer], None)), None).await;

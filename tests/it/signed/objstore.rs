@@ -37,7 +37,7 @@ pub async fn publish_signed(
     s3: &S3,
     prefix: &str,
     files: &[PathBuf],
-    secret: &PathBuf,
+    secret: &std::path::Path,
 ) -> CliOutput {
     let mut args: Vec<String> = vec!["publish".into()];
     args.extend(files.iter().map(|f| f.display().to_string()));
