@@ -83,12 +83,26 @@ impl Copies {
         };
         let copy = self.dir.join(format!("{n}{ending}"));
         match std::fs::copy(&local.path, &copy) {
-            Ok(len) => Fetch::Ready(Local {
-                path: copy,
-                len,
-                download: true,
-                ..local
-            }),
+            Ok(len) => {
+                let mut local = local;
+                // Under --trust-key, the bytes judged are those of the copy,
+                // which is what loads (the file may have changed meanwhile).
+                if let Some(signed) = &mut local.signed {
+                    match super::trust::sha256_file(&copy) {
+                        Ok(sha256) => signed.sha256 = sha256,
+                        Err(_) => {
+                            let _ = std::fs::remove_file(&copy);
+                            return Fetch::Settling;
+                        }
+                    }
+                }
+                Fetch::Ready(Local {
+                    path: copy,
+                    len,
+                    download: true,
+                    ..local
+                })
+            }
             // Gone since the listing: the next scan sees it gone.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Fetch::Settling,
             Err(e) => {
