@@ -9,23 +9,14 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::util::*;
 
 const POLL_EVERY: Duration = Duration::from_millis(100);
 
-/// A workspace of 300 companies at `version`, company `changed` renamed.
 fn workspace(version: &str, changed: u64) -> Value {
-    let mut snap = fixture("ws-acme", &[KEY], 1);
-    snap["version"] = json!(version);
-    let name = |n| format!("Company {n} {}", if n == changed { version } else { "" });
-    add(
-        &mut snap,
-        "companies",
-        (100..400).map(|n| company(n, &name(n))),
-    );
-    snap
+    companies_renamed(version, changed)
 }
 
 async fn replica(s3: &S3) -> TestServer {

@@ -76,6 +76,17 @@ impl Target {
             .ok()
     }
 
+    /// The target of a command that writes records (rollback, refresh):
+    /// opened, and its manifest one this build writes; else why not, said.
+    fn writable_or_say(to: &str, options: &StorageOptions, err: &mut impl Write) -> Option<Target> {
+        let target = Target::open_or_say(to, options, Access::Read, err)?;
+        if let Err(e) = target.block_on(target.fleet().writable()) {
+            fail(err, e);
+            return None;
+        }
+        Some(target)
+    }
+
     fn fleet(&self) -> Fleet<'_> {
         Fleet {
             objects: Conditional {
@@ -427,13 +438,10 @@ pub fn rollback(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    let Some(target) = Target::open_or_say(to, options, Access::Read, err) else {
+    let Some(target) = Target::writable_or_say(to, options, err) else {
         return false;
     };
     let fleet = target.fleet();
-    if let Err(e) = target.block_on(fleet.writable()) {
-        return fail(err, e);
-    }
     let mut conflicts = 0;
     let (from, to, record) = loop {
         let record = match target.block_on(fleet.record(workspace)) {

@@ -13,7 +13,7 @@ use std::time::SystemTime;
 use super::error::PublishError;
 use super::state::{Announced, Fleet};
 use super::{Target, announce, each, fail, retried};
-use crate::storage::location::{Access, StorageOptions};
+use crate::storage::location::StorageOptions;
 use crate::store::time::utc_now;
 use crate::tools::sign::Signer;
 use portfolio_wire::manifest::{Record, record_path};
@@ -47,13 +47,10 @@ pub fn refresh_signatures(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    let Some(target) = Target::open_or_say(to, options, Access::Read, err) else {
+    let Some(target) = Target::writable_or_say(to, options, err) else {
         return false;
     };
     let fleet = target.fleet();
-    if let Err(e) = target.block_on(fleet.writable()) {
-        return fail(err, e);
-    }
     let records = match target.block_on(fleet.records(only)) {
         Ok(records) => records,
         Err(e) => return fail(err, e),

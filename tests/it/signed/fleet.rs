@@ -172,20 +172,6 @@ async fn a_key_is_rotated_while_the_fleet_serves_throughout() {
     }
 }
 
-/// A workspace of 300 companies at `version`, company `changed` renamed:
-/// large enough that a publish sends a delta.
-fn companies(version: &str, changed: u64) -> Value {
-    let mut snap = fixture("ws-acme", &[KEY], 1);
-    snap["version"] = json!(version);
-    let name = |n| format!("Company {n} {}", if n == changed { version } else { "" });
-    add(
-        &mut snap,
-        "companies",
-        (100..400).map(|n| company(n, &name(n))),
-    );
-    snap
-}
-
 /// The delta key a publish's output names.
 fn delta_of(out: &CliOutput) -> String {
     out.stdout
@@ -212,7 +198,7 @@ async fn a_delta_that_rebuilds_other_content_is_never_served_by_a_verifying_repl
     let dir = tempdir();
     let signer = key(23);
     let (secret, _) = key_files(dir.path(), &signer, "publisher");
-    let file = write_json(dir.path(), "acme.json", &companies("v1", 0));
+    let file = write_json(dir.path(), "acme.json", &companies_renamed("v1", 0));
     publish_signed(&s3, "p", std::slice::from_ref(&file), &secret).await;
     // The same first version elsewhere: the base of a forged delta.
     publish_signed(&s3, "x", &[file], &secret).await;
@@ -226,9 +212,9 @@ async fn a_delta_that_rebuilds_other_content_is_never_served_by_a_verifying_repl
     // replaced by one (made from the same base) that renames another
     // company, its size and SHA-256 fixed up in the record and journal.
     s3.proxy.set(Fault::Down, Scope::All);
-    let file = write_json(dir.path(), "acme.json", &companies("v2", 150));
+    let file = write_json(dir.path(), "acme.json", &companies_renamed("v2", 150));
     let genuine = delta_of(&publish_signed(&s3, "p", &[file], &secret).await);
-    let file = write_json(dir.path(), "acme.json", &companies("v2", 151));
+    let file = write_json(dir.path(), "acme.json", &companies_renamed("v2", 151));
     let forged = s3
         .get(&delta_of(&publish_signed(&s3, "x", &[file], &secret).await))
         .await

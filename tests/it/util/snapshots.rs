@@ -52,6 +52,20 @@ pub fn version_of(workspace: &str) -> String {
     format!("2026-11-22T10:00:00.000Z#{workspace}")
 }
 
+/// Workspace `ws-acme` (read with `KEY`) of 300 companies at `version`,
+/// company `changed` renamed: large enough that a publish sends a delta.
+pub fn companies_renamed(version: &str, changed: u64) -> Value {
+    let mut snap = fixture("ws-acme", &[super::KEY], 1);
+    snap["version"] = json!(version);
+    let name = |n| format!("Company {n} {}", if n == changed { version } else { "" });
+    add(
+        &mut snap,
+        "companies",
+        (100..400).map(|n| company(n, &name(n))),
+    );
+    snap
+}
+
 /// Returns a valid snapshot of `workspace` with no records, readable with `keys`.
 pub fn snapshot(workspace: &str, keys: &[&str]) -> Value {
     let api_keys: Vec<Value> = keys
