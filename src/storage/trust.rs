@@ -103,6 +103,8 @@ struct Accepted {
 pub struct Trust {
     keys: Option<TrustedKeys>,
     accepted: Mutex<HashMap<String, Accepted>>,
+    /// Accepted, not yet written under `dir`.
+    unwritten: Mutex<Vec<Accepted>>,
     /// `<cache-dir>/accepted`, where accepted versions are remembered.
     dir: Option<PathBuf>,
 }
@@ -146,6 +148,7 @@ impl Trust {
         Trust {
             keys: None,
             accepted: Mutex::default(),
+            unwritten: Mutex::default(),
             dir: None,
         }
     }
@@ -178,6 +181,7 @@ impl Trust {
         Ok(Trust {
             keys: Some(keys),
             accepted: Mutex::new(accepted),
+            unwritten: Mutex::default(),
             dir,
         })
     }
@@ -197,6 +201,10 @@ impl Trust {
 
     fn accepted(&self) -> MutexGuard<'_, HashMap<String, Accepted>> {
         self.accepted.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn unwritten(&self) -> MutexGuard<'_, Vec<Accepted>> {
+        self.unwritten.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The verdict on a version that claims `claim`, with `now` for its
@@ -281,6 +289,8 @@ impl Trust {
 
     /// Remembers that these versions serve now, each with the signature it
     /// was accepted with; a revision below one remembered changes nothing.
+    /// What it remembers on disk is written by [`Trust::persist`], which the
+    /// scan calls once it has let go of its locks.
     pub fn published<'a>(&self, versions: impl IntoIterator<Item = &'a Signed>) {
         let mut changed = Vec::new();
         let mut accepted = self.accepted();
@@ -302,6 +312,16 @@ impl Trust {
             }
         }
         drop(accepted);
+        if self.dir.is_some() {
+            self.unwritten().extend(changed);
+        }
+    }
+
+    /// Writes what [`Trust::published`] accepted since the last call into
+    /// `--cache-dir`: a small file per workspace, off the scan's locks (a
+    /// first scan of ten thousand workspaces writes ten thousand).
+    pub fn persist(&self) {
+        let changed = std::mem::take(&mut *self.unwritten());
         if let Some(dir) = &self.dir {
             for accepted in changed {
                 if let Err(error) = write_accepted(dir, &accepted) {

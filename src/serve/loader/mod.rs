@@ -408,6 +408,8 @@ impl Snapshots {
             settled.reread.extend(fit);
         }
         drop(files);
+        // What was accepted, remembered on disk off the files lock.
+        self.origin.trust().persist();
         // Small changes' gzip fragments, now that the new versions serve.
         repacks.run();
         Retired(std::mem::take(&mut settled.retired)).free();

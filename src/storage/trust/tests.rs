@@ -119,6 +119,7 @@ fn what_was_accepted_is_remembered_in_the_cache_dir() {
     assert!(trust.remembers());
     let accepted = verdict(&trust, &listed("b", 2, now), now).unwrap();
     trust.published([&accepted]);
+    trust.persist();
     drop(trust);
 
     let restarted = trusting(Some(dir.path()));
