@@ -13,6 +13,7 @@ mod buffers;
 mod cors;
 mod error;
 mod http;
+pub mod limits;
 mod query;
 mod routes;
 

@@ -1,0 +1,72 @@
+//! What the per-workspace limiter costs (issue 31): heap bytes held for
+//! N workspaces that each sent one request, before and after their state
+//! is dropped as idle, and the time of one admission.
+//!
+//!   cargo run --release --example limiter_memory -- [N]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::time::{Duration, Instant};
+
+use portfolio_replica::serve::api::limits::{Limits, Policy};
+
+struct Counting;
+static HELD: AtomicIsize = AtomicIsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        HELD.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        HELD.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new: usize) -> *mut u8 {
+        HELD.fetch_add(new as isize - layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+fn main() {
+    let n: u64 = std::env::args()
+        .nth(1)
+        .map_or(100_000, |a| a.parse().unwrap());
+    let nz = |n| NonZeroU32::new(n).unwrap();
+    let before = HELD.load(Ordering::Relaxed);
+    let limits = Limits::new(Policy {
+        rate: Some((nz(100), nz(100))),
+        max_in_flight: Some(nz(64)),
+    });
+    let started = Instant::now();
+    for key in 0..n {
+        drop(limits.admit(key.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+    }
+    let per = started.elapsed() / n as u32;
+    let held = HELD.load(Ordering::Relaxed) - before;
+    println!(
+        "{n} workspaces, one request each: {:.1} MB held, {per:?} per admission",
+        held as f64 / 1e6
+    );
+    // One workspace, admitted over and over (its state stays hot).
+    let started = Instant::now();
+    for _ in 0..1_000_000 {
+        drop(limits.admit(42));
+    }
+    println!(
+        "one workspace: {:?} per admission",
+        started.elapsed() / 1_000_000
+    );
+    std::thread::sleep(Duration::from_millis(1100));
+    limits.forget_idle();
+    let held = HELD.load(Ordering::Relaxed) - before;
+    println!(
+        "after forget_idle: {:.2} MB held, {} tracked",
+        held as f64 / 1e6,
+        limits.tracked()
+    );
+}
