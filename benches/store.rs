@@ -223,6 +223,7 @@ fn respond(c: &mut Criterion, f: &Fixture) {
         store.publish(Catalog::new([dataset]));
         ApiState {
             resident: None,
+            limits: None,
             store,
             key_prefix: "cura".to_owned(),
             ready: Arc::new(AtomicBool::new(true)),

@@ -38,10 +38,10 @@ fn main() {
         .map_or(100_000, |a| a.parse().unwrap());
     let nz = |n| NonZeroU32::new(n).unwrap();
     let before = HELD.load(Ordering::Relaxed);
-    let limits = Limits::new(Policy {
+    let limits = std::sync::Arc::new(Limits::new(Policy {
         rate: Some((nz(100), nz(100))),
         max_in_flight: Some(nz(64)),
-    });
+    }));
     let started = Instant::now();
     for key in 0..n {
         drop(limits.admit(key.wrapping_mul(0x9E37_79B9_7F4A_7C15)));

@@ -446,6 +446,23 @@ pub struct ServeArgs {
     /// revision accepted per workspace, so a restart refuses older ones.
     #[arg(long, env = "PORTFOLIO_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Requests per second each workspace may send to this replica
+    /// (`100/s`); over it, 429 with Retry-After. Default: no limit.
+    #[arg(long, env = "PORTFOLIO_RATE_LIMIT", value_name = "RATE/s", value_parser = parse_rate)]
+    pub rate_limit: Option<std::num::NonZeroU32>,
+    /// Requests a workspace may send at once under --rate-limit. Default:
+    /// one second's worth.
+    #[arg(
+        long,
+        env = "PORTFOLIO_RATE_BURST",
+        value_name = "N",
+        requires = "rate_limit"
+    )]
+    pub rate_burst: Option<std::num::NonZeroU32>,
+    /// Requests of one workspace answered at once, at most; more get 429.
+    /// Default: no cap.
+    #[arg(long, env = "PORTFOLIO_MAX_IN_FLIGHT", value_name = "N")]
+    pub max_in_flight: Option<std::num::NonZeroU32>,
     /// Serve only versions signed by a key in this public key file
     /// (`keygen` writes one; a file may hold several keys). Repeat it, or
     /// give several paths separated by commas in the environment variable.
@@ -553,6 +570,13 @@ impl ServeArgs {
     }
 }
 
+/// `100/s`: requests per second.
+fn parse_rate(text: &str) -> Result<std::num::NonZeroU32, String> {
+    text.strip_suffix("/s")
+        .and_then(|n| n.trim().parse().ok())
+        .ok_or_else(|| format!("{text:?} is not a rate: give requests per second, like 100/s"))
+}
+
 fn parse_timeout(text: &str) -> Result<Duration, String> {
     match text.parse::<f64>() {
         Ok(secs) if secs > 0.0 && secs <= 3600.0 => Ok(Duration::from_secs_f64(secs)),
@@ -646,6 +670,8 @@ pub struct ServeConfig {
     pub storage: StorageOptions,
     /// Metric series per file and workspace, besides the fleet's.
     pub metrics_per_workspace: bool,
+    /// Each workspace's rate and requests in flight; `None`: no limits.
+    pub workspace_limits: Option<crate::serve::api::limits::Policy>,
 }
 
 impl ServeConfig {
@@ -663,6 +689,7 @@ impl ServeConfig {
             cors: None,
             memory_limit: None,
             memory_budget: None,
+            workspace_limits: None,
             storage: StorageOptions::default(),
             metrics_per_workspace: false,
         }
@@ -689,6 +716,11 @@ impl From<&ServeArgs> for ServeConfig {
             cors: args.cors_allow_origin.clone(),
             memory_limit: args.memory_limit,
             memory_budget: args.memory_budget,
+            workspace_limits: crate::serve::api::limits::Policy::of(
+                args.rate_limit,
+                args.rate_burst,
+                args.max_in_flight,
+            ),
             storage: args.storage.options(args.cache_dir.clone()),
             metrics_per_workspace: args.metrics_per_workspace,
         }

@@ -127,7 +127,20 @@ pub async fn run(
         require_workspaces: config.require_workspaces,
         cors: config.cors.clone(),
         resident,
+        limits: config
+            .workspace_limits
+            .map(|policy| Arc::new(api::limits::Limits::new(policy))),
     });
+    if let Some(limits) = state.limits.clone() {
+        // Idle workspaces' limiter state is dropped every minute.
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+            loop {
+                tick.tick().await;
+                limits.forget_idle();
+            }
+        });
+    }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let limits = config.limits;
     // Said once everything that can fail at startup has not.

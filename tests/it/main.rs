@@ -16,6 +16,7 @@ mod conflicts;
 mod deltas;
 mod diff;
 mod edges;
+mod fair;
 mod feed;
 mod fuzz_snapshots;
 mod gzip_pages;

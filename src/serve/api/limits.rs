@@ -6,10 +6,11 @@
 //! (the contract's order of checks), so an unknown key never costs limiter
 //! state; idle workspaces' state is dropped by [`Limits::forget_idle`].
 //!
-//! STATUS (branch `issue31`): the limiter alone, with unit tests; not
-//! wired into the API yet (see NOTES-issue31.md).
+//! STATUS (branch `issue31`): flags-wide limits only; limits carried by
+//! snapshots are not done yet (see NOTES-issue31.md).
 
 use std::num::NonZeroU32;
+use std::sync::Arc;
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -47,12 +48,36 @@ pub struct Limits {
 
 /// A request admitted: its place among the workspace's requests in
 /// flight, given back when dropped.
-pub struct Admitted<'l> {
-    limits: &'l Limits,
+pub struct Admitted {
+    limits: Arc<Limits>,
     key: u64,
     counted: bool,
     /// Requests the workspace may still send now, under its rate.
     pub remaining: Option<u32>,
+}
+
+impl Policy {
+    /// The policy of the flags: a rate with its burst (by default one
+    /// second's worth) and a cap; `None` when neither is set.
+    pub fn of(
+        rate: Option<NonZeroU32>,
+        burst: Option<NonZeroU32>,
+        max_in_flight: Option<NonZeroU32>,
+    ) -> Option<Policy> {
+        let rate = rate.map(|per_second| (per_second, burst.unwrap_or(per_second)));
+        (rate.is_some() || max_in_flight.is_some()).then_some(Policy {
+            rate,
+            max_in_flight,
+        })
+    }
+}
+
+/// The limiter key of a workspace: a hash of its id.
+pub fn workspace_key(workspace: &str) -> u64 {
+    use std::hash::Hasher;
+    let mut hasher = rustc_hash::FxHasher::default();
+    hasher.write(workspace.as_bytes());
+    hasher.finish()
 }
 
 impl Limits {
@@ -75,9 +100,9 @@ impl Limits {
 
     /// Admits a request of the workspace `key` (a hash of its id), or says
     /// why not. A refused request counts against nothing.
-    pub fn admit(&self, key: u64) -> Result<Admitted<'_>, Refusal> {
+    pub fn admit(self: &Arc<Self>, key: u64) -> Result<Admitted, Refusal> {
         let mut admitted = Admitted {
-            limits: self,
+            limits: Arc::clone(self),
             key,
             counted: false,
             remaining: None,
@@ -125,7 +150,7 @@ impl Limits {
     }
 }
 
-impl Drop for Admitted<'_> {
+impl Drop for Admitted {
     /// Gives the place back; the entry itself stays until
     /// [`Limits::forget_idle`], so a busy workspace does not insert and
     /// remove it on every request.
@@ -138,6 +163,45 @@ impl Drop for Admitted<'_> {
     }
 }
 
+/// The 429 of a refused request: the API's error body, `Retry-After` in
+/// whole seconds, and the IETF `RateLimit-Policy` / `RateLimit` fields
+/// (draft-ietf-httpapi-ratelimit-headers-10) naming the limit hit.
+pub fn too_many(policy: Policy, refusal: Refusal) -> warp::reply::Response {
+    use warp::http::StatusCode;
+    use warp::http::header::{HeaderValue, RETRY_AFTER};
+    let (message, retry, policy_field, state) = match refusal {
+        Refusal::Rate { retry_after } => {
+            let rate = policy.rate.map_or(0, |(per_second, _)| per_second.get());
+            let seconds = retry_after.as_secs_f64().ceil().max(1.0) as u64;
+            (
+                format!("Too many requests: this workspace may send {rate} per second"),
+                seconds,
+                format!("\"default\";q={rate};w=1"),
+                format!("\"default\";r=0;t={seconds}"),
+            )
+        }
+        Refusal::InFlight => {
+            let cap = policy.max_in_flight.map_or(0, NonZeroU32::get);
+            (
+                format!("Too many requests at once: this workspace may have {cap} in flight"),
+                1,
+                format!("\"in-flight\";q={cap};qu=\"concurrent-requests\""),
+                "\"in-flight\";r=0".to_owned(),
+            )
+        }
+    };
+    let body = super::error::error_body(&message);
+    let mut response = crate::serve::reply::json(StatusCode::TOO_MANY_REQUESTS, body.into());
+    let headers = response.headers_mut();
+    headers.insert(RETRY_AFTER, HeaderValue::from(retry));
+    for (name, value) in [("ratelimit-policy", policy_field), ("ratelimit", state)] {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(name, value);
+        }
+    }
+    response
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,10 +212,10 @@ mod tests {
 
     #[test]
     fn a_workspace_over_its_rate_is_refused_with_when_to_come_back_and_others_are_not() {
-        let limits = Limits::new(Policy {
+        let limits = Arc::new(Limits::new(Policy {
             rate: Some((nz(10), nz(3))),
             max_in_flight: None,
-        });
+        }));
         for left in [2, 1, 0] {
             assert_eq!(limits.admit(1).unwrap().remaining, Some(left));
         }
@@ -169,10 +233,10 @@ mod tests {
 
     #[test]
     fn the_in_flight_cap_counts_what_is_being_answered() {
-        let limits = Limits::new(Policy {
+        let limits = Arc::new(Limits::new(Policy {
             rate: None,
             max_in_flight: Some(nz(2)),
-        });
+        }));
         let first = limits.admit(7).unwrap();
         let second = limits.admit(7).unwrap();
         assert!(matches!(limits.admit(7), Err(Refusal::InFlight)));
@@ -189,10 +253,10 @@ mod tests {
 
     #[test]
     fn idle_state_is_dropped() {
-        let limits = Limits::new(Policy {
+        let limits = Arc::new(Limits::new(Policy {
             rate: Some((nz(1000), nz(1000))),
             max_in_flight: None,
-        });
+        }));
         for key in 0..1000 {
             drop(limits.admit(key));
         }

@@ -74,6 +74,9 @@ pub struct ApiState {
     /// With a memory budget: the workspaces in memory, and loads on
     /// demand of the others (the catalog holds them hollow).
     pub resident: Option<Arc<Resident>>,
+    /// Each workspace's rate and requests in flight (`--rate-limit`,
+    /// `--max-in-flight`), when set.
+    pub limits: Option<Arc<limits::Limits>>,
 }
 
 /// The Portfolio API, `/healthz` and `/readyz`, as a hyper service: each
@@ -111,9 +114,11 @@ impl ApiService {
             Step::Answer(response) => {
                 Either::Left(ready(Ok(self.finish(&request, route, response, started))))
             }
-            Step::Load(hollow, resident) => {
+            Step::Load(hollow, resident, admitted) => {
                 let service = self.clone();
                 Either::Right(Box::pin(async move {
+                    // In flight until answered, the load included.
+                    let _admitted = admitted;
                     let loaded = resident.load(&hollow).await;
                     let response = service.answer_loaded(&request, route, loaded);
                     Ok(service.finish(&request, route, response, started))
@@ -194,8 +199,9 @@ impl<B: Send + 'static> hyper::service::Service<Request<B>> for ApiService {
 /// What answering a request takes.
 pub enum Step {
     Answer(Response),
-    /// The data of this hollow dataset's workspace, loaded on demand.
-    Load(Arc<Dataset>, Arc<Resident>),
+    /// The data of this hollow dataset's workspace, loaded on demand, the
+    /// request counted in flight meanwhile.
+    Load(Arc<Dataset>, Arc<Resident>, Option<limits::Admitted>),
 }
 
 impl From<Response> for Step {
@@ -291,6 +297,15 @@ fn step(
     let Some(dataset) = catalog.by_key(&key_hash) else {
         return unauthorized().into();
     };
+    // The workspace's limits: after the key, before anything else
+    // (docs/api.md#rate-limits). Held until the answer is made.
+    let admitted = match &state.limits {
+        Some(limits) => match limits.admit(limits::workspace_key(&dataset.workspace_id)) {
+            Ok(admitted) => Some(admitted),
+            Err(refusal) => return limits::too_many(limits.policy(), refusal).into(),
+        },
+        None => None,
+    };
     if !dataset.is_hollow() {
         return from_dataset(state, dataset, route, path, id, query, headers).into();
     }
@@ -314,7 +329,7 @@ fn step(
     };
     match resident.get(dataset) {
         Some(full) => from_dataset(state, &full, route, path, id, query, headers).into(),
-        None => Step::Load(Arc::clone(dataset), Arc::clone(resident)),
+        None => Step::Load(Arc::clone(dataset), Arc::clone(resident), admitted),
     }
 }
 

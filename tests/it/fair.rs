@@ -1,0 +1,57 @@
+//! Fair sharing (issue 31, in progress): a workspace over its rate gets 429
+//! with the API's error body, `Retry-After` and the `RateLimit-Policy` /
+//! `RateLimit` fields, while another workspace is answered; an unknown key
+//! is a 401 whatever the limits.
+
+use std::num::NonZeroU32;
+
+use serde_json::json;
+
+use crate::util::*;
+
+fn nz(n: u32) -> NonZeroU32 {
+    NonZeroU32::new(n).unwrap()
+}
+
+#[tokio::test]
+async fn a_workspace_over_its_rate_gets_429_with_the_limit_and_when_to_retry() {
+    let dir = tempdir();
+    write_json(dir.path(), "a.json", &fixture("ws-a", &[KEY], 1));
+    write_json(dir.path(), "b.json", &fixture("ws-b", &[OTHER_KEY], 100));
+    let server = TestServer::start_in(dir, |c| {
+        c.workspace_limits =
+            portfolio_replica::serve::api::limits::Policy::of(Some(nz(1)), Some(nz(3)), None);
+    })
+    .await;
+    for _ in 0..3 {
+        assert_eq!(server.get("/portfolio", Some(KEY)).await.status, 200);
+    }
+    let refused = server.get("/portfolio", Some(KEY)).await;
+    assert_eq!(refused.status, 429, "{}", refused.text());
+    assert_eq!(
+        refused.json(),
+        json!({"error": "Too many requests: this workspace may send 1 per second"})
+    );
+    assert_eq!(refused.header("retry-after"), Some("1"));
+    assert_eq!(
+        refused.header("ratelimit-policy"),
+        Some("\"default\";q=1;w=1")
+    );
+    assert_eq!(refused.header("ratelimit"), Some("\"default\";r=0;t=1"));
+    // Another workspace has its own rate; an unknown key is a 401.
+    assert_eq!(server.get("/portfolio", Some(OTHER_KEY)).await.status, 200);
+    assert_eq!(
+        server.get("/portfolio", Some("cura_nobody")).await.status,
+        401
+    );
+    // HEAD counts too, and the rate recovers.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let head = server
+        .request(
+            "HEAD",
+            "/portfolio",
+            &[("Authorization", &format!("Bearer {KEY}"))],
+        )
+        .await;
+    assert_eq!(head.status, 200);
+}
