@@ -38,13 +38,13 @@ fn main() {
         .map_or(100_000, |a| a.parse().unwrap());
     let nz = |n| NonZeroU32::new(n).unwrap();
     let before = HELD.load(Ordering::Relaxed);
-    let limits = std::sync::Arc::new(Limits::new(Policy {
+    let limits = std::sync::Arc::new(Limits::new(Some(Policy {
         rate: Some((nz(100), nz(100))),
         max_in_flight: Some(nz(64)),
-    }));
+    })));
     let started = Instant::now();
     for key in 0..n {
-        drop(limits.admit(key.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+        drop(limits.admit(key.wrapping_mul(0x9E37_79B9_7F4A_7C15), None));
     }
     let per = started.elapsed() / n as u32;
     let held = HELD.load(Ordering::Relaxed) - before;
@@ -55,7 +55,7 @@ fn main() {
     // One workspace, admitted over and over (its state stays hot).
     let started = Instant::now();
     for _ in 0..1_000_000 {
-        drop(limits.admit(42));
+        drop(limits.admit(42, None));
     }
     println!(
         "one workspace: {:?} per admission",

@@ -127,9 +127,8 @@ pub async fn run(
         require_workspaces: config.require_workspaces,
         cors: config.cors.clone(),
         resident,
-        limits: config
-            .workspace_limits
-            .map(|policy| Arc::new(api::limits::Limits::new(policy))),
+        // Always: a snapshot's own limits hold whatever the flags say.
+        limits: Some(Arc::new(api::limits::Limits::new(config.workspace_limits))),
     });
     if let Some(limits) = state.limits.clone() {
         // Idle workspaces' limiter state is dropped every minute.

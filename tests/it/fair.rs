@@ -55,3 +55,58 @@ async fn a_workspace_over_its_rate_gets_429_with_the_limit_and_when_to_retry() {
         .await;
     assert_eq!(head.status, 200);
 }
+
+#[tokio::test]
+async fn a_snapshots_own_limits_hold_without_flags_and_change_with_a_reload() {
+    let dir = tempdir();
+    let mut snap = fixture("ws-a", &[KEY], 1);
+    snap["limits"] = json!({"rate_per_second": 1, "burst": 2});
+    write_json(dir.path(), "a.json", &snap);
+    write_json(dir.path(), "b.json", &fixture("ws-b", &[OTHER_KEY], 100));
+    let server = TestServer::start_in(dir, |_| {}).await;
+    let admitted = async |n: usize| {
+        let mut ok = 0;
+        for _ in 0..n {
+            if server.get("/portfolio", Some(KEY)).await.status == 200 {
+                ok += 1;
+            }
+        }
+        ok
+    };
+    assert_eq!(admitted(5).await, 2);
+    // A workspace that sets none has none.
+    for _ in 0..20 {
+        assert_eq!(server.get("/portfolio", Some(OTHER_KEY)).await.status, 200);
+    }
+    // A publish changes them.
+    snap["limits"] = json!({"rate_per_second": 1, "burst": 10});
+    snap["version"] = json!("v2");
+    write_json(server.dir(), "a.json.tmp", &snap);
+    std::fs::rename(server.dir().join("a.json.tmp"), server.dir().join("a.json")).unwrap();
+    eventually("the new limits hold", async || {
+        let answer = server.get("/portfolio", Some(KEY)).await;
+        match answer.header("x-snapshot-version") {
+            Some("v2") => Ok(()),
+            other => Err(format!("{} {other:?}", answer.status)),
+        }
+    })
+    .await;
+    assert!(admitted(9).await >= 8, "the burst of 10 holds");
+}
+
+#[tokio::test]
+async fn a_limits_member_a_replica_cannot_enforce_rejects_the_snapshot() {
+    let dir = tempdir();
+    let mut snap = fixture("ws-a", &[KEY], 1);
+    snap["limits"] = json!({"rate_per_second": 0});
+    write_json(dir.path(), "a.json", &snap);
+    let file = dir.path().join("a.json");
+    let out = cli(&["check", file.to_str().unwrap()]).await;
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("limits.rate_per_second must be a whole number from 1 to 1000000"),
+        "{}",
+        out.stderr
+    );
+}

@@ -1,13 +1,14 @@
-//! Fair sharing between the workspaces of one replica (`--rate-limit`,
-//! `--rate-burst`, `--max-in-flight`): a rate per workspace (GCRA, through
-//! `governor`'s keyed limiter, whose state per workspace is one atomic
-//! word in a sharded map) and a cap on its requests in flight. A request
-//! is admitted after its key is authenticated and before anything else
-//! (the contract's order of checks), so an unknown key never costs limiter
-//! state; idle workspaces' state is dropped by [`Limits::forget_idle`].
+//! Fair sharing between the workspaces of one replica: a rate per
+//! workspace (GCRA, through `governor`'s keyed limiter, whose state per
+//! workspace is one atomic word in a sharded map) and a cap on its
+//! requests in flight. A workspace's own limits (its snapshot's `limits`
+//! member) win over the flags (`--rate-limit`, `--rate-burst`,
+//! `--max-in-flight`), member by member. A request is admitted after its
+//! key is authenticated and before anything else (the contract's order of
+//! checks), so an unknown key never costs limiter state; idle workspaces'
+//! state is dropped by [`Limits::forget_idle`].
 //!
-//! STATUS (branch `issue31`): flags-wide limits only; limits carried by
-//! snapshots are not done yet (see NOTES-issue31.md).
+//! STATUS (branch `issue31`): see NOTES-issue31.md for what is left.
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -19,41 +20,15 @@ use governor::middleware::StateInformationMiddleware;
 use governor::state::keyed::DashMapStateStore;
 use governor::{Quota, RateLimiter};
 
-/// A workspace's limits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+use crate::store::limits::WorkspaceLimits;
+
+/// A workspace's limits, as enforced.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Policy {
     /// Requests per second, and how many may come at once (the burst).
     pub rate: Option<(NonZeroU32, NonZeroU32)>,
     /// Requests of the workspace being answered at once.
     pub max_in_flight: Option<NonZeroU32>,
-}
-
-/// Why a request is refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refusal {
-    /// Over the rate: admitted again after this long.
-    Rate { retry_after: Duration },
-    /// Over the cap on requests in flight.
-    InFlight,
-}
-
-type Keyed = RateLimiter<u64, DashMapStateStore<u64>, DefaultClock, StateInformationMiddleware>;
-
-/// The limiters of one replica.
-pub struct Limits {
-    policy: Policy,
-    rate: Option<Keyed>,
-    in_flight: DashMap<u64, u32>,
-}
-
-/// A request admitted: its place among the workspace's requests in
-/// flight, given back when dropped.
-pub struct Admitted {
-    limits: Arc<Limits>,
-    key: u64,
-    counted: bool,
-    /// Requests the workspace may still send now, under its rate.
-    pub remaining: Option<u32>,
 }
 
 impl Policy {
@@ -72,6 +47,44 @@ impl Policy {
     }
 }
 
+/// Why a request is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Over the rate: admitted again after this long.
+    Rate { retry_after: Duration },
+    /// Over the cap on requests in flight.
+    InFlight,
+}
+
+/// A refusal, with the policy it was made under (the 429's headers say it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refused {
+    pub policy: Policy,
+    pub why: Refusal,
+}
+
+type Keyed = RateLimiter<u64, DashMapStateStore<u64>, DefaultClock, StateInformationMiddleware>;
+
+/// The limiters of one replica: one keyed rate limiter per distinct rate
+/// (the flags' and the few plans snapshots set), and the requests in
+/// flight per workspace.
+pub struct Limits {
+    /// The flags' policy, for what a workspace's snapshot does not set.
+    default: Option<Policy>,
+    rates: DashMap<(NonZeroU32, NonZeroU32), Arc<Keyed>>,
+    in_flight: DashMap<u64, u32>,
+}
+
+/// A request admitted: its place among the workspace's requests in
+/// flight, given back when dropped.
+pub struct Admitted {
+    limits: Arc<Limits>,
+    key: u64,
+    counted: bool,
+    /// Requests the workspace may still send now, under its rate.
+    pub remaining: Option<u32>,
+}
+
 /// The limiter key of a workspace: a hash of its id.
 pub fn workspace_key(workspace: &str) -> u64 {
     use std::hash::Hasher;
@@ -81,61 +94,94 @@ pub fn workspace_key(workspace: &str) -> u64 {
 }
 
 impl Limits {
-    /// Limits of `policy` for every workspace.
-    pub fn new(policy: Policy) -> Limits {
-        let rate = policy.rate.map(|(per_second, burst)| {
-            let quota = Quota::per_second(per_second).allow_burst(burst);
-            RateLimiter::dashmap(quota).with_middleware::<StateInformationMiddleware>()
-        });
+    /// Limits of `default` (the flags) for what workspaces' snapshots do
+    /// not set.
+    pub fn new(default: Option<Policy>) -> Limits {
         Limits {
-            policy,
-            rate,
+            default,
+            rates: DashMap::new(),
             in_flight: DashMap::new(),
         }
     }
 
-    pub fn policy(&self) -> Policy {
-        self.policy
+    /// The policy of a workspace: what its snapshot sets, the flags for
+    /// what it does not.
+    pub fn policy(&self, own: Option<&WorkspaceLimits>) -> Policy {
+        let default = self.default.unwrap_or_default();
+        let Some(own) = own else { return default };
+        let rate = match own.rate_per_second.and_then(NonZeroU32::new) {
+            Some(per_second) => {
+                let burst = own.burst.and_then(NonZeroU32::new).unwrap_or(per_second);
+                Some((per_second, burst))
+            }
+            None => default.rate,
+        };
+        Policy {
+            rate,
+            max_in_flight: own
+                .max_in_flight
+                .and_then(NonZeroU32::new)
+                .or(default.max_in_flight),
+        }
     }
 
-    /// Admits a request of the workspace `key` (a hash of its id), or says
-    /// why not. A refused request counts against nothing.
-    pub fn admit(self: &Arc<Self>, key: u64) -> Result<Admitted, Refusal> {
+    /// The keyed limiter of one rate, made on its first use.
+    fn rate(&self, rate: (NonZeroU32, NonZeroU32)) -> Arc<Keyed> {
+        if let Some(keyed) = self.rates.get(&rate) {
+            return Arc::clone(&keyed);
+        }
+        let made = self.rates.entry(rate).or_insert_with(|| {
+            let quota = Quota::per_second(rate.0).allow_burst(rate.1);
+            Arc::new(RateLimiter::dashmap(quota).with_middleware::<StateInformationMiddleware>())
+        });
+        Arc::clone(&made)
+    }
+
+    /// Admits a request of the workspace `key` (a hash of its id) whose
+    /// snapshot sets `own` limits, or says why not. A refused request
+    /// counts against nothing.
+    pub fn admit(
+        self: &Arc<Self>,
+        key: u64,
+        own: Option<&WorkspaceLimits>,
+    ) -> Result<Admitted, Refused> {
+        let policy = self.policy(own);
+        let refused = |why| Refused { policy, why };
         let mut admitted = Admitted {
             limits: Arc::clone(self),
             key,
             counted: false,
             remaining: None,
         };
-        if let Some(cap) = self.policy.max_in_flight {
+        if let Some(cap) = policy.max_in_flight {
             let mut count = self.in_flight.entry(key).or_insert(0);
             if *count >= cap.get() {
-                return Err(Refusal::InFlight);
+                return Err(refused(Refusal::InFlight));
             }
             *count += 1;
             admitted.counted = true;
         }
-        if let Some(rate) = &self.rate {
+        if let Some(rate) = policy.rate.map(|rate| self.rate(rate)) {
             match rate.check_key(&key) {
                 Ok(state) => admitted.remaining = Some(state.remaining_burst_capacity()),
                 Err(not_until) => {
                     // The limiter's own clock: making one calibrates it.
                     let retry_after = not_until.wait_time_from(rate.clock().now());
                     // `admitted` gives its in-flight place back as it drops.
-                    return Err(Refusal::Rate { retry_after });
+                    return Err(refused(Refusal::Rate { retry_after }));
                 }
             }
         }
         Ok(admitted)
     }
 
-    /// Drops the state of workspaces whose rate has fully recovered: an
-    /// idle workspace costs no memory. Call it now and then (the reloader's
-    /// tick).
+    /// Drops the state of workspaces whose rate has fully recovered and
+    /// that have nothing in flight: an idle workspace costs no memory.
+    /// Called every minute.
     pub fn forget_idle(&self) {
-        if let Some(rate) = &self.rate {
-            rate.retain_recent();
-            rate.shrink_to_fit();
+        for keyed in self.rates.iter() {
+            keyed.retain_recent();
+            keyed.shrink_to_fit();
         }
         self.in_flight.retain(|_, count| *count > 0);
         self.in_flight.shrink_to_fit();
@@ -143,10 +189,8 @@ impl Limits {
 
     /// Workspaces with limiter state now.
     pub fn tracked(&self) -> usize {
-        self.rate
-            .as_ref()
-            .map_or(0, Keyed::len)
-            .max(self.in_flight.len())
+        let rates: usize = self.rates.iter().map(|keyed| keyed.len()).sum();
+        rates.max(self.in_flight.len())
     }
 }
 
@@ -166,10 +210,10 @@ impl Drop for Admitted {
 /// The 429 of a refused request: the API's error body, `Retry-After` in
 /// whole seconds, and the IETF `RateLimit-Policy` / `RateLimit` fields
 /// (draft-ietf-httpapi-ratelimit-headers-10) naming the limit hit.
-pub fn too_many(policy: Policy, refusal: Refusal) -> warp::reply::Response {
+pub fn too_many(Refused { policy, why }: Refused) -> warp::reply::Response {
     use warp::http::StatusCode;
     use warp::http::header::{HeaderValue, RETRY_AFTER};
-    let (message, retry, policy_field, state) = match refusal {
+    let (message, retry, policy_field, state) = match why {
         Refusal::Rate { retry_after } => {
             let rate = policy.rate.map_or(0, |(per_second, _)| per_second.get());
             let seconds = retry_after.as_secs_f64().ceil().max(1.0) as u64;
@@ -203,66 +247,4 @@ pub fn too_many(policy: Policy, refusal: Refusal) -> warp::reply::Response {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn nz(n: u32) -> NonZeroU32 {
-        NonZeroU32::new(n).unwrap()
-    }
-
-    #[test]
-    fn a_workspace_over_its_rate_is_refused_with_when_to_come_back_and_others_are_not() {
-        let limits = Arc::new(Limits::new(Policy {
-            rate: Some((nz(10), nz(3))),
-            max_in_flight: None,
-        }));
-        for left in [2, 1, 0] {
-            assert_eq!(limits.admit(1).unwrap().remaining, Some(left));
-        }
-        match limits.admit(1) {
-            Err(Refusal::Rate { retry_after }) => {
-                assert!(retry_after > Duration::ZERO && retry_after <= Duration::from_millis(100))
-            }
-            other => panic!("{:?}", other.map(|a| a.remaining)),
-        }
-        assert!(
-            limits.admit(2).is_ok(),
-            "another workspace has its own rate"
-        );
-    }
-
-    #[test]
-    fn the_in_flight_cap_counts_what_is_being_answered() {
-        let limits = Arc::new(Limits::new(Policy {
-            rate: None,
-            max_in_flight: Some(nz(2)),
-        }));
-        let first = limits.admit(7).unwrap();
-        let second = limits.admit(7).unwrap();
-        assert!(matches!(limits.admit(7), Err(Refusal::InFlight)));
-        drop(first);
-        let third = limits.admit(7).unwrap();
-        drop((second, third));
-        limits.forget_idle();
-        assert_eq!(
-            limits.in_flight.len(),
-            0,
-            "nothing kept for an idle workspace"
-        );
-    }
-
-    #[test]
-    fn idle_state_is_dropped() {
-        let limits = Arc::new(Limits::new(Policy {
-            rate: Some((nz(1000), nz(1000))),
-            max_in_flight: None,
-        }));
-        for key in 0..1000 {
-            drop(limits.admit(key));
-        }
-        assert_eq!(limits.tracked(), 1000);
-        std::thread::sleep(Duration::from_millis(1100));
-        limits.forget_idle();
-        assert_eq!(limits.tracked(), 0);
-    }
-}
+mod tests;

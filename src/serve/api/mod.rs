@@ -74,8 +74,8 @@ pub struct ApiState {
     /// With a memory budget: the workspaces in memory, and loads on
     /// demand of the others (the catalog holds them hollow).
     pub resident: Option<Arc<Resident>>,
-    /// Each workspace's rate and requests in flight (`--rate-limit`,
-    /// `--max-in-flight`), when set.
+    /// Each workspace's rate and requests in flight: its snapshot's
+    /// limits, else the flags' (`--rate-limit`, `--max-in-flight`).
     pub limits: Option<Arc<limits::Limits>>,
 }
 
@@ -300,10 +300,13 @@ fn step(
     // The workspace's limits: after the key, before anything else
     // (docs/api.md#rate-limits). Held until the answer is made.
     let admitted = match &state.limits {
-        Some(limits) => match limits.admit(limits::workspace_key(&dataset.workspace_id)) {
-            Ok(admitted) => Some(admitted),
-            Err(refusal) => return limits::too_many(limits.policy(), refusal).into(),
-        },
+        Some(limits) => {
+            let key = limits::workspace_key(&dataset.workspace_id);
+            match limits.admit(key, dataset.limits.as_ref()) {
+                Ok(admitted) => Some(admitted),
+                Err(refused) => return limits::too_many(refused).into(),
+            }
+        }
         None => None,
     };
     if !dataset.is_hollow() {

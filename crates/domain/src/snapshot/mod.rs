@@ -116,6 +116,7 @@ pub fn claims(file: &str, source: &(impl Source + ?Sized)) -> Option<Dataset> {
         workspace_id: streamed.header.workspace_id,
         workspace_name: streamed.header.workspace_name,
         key_hashes: streamed.header.key_hashes,
+        limits: streamed.header.limits,
         content_hash: streamed.content_hash,
     }))
 }
@@ -157,6 +158,7 @@ pub fn load_following(
             workspace_id: streamed.header.workspace_id,
             workspace_name: streamed.header.workspace_name,
             key_hashes: streamed.header.key_hashes,
+            limits: streamed.header.limits,
             content_hash: streamed.content_hash,
         },
         streamed.header.warnings,
@@ -217,6 +219,7 @@ fn load_buffer(
         workspace_id: header.workspace_id,
         workspace_name: header.workspace_name,
         key_hashes: header.key_hashes,
+        limits: header.limits,
         content_hash: content_hash(bytes),
     };
     finish(file, builder, meta, header.warnings, threads)

@@ -33,6 +33,8 @@ pub struct Header {
     /// The exporter's version text, if it gave one.
     pub version: Option<String>,
     pub key_hashes: Vec<KeyHash>,
+    /// The optional `limits` member.
+    pub limits: Option<crate::store::limits::WorkspaceLimits>,
     /// What the top-level checks noticed that does not reject the file.
     pub warnings: Vec<String>,
 }
@@ -80,6 +82,7 @@ pub(super) struct Top {
     version: Option<String>,
     workspace: Option<(Option<String>, Option<String>)>,
     api_keys: Option<Vec<Option<String>>>,
+    limits: Option<String>,
 }
 
 impl Top {
@@ -100,6 +103,9 @@ impl Top {
             "workspace" => {
                 let workspace = Option::<WorkspaceDoc<'de>>::deserialize(value)?;
                 self.workspace = workspace.map(|w| (w.id.map(owned), w.name.map(owned)));
+            }
+            "limits" => {
+                self.limits = Some(<&RawValue>::deserialize(value)?.get().to_owned());
             }
             "api_keys" => {
                 let keys = Option::<Vec<ApiKeyDoc<'de>>>::deserialize(value)?;
@@ -122,11 +128,17 @@ impl Top {
         let version = check_version(file, self.version.as_deref())?;
         let (key_hashes, keys_warning) =
             check_api_keys(file, self.api_keys.as_deref().unwrap_or_default())?;
+        let limits = self
+            .limits
+            .map(|json| crate::store::limits::WorkspaceLimits::parse(&json))
+            .transpose()
+            .map_err(|why| SnapshotError::new(file, why))?;
         Ok(Header {
             workspace_id,
             workspace_name,
             version,
             key_hashes,
+            limits,
             warnings: keys_warning.into_iter().collect(),
         })
     }

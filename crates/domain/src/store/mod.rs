@@ -22,6 +22,7 @@ pub mod collection;
 mod cursor;
 pub mod id;
 pub mod key;
+pub mod limits;
 mod query;
 mod rendered;
 pub mod threads;
@@ -70,6 +71,8 @@ pub struct Dataset {
     /// fleet-wide.
     pub fingerprint: u64,
     pub key_hashes: Vec<KeyHash>,
+    /// The workspace's own limits, if its snapshot sets them.
+    pub limits: Option<limits::WorkspaceLimits>,
     pub counts: RecordCounts,
     /// Records taken over from the version this one replaced, not parsed
     /// again (`builder::reuse`); 0 for a first load.
@@ -191,6 +194,7 @@ impl Dataset {
             workspace_name: self.workspace_name.clone(),
             version: self.version.clone(),
             key_hashes: self.key_hashes.clone(),
+            limits: self.limits,
             content_hash: 0,
         });
         hollow.fingerprint = self.fingerprint;
@@ -209,6 +213,7 @@ impl Dataset {
                 workspace_name: None,
                 version: String::new(),
                 key_hashes: Vec::new(),
+                limits: None,
                 content_hash: 0,
             };
             let empty = Builder::default().finish(none, &OneThread);
@@ -223,6 +228,7 @@ impl Dataset {
             workspace_name: meta.workspace_name,
             version: meta.version,
             key_hashes: meta.key_hashes,
+            limits: meta.limits,
             counts: RecordCounts::default(),
             reused_records: 0,
             parts: Arc::clone(empty),

@@ -161,6 +161,7 @@ impl Builder {
             version_bytes: Bytes::copy_from_slice(meta.version.as_bytes()),
             version: meta.version,
             key_hashes: meta.key_hashes,
+            limits: meta.limits,
             counts,
             reused_records: reused,
             parts: Arc::new(Parts {

@@ -42,6 +42,8 @@ pub struct Meta {
     /// Sent as `X-Snapshot-Version` with every answer.
     pub version: String,
     pub key_hashes: Vec<KeyHash>,
+    /// The workspace's own limits, if its snapshot sets them.
+    pub limits: Option<crate::store::limits::WorkspaceLimits>,
     /// A hash of the content, for the strong ETag, which must change
     /// whenever a body does, even if an exporter reuses a version label.
     /// FxHash (no per-process seed, so replicas agree); what it covers
