@@ -278,6 +278,7 @@ impl Entry {
             claims: current.key_hashes.as_ref().map(|keys| Claims {
                 version: current.version.clone(),
                 key_hashes: keys.clone(),
+                limits: current.limits,
             }),
             snapshot_version: current.version.clone(),
             key_hashes: current.key_hashes.clone(),
@@ -387,6 +388,7 @@ mod tests {
             delta: None,
             signature: None,
             plain_sha256: None,
+            limits: None,
         }
     }
 

@@ -107,6 +107,8 @@ pub struct Claims {
     pub version: String,
     /// The SHA-256 of each API key, lower-case hex.
     pub key_hashes: Vec<String>,
+    /// The workspace's own limits, where the manifest records them.
+    pub limits: Option<crate::store::limits::WorkspaceLimits>,
 }
 
 impl Listing {

@@ -112,6 +112,8 @@ pub struct Checked {
     pub version: String,
     pub records: u64,
     pub key_hashes: Vec<KeyHash>,
+    /// The workspace's own limits, if the snapshot sets them.
+    pub limits: Option<crate::store::limits::WorkspaceLimits>,
 }
 
 impl Default for Checker {
@@ -248,6 +250,7 @@ impl Checker {
                 version: ds.version.clone(),
                 records: ds.counts.total() as u64,
                 key_hashes: ds.key_hashes.clone(),
+                limits: ds.limits,
             },
             written: written.unwrap_or(SystemTime::UNIX_EPOCH),
             lines,

@@ -110,3 +110,33 @@ async fn a_limits_member_a_replica_cannot_enforce_rejects_the_snapshot() {
         out.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_published_workspaces_limits_hold_before_its_snapshot_is_read() {
+    let s3 = S3::start().await;
+    let dir = tempdir();
+    let mut snap = fixture("ws-a", &[KEY], 1);
+    snap["limits"] = json!({"rate_per_second": 1, "burst": 2});
+    let file = write_json(dir.path(), "a.json", &snap);
+    let url = s3.url("m");
+    assert_eq!(publish_to(&url, &[&file], &s3.env()).await.code, Some(0));
+    let record = s3.get("m/workspaces/ws-a.json").await.unwrap();
+    let record: serde_json::Value = serde_json::from_slice(&record).unwrap();
+    assert_eq!(
+        record["versions"][0]["limits"],
+        json!({"rate_per_second": 1, "burst": 2})
+    );
+    // Under a budget, the workspace serves hollow from its record until a
+    // request loads it: its limits are already the snapshot's.
+    let server = TestServer::start_in(tempdir(), |c| {
+        s3.configure(c, "m", std::time::Duration::from_millis(100));
+        c.memory_budget = Some(64 << 10);
+    })
+    .await;
+    let statuses = [
+        server.get("/portfolio", Some(KEY)).await.status,
+        server.get("/portfolio", Some(KEY)).await.status,
+        server.get("/portfolio", Some(KEY)).await.status,
+    ];
+    assert_eq!(statuses, [200, 200, 429]);
+}

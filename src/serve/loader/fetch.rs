@@ -172,9 +172,7 @@ fn hollow(name: &str, fingerprint: &Fingerprint, claims: &Claims) -> Option<Data
         workspace_name: None,
         version: claims.version.clone(),
         key_hashes,
-        // Not in the manifest yet: the workspace's own limits hold once
-        // its snapshot is read (NOTES-issue31.md).
-        limits: None,
+        limits: claims.limits,
         content_hash: hasher.finish(),
     }))
 }

@@ -189,6 +189,7 @@ impl Fixture {
                 delta: None,
                 signature: None,
                 plain_sha256: None,
+                limits: None,
             },
             10,
         );
@@ -336,6 +337,7 @@ fn format_2_follows_the_journal_and_reads_the_records_when_it_fell_behind() {
             delta: None,
             signature: None,
             plain_sha256: None,
+            limits: None,
         });
     }
     let late = (String::from("ws-b"), b_revision + 1, versions[0].clone());

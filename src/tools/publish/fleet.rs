@@ -160,6 +160,7 @@ mod tests {
                 delta: None,
                 signature: None,
                 plain_sha256: None,
+                limits: None,
             };
             match &mut history {
                 Some(h) => assert!(h.publish(version, 10)),

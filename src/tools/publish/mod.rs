@@ -409,6 +409,7 @@ async fn upload_one(
         delta: None,
         signature: None,
         plain_sha256: Some(prepared.plain_sha256.clone()),
+        limits: item.limits,
     };
     let mut lines = vec![line];
     let mut version = version;

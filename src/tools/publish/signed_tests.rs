@@ -271,6 +271,7 @@ fn version(workspace: &str, n: u8, keyless: bool) -> Version {
         delta: None,
         signature: None,
         plain_sha256: None,
+        limits: None,
     }
 }
 

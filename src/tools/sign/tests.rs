@@ -244,6 +244,7 @@ fn record(revision: u64) -> Record {
             delta: None,
             signature: None,
             plain_sha256: None,
+            limits: None,
         }),
     }
 }

@@ -64,6 +64,11 @@ pub struct Version {
     /// published by builds before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plain_sha256: Option<String>,
+    /// The workspace's own limits (the snapshot's `limits` member), so that
+    /// a replica holds them before it reads the snapshot (a hollow
+    /// workspace under a memory budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::store::limits::WorkspaceLimits>,
 }
 
 /// Where a version's delta is, and what it applies to.
@@ -286,6 +291,7 @@ pub(super) mod tests {
             delta: None,
             signature: None,
             plain_sha256: None,
+            limits: None,
         }
     }
 
