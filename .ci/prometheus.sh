@@ -245,6 +245,7 @@ EXPECTED = {
         P + "snapshot_loads": "counter",
         P + "snapshot_load_failures": "counter",
         P + "snapshot_scans": "counter",
+        P + "throttled_requests": "counter",
         P + "snapshot_last_load_timestamp_seconds": "gauge",
         P + "snapshot_records": "gauge",
         P + "workspaces": "gauge",

@@ -37,17 +37,18 @@ fn main() {
         .nth(1)
         .map_or(100_000, |a| a.parse().unwrap());
     let nz = |n| NonZeroU32::new(n).unwrap();
-    let before = HELD.load(Ordering::Relaxed);
     let limits = std::sync::Arc::new(Limits::new(Some(Policy {
         rate: Some((nz(100), nz(100))),
         max_in_flight: Some(nz(64)),
     })));
+    let names: Vec<String> = (0..n).map(|k| format!("ws-{k:08}")).collect();
+    let before_admissions = HELD.load(Ordering::Relaxed);
     let started = Instant::now();
-    for key in 0..n {
-        drop(limits.admit(key.wrapping_mul(0x9E37_79B9_7F4A_7C15), None));
+    for name in &names {
+        drop(limits.admit(name, None));
     }
     let per = started.elapsed() / n as u32;
-    let held = HELD.load(Ordering::Relaxed) - before;
+    let held = HELD.load(Ordering::Relaxed) - before_admissions;
     println!(
         "{n} workspaces, one request each: {:.1} MB held, {per:?} per admission",
         held as f64 / 1e6
@@ -55,17 +56,17 @@ fn main() {
     // One workspace, admitted over and over (its state stays hot).
     let started = Instant::now();
     for _ in 0..1_000_000 {
-        drop(limits.admit(42, None));
+        drop(limits.admit("ws-hot", None));
     }
     println!(
         "one workspace: {:?} per admission",
         started.elapsed() / 1_000_000
     );
     std::thread::sleep(Duration::from_millis(1100));
-    limits.forget_idle();
-    let held = HELD.load(Ordering::Relaxed) - before;
+    limits.look();
+    let held = HELD.load(Ordering::Relaxed) - before_admissions;
     println!(
-        "after forget_idle: {:.2} MB held, {} tracked",
+        "once idle: {:.2} MB held, {} tracked",
         held as f64 / 1e6,
         limits.tracked()
     );

@@ -84,6 +84,8 @@ pub struct Metrics {
     snapshots: SnapshotMetrics,
     /// Scans of the snapshot source, whatever started them.
     scans: Counter,
+    /// Requests answered 429 for a workspace's limits, by which.
+    throttled: Family<ReasonLabels, Counter>,
     /// Object storage only ([`Metrics::with_object_store`]): a server
     /// reading a directory exposes none of these.
     source: Option<SourceMetrics>,
@@ -91,6 +93,11 @@ pub struct Metrics {
     budget: Option<budget::BudgetMetrics>,
     /// `--trust-key` only ([`Metrics::with_signatures`]).
     signatures: Option<signatures::SignatureMetrics>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -177,6 +184,15 @@ impl Metrics {
             "snapshot_scans",
             "Scans of the snapshots (a listing, and the loads of what changed), whatever started them: file events, polls, SIGHUP",
         );
+        let throttled = Family::<ReasonLabels, Counter>::default();
+        for reason in ["rate", "in_flight"] {
+            let _ = throttled.get_or_create(&ReasonLabels { reason });
+        }
+        registry.register(
+            "throttled_requests",
+            "Requests answered 429 because their workspace was over its limits: its rate, or its requests in flight",
+            throttled.clone(),
+        );
         registry.register(
             "build",
             "Build information",
@@ -190,6 +206,7 @@ impl Metrics {
             answered: AtomicU64::new(0),
             snapshots,
             scans,
+            throttled,
             source: None,
             budget: None,
             signatures: None,
@@ -199,6 +216,12 @@ impl Metrics {
     /// Counts a scan of the snapshots.
     pub fn scanned(&self) {
         self.scans.inc();
+    }
+
+    /// Counts a request refused for its workspace's limits: `reason` is
+    /// `rate` or `in_flight`.
+    pub fn throttled(&self, reason: &'static str) {
+        self.throttled.get_or_create(&ReasonLabels { reason }).inc();
     }
 
     /// The same metrics, plus those of a memory budget of `bytes`

@@ -130,17 +130,21 @@ pub async fn run(
         // Always: a snapshot's own limits hold whatever the flags say.
         limits: Some(Arc::new(api::limits::Limits::new(config.workspace_limits))),
     });
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     if let Some(limits) = state.limits.clone() {
-        // Idle workspaces' limiter state is dropped every minute.
+        // Every minute: the workspaces throttled meanwhile are logged, and
+        // idle workspaces' limiter state dropped.
+        let mut stop = stop_rx.clone();
         tokio::spawn(async move {
-            let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+            let mut tick = tokio::time::interval(api::limits::LOOK_EVERY);
             loop {
-                tick.tick().await;
-                limits.forget_idle();
+                tokio::select! {
+                    _ = tick.tick() => limits.look(),
+                    _ = stop.changed() => return,
+                }
             }
         });
     }
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let limits = config.limits;
     // Said once everything that can fail at startup has not.
     tracing::info!(

@@ -38,6 +38,11 @@ async fn a_workspace_over_its_rate_gets_429_with_the_limit_and_when_to_retry() {
         Some("\"default\";q=1;w=1")
     );
     assert_eq!(refused.header("ratelimit"), Some("\"default\";r=0;t=1"));
+    let metrics = server.admin_get("/metrics").await.text();
+    assert!(
+        metrics.contains("portfolio_replica_throttled_requests_total{reason=\"rate\"} 1"),
+        "{metrics}"
+    );
     // Another workspace has its own rate; an unknown key is a 401.
     assert_eq!(server.get("/portfolio", Some(OTHER_KEY)).await.status, 200);
     assert_eq!(

@@ -65,6 +65,9 @@ pub struct Refused {
 
 type Keyed = RateLimiter<u64, DashMapStateStore<u64>, DefaultClock, StateInformationMiddleware>;
 
+/// How often the throttled workspaces are logged and idle state dropped.
+pub const LOOK_EVERY: Duration = Duration::from_secs(60);
+
 /// The limiters of one replica: one keyed rate limiter per distinct rate
 /// (the flags' and the few plans snapshots set), and the requests in
 /// flight per workspace.
@@ -73,6 +76,10 @@ pub struct Limits {
     default: Option<Policy>,
     rates: DashMap<(NonZeroU32, NonZeroU32), Arc<Keyed>>,
     in_flight: DashMap<u64, u32>,
+    /// Workspaces refused since the last look: their id and how many
+    /// requests of theirs, for the log (bounded by the workspaces that
+    /// were throttled in a minute).
+    throttled: DashMap<u64, (String, u64)>,
 }
 
 /// A request admitted: its place among the workspace's requests in
@@ -93,6 +100,16 @@ pub fn workspace_key(workspace: &str) -> u64 {
     hasher.finish()
 }
 
+impl Refusal {
+    /// The metric label.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Refusal::Rate { .. } => "rate",
+            Refusal::InFlight => "in_flight",
+        }
+    }
+}
+
 impl Limits {
     /// Limits of `default` (the flags) for what workspaces' snapshots do
     /// not set.
@@ -101,6 +118,7 @@ impl Limits {
             default,
             rates: DashMap::new(),
             in_flight: DashMap::new(),
+            throttled: DashMap::new(),
         }
     }
 
@@ -142,11 +160,18 @@ impl Limits {
     /// counts against nothing.
     pub fn admit(
         self: &Arc<Self>,
-        key: u64,
+        workspace: &str,
         own: Option<&WorkspaceLimits>,
     ) -> Result<Admitted, Refused> {
         let policy = self.policy(own);
-        let refused = |why| Refused { policy, why };
+        let key = workspace_key(workspace);
+        let refused = |why| {
+            self.throttled
+                .entry(key)
+                .or_insert_with(|| (workspace.to_owned(), 0))
+                .1 += 1;
+            Refused { policy, why }
+        };
         let mut admitted = Admitted {
             limits: Arc::clone(self),
             key,
@@ -175,9 +200,26 @@ impl Limits {
         Ok(admitted)
     }
 
+    /// Every [`LOOK_EVERY`]: logs the workspaces throttled since the last
+    /// look (one line each, with how many of their requests were refused),
+    /// and forgets idle ones.
+    pub fn look(&self) {
+        let keys: Vec<u64> = self.throttled.iter().map(|entry| *entry.key()).collect();
+        for key in keys {
+            if let Some((_, (workspace, refused))) = self.throttled.remove(&key) {
+                tracing::warn!(
+                    workspace = %workspace,
+                    refused,
+                    every_s = LOOK_EVERY.as_secs(),
+                    "workspace throttled: requests over its limits answered 429"
+                );
+            }
+        }
+        self.forget_idle();
+    }
+
     /// Drops the state of workspaces whose rate has fully recovered and
     /// that have nothing in flight: an idle workspace costs no memory.
-    /// Called every minute.
     pub fn forget_idle(&self) {
         for keyed in self.rates.iter() {
             keyed.retain_recent();

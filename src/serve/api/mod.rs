@@ -300,13 +300,13 @@ fn step(
     // The workspace's limits: after the key, before anything else
     // (docs/api.md#rate-limits). Held until the answer is made.
     let admitted = match &state.limits {
-        Some(limits) => {
-            let key = limits::workspace_key(&dataset.workspace_id);
-            match limits.admit(key, dataset.limits.as_ref()) {
-                Ok(admitted) => Some(admitted),
-                Err(refused) => return limits::too_many(refused).into(),
+        Some(limits) => match limits.admit(&dataset.workspace_id, dataset.limits.as_ref()) {
+            Ok(admitted) => Some(admitted),
+            Err(refused) => {
+                state.metrics.throttled(refused.why.reason());
+                return limits::too_many(refused).into();
             }
-        }
+        },
         None => None,
     };
     if !dataset.is_hollow() {

@@ -18,16 +18,16 @@ fn limits(rate: Option<(u32, u32)>, max_in_flight: Option<u32>) -> Arc<Limits> {
 fn a_workspace_over_its_rate_is_refused_with_when_to_come_back_and_others_are_not() {
     let limits = limits(Some((10, 3)), None);
     for left in [2, 1, 0] {
-        assert_eq!(limits.admit(1, None).unwrap().remaining, Some(left));
+        assert_eq!(limits.admit("ws-1", None).unwrap().remaining, Some(left));
     }
-    match limits.admit(1, None).map_err(|refused| refused.why) {
+    match limits.admit("ws-1", None).map_err(|refused| refused.why) {
         Err(Refusal::Rate { retry_after }) => {
             assert!(retry_after > Duration::ZERO && retry_after <= Duration::from_millis(100))
         }
         other => panic!("{:?}", other.map(|a| a.remaining)),
     }
     assert!(
-        limits.admit(2, None).is_ok(),
+        limits.admit("ws-2", None).is_ok(),
         "another workspace has its own rate"
     );
 }
@@ -35,12 +35,12 @@ fn a_workspace_over_its_rate_is_refused_with_when_to_come_back_and_others_are_no
 #[test]
 fn the_in_flight_cap_counts_what_is_being_answered() {
     let limits = limits(None, Some(2));
-    let first = limits.admit(7, None).unwrap();
-    let second = limits.admit(7, None).unwrap();
-    let third = limits.admit(7, None).map_err(|refused| refused.why);
+    let first = limits.admit("ws-7", None).unwrap();
+    let second = limits.admit("ws-7", None).unwrap();
+    let third = limits.admit("ws-7", None).map_err(|refused| refused.why);
     assert!(matches!(third, Err(Refusal::InFlight)));
     drop(first);
-    let third = limits.admit(7, None).unwrap();
+    let third = limits.admit("ws-7", None).unwrap();
     drop((second, third));
     limits.forget_idle();
     assert_eq!(limits.tracked(), 0, "nothing kept for an idle workspace");
@@ -65,7 +65,7 @@ fn a_snapshots_own_limits_override_the_flags_member_by_member() {
     // Without flags or own limits, everything is admitted.
     let none = Arc::new(none);
     for _ in 0..1000 {
-        assert!(none.admit(1, None).is_ok());
+        assert!(none.admit("ws-1", None).is_ok());
     }
     assert_eq!(none.tracked(), 0);
 }
@@ -73,8 +73,8 @@ fn a_snapshots_own_limits_override_the_flags_member_by_member() {
 #[test]
 fn idle_state_is_dropped() {
     let limits = limits(Some((1000, 1000)), None);
-    for key in 0..1000 {
-        drop(limits.admit(key, None));
+    for n in 0..1000 {
+        drop(limits.admit(&format!("ws-{n}"), None));
     }
     assert_eq!(limits.tracked(), 1000);
     std::thread::sleep(Duration::from_millis(1100));
