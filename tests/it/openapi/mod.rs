@@ -236,6 +236,21 @@ async fn every_answer_matches_the_document() {
     }
     assert!(compressed > 0, "no answer was gzip-compressed");
 
+    // Over a workspace's limits: every secured operation answers 429.
+    let limited_dir = tempdir();
+    let mut limited = read_snapshot(&dir_edge_path(&server));
+    limited["limits"] = serde_json::json!({"rate_per_second": 1, "burst": 1});
+    write_json(limited_dir.path(), "edge.json", &limited);
+    let limited = TestServer::start_in(limited_dir, |_| {}).await;
+    for template in &templates {
+        if c.secured(template) {
+            let path = edge_path(template);
+            // The one request its burst allows, then the one refused.
+            let _ = limited.get(&path, Some(KEY)).await;
+            c.run(&limited, Case::new(&path, Some(KEY), 429)).await;
+        }
+    }
+
     c.assert_everything_seen();
     c.assert_no_failures();
     eprintln!(
@@ -243,4 +258,9 @@ async fn every_answer_matches_the_document() {
         c.requests,
         started.elapsed()
     );
+}
+
+/// The edge snapshot as `server` serves it, from its directory.
+fn dir_edge_path(server: &TestServer) -> std::path::PathBuf {
+    server.dir().join("edge.json")
 }
