@@ -249,6 +249,22 @@ impl Drop for Admitted {
     }
 }
 
+/// The longest a 429 is held back before it is sent.
+const HOLD_AT_MOST: Duration = Duration::from_millis(10);
+
+/// How long a refused request's 429 is held back: the time until the
+/// workspace would be admitted again, at most [`HOLD_AT_MOST`]. A client
+/// that ignores 429s (a runaway loop on many connections) would otherwise
+/// make the replica answer a 429 every few microseconds, and the quiet
+/// workspaces would wait behind those; held, its connections wait instead.
+/// A client that obeys `Retry-After` waits longer anyway.
+pub fn hold(why: Refusal) -> Duration {
+    match why {
+        Refusal::Rate { retry_after } => retry_after.min(HOLD_AT_MOST),
+        Refusal::InFlight => HOLD_AT_MOST,
+    }
+}
+
 /// The 429 of a refused request: the API's error body, `Retry-After` in
 /// whole seconds, and the IETF `RateLimit-Policy` / `RateLimit` fields
 /// (draft-ietf-httpapi-ratelimit-headers-10) naming the limit hit.

@@ -2,8 +2,9 @@
 //!
 //! [`ApiService`], a hyper service, hands what a request carries (method,
 //! path, query, headers) to [`respond`], a plain function that applies the
-//! contract's order of checks: method (405), readiness (503), key (401), path
-//! and query (400), lookup (404). Routing is a `match` on path segments rather
+//! contract's order of checks: method (405), readiness (503), key (401),
+//! the workspace's limits (429, `limits.rs`), path and query (400), a load
+//! on demand (503), lookup (404). Routing is a `match` on path segments rather
 //! than a tree of warp filters, because the order of checks cuts across
 //! routes (a bad id on an unknown key is a 401, not a 400) and warp's
 //! rejection merging would blur it. Handlers return replies; nothing rejects.
@@ -114,6 +115,15 @@ impl ApiService {
             Step::Answer(response) => {
                 Either::Left(ready(Ok(self.finish(&request, route, response, started))))
             }
+            // Held back a moment: a runaway client's connections then
+            // wait instead of costing the core a 429 each microsecond.
+            Step::Throttled(response, hold) => {
+                let service = self.clone();
+                Either::Right(Box::pin(async move {
+                    tokio::time::sleep(hold).await;
+                    Ok(service.finish(&request, route, response, started))
+                }))
+            }
             Step::Load(hollow, resident, admitted) => {
                 let service = self.clone();
                 Either::Right(Box::pin(async move {
@@ -202,6 +212,8 @@ pub enum Step {
     /// The data of this hollow dataset's workspace, loaded on demand, the
     /// request counted in flight meanwhile.
     Load(Arc<Dataset>, Arc<Resident>, Option<limits::Admitted>),
+    /// A 429, answered after a short hold ([`limits::hold`]).
+    Throttled(Response, std::time::Duration),
 }
 
 impl From<Response> for Step {
@@ -214,7 +226,7 @@ impl Step {
     /// The answer, unless a load on demand must come first.
     pub fn answered(self) -> Option<Response> {
         match self {
-            Step::Answer(response) => Some(response),
+            Step::Answer(response) | Step::Throttled(response, _) => Some(response),
             Step::Load(..) => None,
         }
     }
@@ -304,7 +316,7 @@ fn step(
             Ok(admitted) => Some(admitted),
             Err(refused) => {
                 state.metrics.throttled(refused.why.reason());
-                return limits::too_many(refused).into();
+                return Step::Throttled(limits::too_many(refused), limits::hold(refused.why));
             }
         },
         None => None,
