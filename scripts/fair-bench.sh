@@ -6,14 +6,15 @@
 # core SERVER_CORE (default 1), both generators (examples/fair_load, two
 # processes, the quiet one at nice -5) on core LOAD_CORE (default 0).
 # Three runs side by side: quiet alone, with the noisy one and no limits,
-# and with `--rate-limit RATE` (default 200/s); RUN_SECONDS each (default 20).
+# and with `--rate-limit RATE` (default 200/s); RUN_SECONDS each (default
+# 20), REPEAT times (default 3) in rotating order, with the medians.
 #
 #   scripts/fair-bench.sh
 #
 # Then correctness, RUN_SECONDS each: a workspace sending at twice its rate
 # (100/s, open loop, against --rate-limit 50/s), and a client that obeys
 # Retry-After on one connection (against 200/s). Then the cost: wrk (8
-# connections, 8 s) on the noisy workspace's page, with limits set that no
+# connections, COST_SECONDS, default 15) on the noisy workspace's page, with limits set that no
 # workspace nears and without, 5 alternating runs each.
 #
 # Prints each run's JSON line (quiet p50/p99/max in ms, statuses, the noisy
@@ -24,6 +25,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
 RATE=${RATE:-200/s}
+REPEAT=${REPEAT:-3}
 SECONDS_RUN=${RUN_SECONDS:-20}
 SERVER_CORE=${SERVER_CORE:-1}
 LOAD_CORE=${LOAD_CORE:-0}
@@ -76,10 +78,28 @@ start() { # start [server flags...]: a server on SERVER_CORE; sets PORT, SERVER
   PIDS+=("$SERVER")
   wait_ready "http://127.0.0.1:$PORT/readyz" 60 "$SERVER"
 }
-echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD) $0; RATE=$RATE RUN_SECONDS=$SECONDS_RUN"
-run alone
-run noisy
-run limited --rate-limit "$RATE"
+echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD) $0; RATE=$RATE RUN_SECONDS=$SECONDS_RUN REPEAT=$REPEAT"
+for r in $(seq "$REPEAT"); do
+  orders=("alone noisy limited" "noisy limited alone" "limited alone noisy")
+  for label in ${orders[$(((r - 1) % 3))]}; do
+    if [ "$label" = limited ]; then run limited --rate-limit "$RATE"; else run "$label"; fi
+  done
+done | tee "$TMP/runs"
+python3 - "$TMP/runs" <<'PY'
+import json, statistics, sys
+runs, label, part = {}, None, None
+for line in open(sys.argv[1]):
+    if line.startswith("== "):
+        label, part = line[3:].strip().split(": ")
+    elif line.startswith("{") and part == "quiet":
+        runs.setdefault(label, []).append(json.loads(line)["quiet_p99_ms"])
+    elif line.startswith("{") and part == "noisy":
+        runs.setdefault(label + " admitted/s", []).append(json.loads(line)["noisy_200_per_s"])
+med = {k: statistics.median(v) for k, v in runs.items()}
+for k, v in runs.items():
+    print(f"{k}: {', '.join(f'{x:.2f}' for x in v)} (median {med[k]:.2f})")
+print(f"quiet p99 limited / noisy: {med['limited'] / med['noisy']:.2f}")
+PY
 
 echo "== twice the rate: 100/s, open loop, against --rate-limit 50/s"
 start --rate-limit 50/s
@@ -100,7 +120,7 @@ for i in 1 2 3 4 5; do
   [ $((i % 2)) -eq 0 ] && order=(on off)
   for kind in "${order[@]}"; do
     if [ "$kind" = on ]; then start --rate-limit 1000000/s --max-in-flight 1000; else start; fi
-    rps=$(taskset -c "$LOAD_CORE" wrk -t1 -c8 -d8s -H "Authorization: Bearer $NOISY" \
+    rps=$(taskset -c "$LOAD_CORE" wrk -t1 -c8 -d"${COST_SECONDS:-15}"s -H "Authorization: Bearer $NOISY" \
       "http://127.0.0.1:$PORT/tasks?limit=50&offset=1000" | awk '/Requests\/sec/ {print $2}')
     echo "$kind $rps" | tee -a "$TMP/cost"
     stop "$SERVER"

@@ -1,7 +1,9 @@
-//! Fair sharing (issue 31, in progress): a workspace over its rate gets 429
-//! with the API's error body, `Retry-After` and the `RateLimit-Policy` /
-//! `RateLimit` fields, while another workspace is answered; an unknown key
-//! is a 401 whatever the limits.
+//! Fair sharing (docs/api.md#rate-limits): a workspace over its rate gets
+//! 429 with the API's error body, `Retry-After` and the `RateLimit-Policy`
+//! / `RateLimit` fields, while another workspace is answered; an unknown
+//! key is a 401 whatever the limits; a snapshot's own limits hold without
+//! flags, change with a reload, and, published, hold before the snapshot
+//! is read.
 
 use std::num::NonZeroU32;
 

@@ -6,9 +6,8 @@
 //! `--max-in-flight`), member by member. A request is admitted after its
 //! key is authenticated and before anything else (the contract's order of
 //! checks), so an unknown key never costs limiter state; idle workspaces'
-//! state is dropped by [`Limits::forget_idle`].
-//!
-//! STATUS (branch `issue31`): see NOTES-issue31.md for what is left.
+//! state is dropped by [`Limits::forget_idle`]. docs/api.md#rate-limits
+//! and docs/operations.md#rate-limits say what clients and operators see.
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
