@@ -147,3 +147,35 @@ async fn a_published_workspaces_limits_hold_before_its_snapshot_is_read() {
     ];
     assert_eq!(statuses, [200, 200, 429]);
 }
+
+#[tokio::test]
+async fn a_snapshots_own_limits_win_over_the_flags() {
+    let dir = tempdir();
+    let mut snap = fixture("ws-a", &[KEY], 1);
+    snap["limits"] = json!({"rate_per_second": 1, "burst": 2});
+    write_json(dir.path(), "a.json", &snap);
+    write_json(dir.path(), "b.json", &fixture("ws-b", &[OTHER_KEY], 100));
+    let server = TestServer::start_in(dir, |c| {
+        c.workspace_limits =
+            portfolio_replica::serve::api::limits::Policy::of(Some(nz(1000)), None, None);
+    })
+    .await;
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        statuses.push(server.get("/portfolio", Some(KEY)).await.status);
+    }
+    assert_eq!(
+        statuses,
+        [200, 200, 429],
+        "the snapshot's burst of 2, not the flag's 1000"
+    );
+    let refused = server.get("/portfolio", Some(KEY)).await;
+    assert_eq!(
+        refused.header("ratelimit-policy"),
+        Some("\"default\";q=1;w=1")
+    );
+    // The other workspace has the flag's rate.
+    for _ in 0..20 {
+        assert_eq!(server.get("/portfolio", Some(OTHER_KEY)).await.status, 200);
+    }
+}
