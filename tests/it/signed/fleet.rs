@@ -81,7 +81,10 @@ async fn key_id(server: &TestServer) -> String {
         .to_owned()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// Four workers: a replica that stops joins its reloader thread, which may
+// be in the middle of a poll; the other replica and the watcher must not
+// wait behind that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_key_is_rotated_while_the_fleet_serves_throughout() {
     let s3 = S3::start().await;
     let dir = tempdir();
