@@ -43,16 +43,11 @@ QUIET=$(IFS=,; echo "${KEYS[*]}")
 NOISY=cura_7db43926a2aefe402db161b4255df70e
 
 run() { # run LABEL [server flags...]
-  local label=$1 port server noisy=
+  local label=$1 noisy=
   shift
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  taskset -c "$SERVER_CORE" "$BIN" --snapshots "$TMP/data" --listen "127.0.0.1:$port" \
-    --admin-listen 127.0.0.1:0 --precompress off "$@" 2>"$TMP/server.log" &
-  server=$!
-  PIDS+=("$server")
-  wait_ready "http://127.0.0.1:$port/readyz" 60 "$server"
+  start "$@"
   if [ "$label" != alone ]; then
-    taskset -c "$LOAD_CORE" "$LOAD" --addr "127.0.0.1:$port" \
+    taskset -c "$LOAD_CORE" "$LOAD" --addr "127.0.0.1:$PORT" \
       --noisy-path '/tasks?limit=100&offset=20000' --noisy "$NOISY" \
       --noisy-connections 64 --seconds $((SECONDS_RUN + 1)) >"$TMP/noisy.json" &
     noisy=$!
@@ -60,14 +55,14 @@ run() { # run LABEL [server flags...]
     sleep 0.5
   fi
   echo "== $label: quiet"
-  taskset -c "$LOAD_CORE" nice -n -5 "$LOAD" --addr "127.0.0.1:$port" --path /portfolio \
+  taskset -c "$LOAD_CORE" nice -n -5 "$LOAD" --addr "127.0.0.1:$PORT" --path /portfolio \
     --quiet "$QUIET" --quiet-rate 20 --seconds "$SECONDS_RUN"
   if [ -n "$noisy" ]; then
     wait "$noisy"
     echo "== $label: noisy"
     cat "$TMP/noisy.json"
   fi
-  stop "$server"
+  stop "$SERVER"
   PIDS=()
 }
 start() { # start [server flags...]: a server on SERVER_CORE; sets PORT, SERVER

@@ -76,6 +76,21 @@ impl Local {
         (done, text(out), text(err))
     }
 
+    /// `rollback WORKSPACE` to the version before, signed by `signer`.
+    fn rollback(&self, workspace: &str, signer: &Signer) -> (bool, String, String) {
+        self.run(|url, out, err| {
+            rollback(
+                workspace,
+                url,
+                None,
+                Some(signer),
+                &StorageOptions::default(),
+                out,
+                err,
+            )
+        })
+    }
+
     fn publish(&self, file: &PathBuf, signer: Option<&Signer>) -> (bool, String, String) {
         let how = Publishing {
             keep: 10,
@@ -151,17 +166,7 @@ fn a_signed_publish_and_rollback_sign_the_current_version_at_the_new_revision() 
     fleet.assert_signed("ws-a", 1);
     assert_eq!(fleet.read("ws-a").0.revision, 2);
 
-    let (done, out, err) = fleet.run(|url, out, err| {
-        rollback(
-            "ws-a",
-            url,
-            None,
-            Some(&signer),
-            &StorageOptions::default(),
-            out,
-            err,
-        )
-    });
+    let (done, out, err) = fleet.rollback("ws-a", &signer);
     assert!(done, "{out}{err}");
     assert!(out.contains("as current at revision 3"), "{out}");
     let (record, _) = fleet.read("ws-a");
@@ -239,17 +244,7 @@ fn a_rollback_to_a_version_that_cannot_be_signed_writes_nothing() {
     record.revision += 1;
     assert!(target.block_on(target.fleet().replace(&record)).unwrap());
 
-    let (done, _, err) = fleet.run(|url, out, err| {
-        rollback(
-            "ws-a",
-            url,
-            None,
-            Some(&signer),
-            &StorageOptions::default(),
-            out,
-            err,
-        )
-    });
+    let (done, _, err) = fleet.rollback("ws-a", &signer);
     assert!(!done);
     assert!(err.contains("records no key hashes"), "{err}");
     assert_eq!(fleet.read("ws-a").0, record);
