@@ -48,12 +48,20 @@ fn watch(
                     "GET /portfolio HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\nConnection: close\r\n\r\n"
                 );
                 // Long enough for a loaded machine: a replica that is down
-                // refuses the connection at once.
-                let answer = tokio::time::timeout(
-                    Duration::from_secs(5),
-                    exchange(addr, "GET", request.into_bytes()),
-                )
-                .await;
+                // refuses the connection at once. A connection closed
+                // without an answer is asked again once, as a client
+                // retries an idempotent GET; a replica down stays down.
+                let ask = || {
+                    tokio::time::timeout(
+                        Duration::from_secs(5),
+                        exchange(addr, "GET", request.clone().into_bytes()),
+                    )
+                };
+                let mut answer = ask().await;
+                if matches!(answer, Ok(Err(_))) {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    answer = ask().await;
+                }
                 answers.push(match answer {
                     Ok(Ok(r)) => r.status.to_string(),
                     Ok(Err(e)) => e,
