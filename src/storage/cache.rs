@@ -172,6 +172,7 @@ impl Cache {
             written: version.written,
             plain: record.plain.map(|p| (p.len, p.sha256)),
             signed: None,
+            file: None,
         })
     }
 

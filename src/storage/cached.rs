@@ -95,13 +95,13 @@ impl<S: Source> Source for Cached<S> {
         }
     }
 
-    fn fetch(&self, name: &str, fingerprint: &Fingerprint) -> Fetch {
+    fn fetch(&self, name: &str, fingerprint: &Fingerprint, plain: Option<&str>) -> Fetch {
         if let Fingerprint::Object(version) = fingerprint
             && let Some(local) = self.cache.local(name, version)
         {
             return Fetch::Ready(local);
         }
-        self.inner.fetch(name, fingerprint)
+        self.inner.fetch(name, fingerprint, plain)
     }
 
     fn directory(&self) -> Option<&Path> {
@@ -175,7 +175,7 @@ mod tests {
             }
         }
 
-        fn fetch(&self, _name: &str, _fingerprint: &Fingerprint) -> Fetch {
+        fn fetch(&self, _name: &str, _fingerprint: &Fingerprint, _plain: Option<&str>) -> Fetch {
             Fetch::Settling
         }
 
@@ -225,6 +225,7 @@ mod tests {
             written: None,
             plain: None,
             signed: None,
+            file: None,
         };
         let inner = Flaky {
             down: AtomicBool::new(true),
@@ -244,7 +245,7 @@ mod tests {
             Err(ListError::Source { backs_off: true })
         ));
         // The version it holds is fetched from it, not from the source.
-        let Fetch::Ready(local) = cached.fetch("a.json", fingerprint) else {
+        let Fetch::Ready(local) = cached.fetch("a.json", fingerprint, None) else {
             panic!("not from the cache");
         };
         assert!(local.source.is_some_and(|s| s.from_cache));

@@ -23,6 +23,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use super::dir::Directory;
 use super::error::{ErrorKind, StorageError};
+use super::file::OpenFile;
 use super::listing::{Fetch, Fingerprint, Listing, Local};
 use super::origin::Source;
 use crate::storage::ListError;
@@ -82,27 +83,22 @@ impl Copies {
             ".json"
         };
         let copy = self.dir.join(format!("{n}{ending}"));
-        match std::fs::copy(&local.path, &copy) {
-            Ok(len) => {
-                let mut local = local;
-                // Under --trust-key, the bytes judged are those of the copy,
-                // which is what loads (the file may have changed meanwhile).
-                if let Some(signed) = &mut local.signed {
-                    match super::trust::sha256_file(&copy) {
-                        Ok(sha256) => signed.sha256 = sha256,
-                        Err(_) => {
-                            let _ = std::fs::remove_file(&copy);
-                            return Fetch::Settling;
-                        }
-                    }
-                }
-                Fetch::Ready(Local {
-                    path: copy,
-                    len,
-                    download: true,
-                    ..local
-                })
-            }
+        // From the file the directory opened (a regular file, never a FIFO),
+        // and the load reads the copy as opened once copied: under
+        // --trust-key the bytes it hashes as it reads are the copy's.
+        let copied = match &local.file {
+            Some(file) => file.copy_to(&copy),
+            None => std::fs::copy(&local.path, &copy),
+        };
+        let opened = copied.and_then(|len| Ok((len, OpenFile::open(&copy)?)));
+        match opened {
+            Ok((len, file)) => Fetch::Ready(Local {
+                path: copy,
+                len,
+                download: true,
+                file: Some(std::sync::Arc::new(file)),
+                ..local
+            }),
             // Gone since the listing: the next scan sees it gone.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Fetch::Settling,
             Err(e) => {
@@ -133,8 +129,8 @@ impl Source for Copies {
         self.inner.list()
     }
 
-    fn fetch(&self, name: &str, fingerprint: &Fingerprint) -> Fetch {
-        match self.inner.fetch(name, fingerprint) {
+    fn fetch(&self, name: &str, fingerprint: &Fingerprint, plain: Option<&str>) -> Fetch {
+        match self.inner.fetch(name, fingerprint, plain) {
             Fetch::Ready(local) => self.copy(name, local),
             other => other,
         }
@@ -190,7 +186,7 @@ mod tests {
     }
 
     fn fetched(copies: &Copies, name: &str) -> Local {
-        match copies.fetch(name, &fingerprint(copies, name)) {
+        match copies.fetch(name, &fingerprint(copies, name), None) {
             Fetch::Ready(local) => local,
             _ => panic!("not fetched"),
         }

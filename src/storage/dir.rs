@@ -11,10 +11,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::error::{ErrorKind, ListError, OpenError, StorageError};
-use super::file::is_snapshot_name;
+use super::file::{OpenFile, is_snapshot_name};
 use super::listing::{Fetch, FileFingerprint, Fingerprint, Listing, Local, SignatureStamp};
 use super::origin::Source;
-use super::trust::{SIGNATURE_SUFFIX, read_file_signature};
+use super::trust::{FileSigned, SIGNATURE_SUFFIX, read_signature};
 
 /// How long a file must have been left alone before it is read: a writer
 /// that rewrites in place is given this long to finish.
@@ -87,7 +87,7 @@ impl Source for Directory {
         list_snapshot_files(&self.dir, self.verify).map_err(ListError::Io)
     }
 
-    fn fetch(&self, name: &str, fingerprint: &Fingerprint) -> Fetch {
+    fn fetch(&self, name: &str, fingerprint: &Fingerprint, _plain: Option<&str>) -> Fetch {
         match fingerprint {
             Fingerprint::File(fp) => {
                 let renamed = self
@@ -238,19 +238,15 @@ fn list_snapshot_files(dir: &Path, verify: bool) -> std::io::Result<Listing> {
     })
 }
 
-/// A fetched file with its signature file read and its bytes hashed; a
-/// file that cannot be read for it is left for a later scan.
+/// A fetched file with its signature file read. Its bytes are hashed as
+/// the load reads them from the file opened here (`SnapshotFile`), and
+/// checked against what the signature names once loaded.
 fn signed(mut local: Local) -> Fetch {
-    match read_file_signature(&local.path) {
-        Ok(signed) => {
-            local.signed = Some(signed);
-            Fetch::Ready(local)
-        }
-        Err(error) => Fetch::Failed(StorageError::new(
-            ErrorKind::Other,
-            format!("cannot read {}: {error}", local.path.display()),
-        )),
-    }
+    local.signed = Some(FileSigned {
+        envelope: read_signature(&local.path),
+        sha256: None,
+    });
+    Fetch::Ready(local)
 }
 
 /// A file is read where it lies, once it has settled: one modified too
@@ -264,15 +260,30 @@ fn fetch(dir: &Path, name: &str, fingerprint: &FileFingerprint, whole: bool) -> 
     {
         return Fetch::Settling;
     }
+    let path = dir.join(name);
+    // Opened once, here: what loads is this open file, whatever the name
+    // points at later (a symlink flipped, a file renamed over it).
+    let file = match OpenFile::open(&path) {
+        Ok(file) => file,
+        // Gone since the listing: the next scan sees it gone.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Fetch::Settling,
+        Err(e) => {
+            return Fetch::Failed(StorageError::new(
+                ErrorKind::Other,
+                format!("cannot open {}: {e}", path.display()),
+            ));
+        }
+    };
     Fetch::Ready(Local {
-        path: dir.join(name),
+        path,
         label: name.to_owned(),
-        len: fingerprint.len,
+        len: file.len(),
         source: None,
         download: false,
         written: fingerprint.modified,
         plain: None,
         signed: None,
+        file: Some(std::sync::Arc::new(file)),
     })
 }
 
@@ -314,7 +325,7 @@ mod tests {
     fn fetch_now(source: &Directory, name: &str) -> Fetch {
         let listing = source.list().expect("lists");
         let fingerprint = listing.entries[name].as_ref().expect("readable");
-        source.fetch(name, fingerprint)
+        source.fetch(name, fingerprint, None)
     }
 
     #[test]
@@ -385,6 +396,7 @@ mod tests {
                 written: None,
                 plain: None,
                 signed: None,
+                file: None,
             }
         };
         let held = |name: &str| source.held().contains_key(name);

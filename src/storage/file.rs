@@ -2,13 +2,114 @@
 //! all, and whether it is gzip. A file is a [`Source`]: the load streams it
 //! (a `.json.gz` is inflated as a stream, never into one buffer); only a
 //! rejected file is read whole, to say exactly why.
+//!
+//! A file the scan or a load on demand reads is opened once ([`OpenFile`]):
+//! without blocking (a FIFO or a device named like a snapshot cannot stall
+//! the reloader), checked to be a regular file, and read at most to the
+//! length it had then. Every later read of it (the streaming pass, the
+//! error path, the SHA-256 under `--trust-key`) is of that open file, never
+//! of its path again, so a symlink flipped or a file renamed over it after
+//! the open changes nothing of what loads. Under `--trust-key` the stored
+//! bytes are hashed as the load reads them ([`SnapshotFile::digesting`]):
+//! what was hashed is exactly what was parsed.
 
 use std::io::{BufReader, Read};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use sha2::{Digest, Sha256};
 
 use crate::snapshot::{SnapshotError, Source};
 
 pub use crate::snapshot::is_snapshot_name;
+
+/// A regular file opened once, read by position (so that any number of
+/// readers start from its beginning) and never past the length it had
+/// when it was opened.
+#[derive(Debug)]
+pub struct OpenFile {
+    file: std::fs::File,
+    len: u64,
+}
+
+impl OpenFile {
+    /// Opens `path` without blocking and checks that it is a regular file.
+    pub fn open(path: &Path) -> std::io::Result<OpenFile> {
+        use std::os::unix::fs::OpenOptionsExt;
+        // O_NONBLOCK: opening a FIFO for reading would otherwise wait for
+        // a writer forever. It changes nothing for a regular file.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(crate::os::OPEN_NONBLOCK)
+            .open(path)?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(std::io::Error::other("not a regular file"));
+        }
+        Ok(OpenFile {
+            file,
+            len: meta.len(),
+        })
+    }
+
+    /// Its length when it was opened: no read goes past it.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// A reader of its bytes from `from` up to its length.
+    pub fn reader(&self, from: u64) -> impl Read + '_ {
+        Window {
+            file: &self.file,
+            at: from.min(self.len),
+            end: self.len,
+        }
+    }
+
+    /// Copies its bytes to a new file at `to` (in the kernel, a reflink
+    /// where the file system can); returns how many.
+    pub fn copy_to(&self, to: &Path) -> std::io::Result<u64> {
+        let mut out = std::fs::File::create_new(to)?;
+        // The file's own offset is at its start: nothing else reads it
+        // through the offset (readers go by position).
+        let copied = std::io::copy(&mut (&self.file).take(self.len), &mut out)?;
+        Ok(copied)
+    }
+
+    /// The last `N` bytes (a gzip trailer), if it has that many.
+    pub fn tail<const N: usize>(&self) -> Option<[u8; N]> {
+        let at = self.len.checked_sub(N as u64)?;
+        let mut bytes = [0u8; N];
+        self.file.read_exact_at(&mut bytes, at).ok()?;
+        Some(bytes)
+    }
+}
+
+/// A window of an open file, read by position.
+struct Window<'a> {
+    file: &'a std::fs::File,
+    at: u64,
+    end: u64,
+}
+
+impl Read for Window<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = usize::try_from(self.end - self.at).unwrap_or(usize::MAX);
+        let want = buf.len().min(left);
+        if want == 0 {
+            return Ok(0);
+        }
+        let n = self.file.read_at(&mut buf[..want], self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
 
 /// A snapshot file, as a source of its (decompressed) bytes.
 pub struct SnapshotFile {
@@ -17,6 +118,19 @@ pub struct SnapshotFile {
     name: String,
     /// Whether the file is gzip, as its name ends.
     gzip: bool,
+    /// Opened once ([`SnapshotFile::opened`]): every read is of this file,
+    /// whatever its path names by then. `None`: the path is opened at each
+    /// read (the command line's tools, which read files they were named).
+    opened: Option<Arc<OpenFile>>,
+    /// Hashing the stored bytes as the first reader reads them.
+    digest: Option<Digesting>,
+}
+
+/// The SHA-256 of what the first reader read, and how far it read.
+#[derive(Default)]
+struct Digesting {
+    started: AtomicBool,
+    read: Mutex<Option<(Sha256, u64)>>,
 }
 
 impl SnapshotFile {
@@ -29,6 +143,8 @@ impl SnapshotFile {
             gzip: name.ends_with(".gz"),
             path: path.to_owned(),
             name,
+            opened: None,
+            digest: None,
         }
     }
 
@@ -41,6 +157,36 @@ impl SnapshotFile {
         }
     }
 
+    /// The file `file`, opened once from `path`, that errors call `name`.
+    pub fn opened(file: Arc<OpenFile>, path: &Path, name: &str) -> SnapshotFile {
+        SnapshotFile {
+            opened: Some(file),
+            ..SnapshotFile::named(path, name)
+        }
+    }
+
+    /// This file, its stored bytes hashed as they are read
+    /// ([`SnapshotFile::sha256`]). Only for a file opened once.
+    pub fn digesting(self) -> SnapshotFile {
+        SnapshotFile {
+            digest: self.opened.is_some().then(Digesting::default),
+            ..self
+        }
+    }
+
+    /// The SHA-256 (lower-case hex) of the stored bytes, as the first
+    /// reader read them and, past where it stopped, as they are now in the
+    /// same open file: the digest of exactly the bytes that were parsed
+    /// (the streaming pass stops at the end of the JSON; what follows it
+    /// is hashed here). `None` unless [`SnapshotFile::digesting`].
+    pub fn sha256(&self) -> Option<std::io::Result<String>> {
+        let (digest, opened) = (self.digest.as_ref()?, self.opened.as_ref()?);
+        let read = digest.read.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let (mut hasher, from) = read.unwrap_or_default();
+        let rest = std::io::copy(&mut opened.reader(from), &mut HashWriter(&mut hasher));
+        Some(rest.map(|_| crate::store::key::to_hex(&hasher.finalize().into())))
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -49,48 +195,121 @@ impl SnapshotFile {
         self.gzip
     }
 
+    /// The stored length: the open file's, or the path's now.
+    pub fn stored_len(&self) -> u64 {
+        match &self.opened {
+            Some(file) => file.len(),
+            None => std::fs::metadata(&self.path).map_or(0, |m| m.len()),
+        }
+    }
+
+    /// The last 4 bytes as stored (a gzip file's ISIZE).
+    pub fn trailer(&self) -> Option<[u8; 4]> {
+        match &self.opened {
+            Some(file) => file.tail::<4>(),
+            None => OpenFile::open(&self.path).ok()?.tail::<4>(),
+        }
+    }
+
     fn cannot_read(&self, err: std::io::Error) -> SnapshotError {
         SnapshotError::new(&self.name, format!("cannot read the file: {err}"))
+    }
+
+    /// A reader of the stored bytes from the start.
+    fn raw(&self) -> Result<Box<dyn Read + '_>, SnapshotError> {
+        match &self.opened {
+            Some(file) => {
+                let window = file.reader(0);
+                match &self.digest {
+                    Some(digest) if !digest.started.swap(true, Ordering::Relaxed) => {
+                        Ok(Box::new(Hashing {
+                            inner: window,
+                            hasher: Sha256::new(),
+                            read: 0,
+                            into: &digest.read,
+                        }))
+                    }
+                    _ => Ok(Box::new(window)),
+                }
+            }
+            None => Ok(Box::new(
+                std::fs::File::open(&self.path).map_err(|e| self.cannot_read(e))?,
+            )),
+        }
+    }
+}
+
+/// A reader that hashes what passes through it, and leaves the hash and
+/// the count where [`SnapshotFile::sha256`] finds them when it is dropped.
+struct Hashing<'a, R> {
+    inner: R,
+    hasher: Sha256,
+    read: u64,
+    into: &'a Mutex<Option<(Sha256, u64)>>,
+}
+
+impl<R: Read> Read for Hashing<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R> Drop for Hashing<'_, R> {
+    fn drop(&mut self) {
+        let hashed = (std::mem::take(&mut self.hasher), self.read);
+        *self.into.lock().unwrap_or_else(|p| p.into_inner()) = Some(hashed);
+    }
+}
+
+/// Feeds what is written into a hasher.
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
 impl Source for SnapshotFile {
     fn open(&self) -> Result<Box<dyn Read + '_>, SnapshotError> {
-        let file = std::fs::File::open(&self.path).map_err(|e| self.cannot_read(e))?;
+        let raw = self.raw()?;
         Ok(if self.is_gzip() {
             Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(
                 1 << 16,
-                file,
+                raw,
             )))
         } else {
-            Box::new(file)
+            raw
         })
     }
 
     fn read_all(&self) -> Result<Vec<u8>, SnapshotError> {
-        let raw = read_all(&self.path).map_err(|err| self.cannot_read(err))?;
+        let len = self.stored_len() as usize;
+        let mut raw = Vec::with_capacity(len + 1);
+        crate::os::prefer_huge_pages(&raw);
+        self.raw()?
+            .read_to_end(&mut raw)
+            .map_err(|err| self.cannot_read(err))?;
         decode(&self.name, self.gzip, raw)
     }
 
     /// The size on disk; a gzip file holds several times as much JSON.
     fn size_hint(&self) -> u64 {
-        let len = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+        let len = self.stored_len();
         if self.is_gzip() {
             len.saturating_mul(6)
         } else {
             len
         }
     }
-}
-
-/// `std::fs::read`, into a buffer that asks for huge pages.
-fn read_all(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut file = std::fs::File::open(path)?;
-    let len = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
-    let mut buf = Vec::with_capacity(len + 1);
-    crate::os::prefer_huge_pages(&buf);
-    file.read_to_end(&mut buf)?;
-    Ok(buf)
 }
 
 /// Decompresses `raw` when it is `gzip`; passes it through otherwise.

@@ -219,13 +219,6 @@ impl Followed {
         Some((self.revision, entry.workspace_revision))
     }
 
-    /// What the signature of `version` of `name` claims its content's
-    /// SHA-256 to be, uncompressed (unverified: see `Envelope::claimed`).
-    pub fn signed_plain(&self, name: &str, version: &ObjectVersion) -> Option<String> {
-        let entry = self.entries.get(name).filter(|e| e.version == *version)?;
-        entry.signature.as_ref()?.claimed()?.plain_sha256
-    }
-
     /// The delta that makes `version` of `name`, if the manifest names one.
     pub fn delta(&self, name: &str, version: &ObjectVersion) -> Option<DeltaRef> {
         let entry = self.entries.get(name).filter(|e| e.version == *version)?;

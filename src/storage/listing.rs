@@ -4,9 +4,11 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::error::StorageError;
+use super::file::OpenFile;
 use super::trust::{FileSigned, Listed};
 use portfolio_wire::status::SourceStatus;
 
@@ -133,9 +135,12 @@ pub struct Local {
     /// Rebuilt from a delta: the object's content uncompressed, its
     /// length and SHA-256 (kept as the next delta's base).
     pub plain: Option<(u64, String)>,
-    /// A directory's file under `--trust-key`: its signature file as read,
-    /// and the SHA-256 of its bytes.
+    /// A directory's file under `--trust-key`: its signature file as read.
     pub signed: Option<FileSigned>,
+    /// The file opened once where the source opened it (a directory's
+    /// file, or its private copy): the load reads this open file, not the
+    /// path again. `None`: the scan opens `path` (a private download).
+    pub file: Option<Arc<OpenFile>>,
 }
 
 /// What fetching a changed entry gave.

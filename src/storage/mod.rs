@@ -34,7 +34,7 @@ pub use backoff::after_conflict;
 pub use dir::Directory;
 pub use download::{DownloadError, Downloaded, Expect, download};
 pub use error::{ErrorKind, ListError, LocationError, OpenError, StorageError};
-pub use file::{SnapshotFile, is_snapshot_name};
+pub use file::{OpenFile, SnapshotFile, is_snapshot_name};
 pub use follow::RESYNC_EVERY;
 pub use listing::{
     Claims, Fetch, FileFingerprint, Fingerprint, Listing, Local, ObjectVersion, SignatureStamp,

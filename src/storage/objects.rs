@@ -535,30 +535,28 @@ impl Source for ObjectSource {
     /// The object `version` of `name` on local disk: a fresh download into
     /// the cache directory (the cache in front answers for a version it
     /// holds), or rebuilt from a delta.
-    fn fetch(&self, name: &str, fingerprint: &Fingerprint) -> Fetch {
+    fn fetch(&self, name: &str, fingerprint: &Fingerprint, plain: Option<&str>) -> Fetch {
         let Fingerprint::Object(version) = fingerprint else {
             return Fetch::Failed(StorageError::new(
                 ErrorKind::Other,
                 "a fingerprint of another kind of source",
             ));
         };
-        let (revisions, delta, signed_plain) = {
+        let (revisions, delta) = {
             let state = self.state();
             let followed = state.manifest.as_ref().and_then(|m| m.good.as_ref());
             (
                 followed.and_then(|f| f.revisions(name, version)),
                 followed.and_then(|f| f.delta(name, version)),
-                followed
-                    .filter(|_| self.verify)
-                    .and_then(|f| f.signed_plain(name, version)),
             )
         };
-        // Under --trust-key, a delta's result must be the signed content:
-        // without a signed digest of it, the whole object is downloaded.
+        // Under --trust-key, a delta's result must be the content a
+        // verified signature names: without its digest, the whole object is
+        // downloaded (and checked against the signed SHA-256).
+        let signed_plain = plain.filter(|_| self.verify);
         let delta = delta.filter(|_| !self.verify || signed_plain.is_some());
         if let Some(delta) = delta
-            && let Some(rebuilt) =
-                self.try_delta(name, version, &delta, revisions, signed_plain.as_deref())
+            && let Some(rebuilt) = self.try_delta(name, version, &delta, revisions, signed_plain)
         {
             return rebuilt;
         }
@@ -617,6 +615,7 @@ impl Source for ObjectSource {
             written: version.written,
             plain: None,
             signed: None,
+            file: None,
         })
     }
 

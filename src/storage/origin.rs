@@ -34,8 +34,12 @@ pub trait Source: Send + Sync {
     /// The entries and their fingerprints.
     fn list(&self) -> Result<Listing, ListError>;
 
-    /// The content of `name` at `fingerprint` on local disk.
-    fn fetch(&self, name: &str, fingerprint: &Fingerprint) -> Fetch;
+    /// The content of `name` at `fingerprint` on local disk. `plain` is,
+    /// under `--trust-key`, the SHA-256 of the uncompressed content as an
+    /// accepted signature names it: the only content a delta may be applied
+    /// to rebuild (without it, the whole object is fetched). Never taken
+    /// from what storage claims unverified.
+    fn fetch(&self, name: &str, fingerprint: &Fingerprint, plain: Option<&str>) -> Fetch;
 
     /// The directory, for the file watcher; `None` for a source that is
     /// polled.

@@ -103,6 +103,7 @@ impl ObjectSource {
             written: version.written,
             plain: Some((rebuilt.plain.len, rebuilt.plain.sha256)),
             signed: None,
+            file: None,
         }))
     }
 }

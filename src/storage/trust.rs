@@ -25,6 +25,8 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::file::OpenFile;
+
 use portfolio_wire::manifest::short;
 pub use portfolio_wire::signed::{
     Envelope, KeyError, MAX_SIGNATURE_BYTES, Named, Refusal, SIGNATURE_SUFFIX, Statement,
@@ -60,11 +62,13 @@ impl Listed {
 }
 
 /// What a directory's file claims: its signature file as read, and the
-/// SHA-256 of its bytes.
+/// SHA-256 of its bytes where it was hashed before its load (`check`);
+/// `None` where the load hashes what it reads, and the digest is checked
+/// once it is loaded (`serve::loader::verify::read`).
 #[derive(Clone, Debug)]
 pub struct FileSigned {
     pub envelope: Result<Envelope, Refusal>,
-    pub sha256: String,
+    pub sha256: Option<String>,
 }
 
 /// What a version claims to be, from either kind of source.
@@ -229,11 +233,12 @@ impl Trust {
         statement.covers(&match &claim {
             Claim::Listed(listed) => listed.named(),
             // A file's workspace and version are checked once it is loaded
-            // (`loaded_as_signed`).
+            // (`loaded_as_signed`), and so are its bytes where they were
+            // not hashed before.
             Claim::File(file) => Named {
                 workspace: &statement.workspace,
                 version: &statement.version,
-                sha256: &file.sha256,
+                sha256: file.sha256.as_deref().unwrap_or(&statement.sha256),
                 key_hashes: None,
                 revision: None,
             },
@@ -356,42 +361,50 @@ pub fn loaded_as_signed(
 }
 
 /// What a snapshot file's signature says, and the SHA-256 of its bytes:
-/// `<path>.sig` read (at most [`MAX_SIGNATURE_BYTES`]), the file hashed.
+/// `<path>.sig` read ([`read_signature`]), the file hashed.
 pub fn read_file_signature(path: &Path) -> std::io::Result<FileSigned> {
-    let mut name = path.as_os_str().to_owned();
-    name.push(SIGNATURE_SUFFIX);
-    let sig_path = PathBuf::from(name);
-    let envelope = match std::fs::File::open(&sig_path) {
-        Ok(file) => {
-            let mut bytes = Vec::new();
-            file.take(MAX_SIGNATURE_BYTES + 1).read_to_end(&mut bytes)?;
-            if bytes.len() as u64 > MAX_SIGNATURE_BYTES {
-                Err(Refusal::Malformed(format!(
-                    "{} is larger than {MAX_SIGNATURE_BYTES} bytes",
-                    sig_path.display()
-                )))
-            } else {
-                Envelope::parse(&bytes)
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Refusal::Unsigned),
-        Err(e) => Err(Refusal::Malformed(format!(
-            "cannot read {}: {e}",
-            sig_path.display()
-        ))),
-    };
-    let sha256 = sha256_file(path)?;
+    let envelope = read_signature(path);
+    let sha256 = Some(sha256_file(path)?);
     Ok(FileSigned { envelope, sha256 })
 }
 
-/// The SHA-256 of a file's bytes, lower-case hex. The read buffer is kept
-/// per thread: a fresh one zeroed per file cost more than hashing a small
-/// workspace.
+/// The envelope in `<path>.sig`: opened without blocking, only if it is a
+/// regular file (a FIFO named like a signature cannot stall the scan), read
+/// up to [`MAX_SIGNATURE_BYTES`].
+pub fn read_signature(path: &Path) -> Result<Envelope, Refusal> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(SIGNATURE_SUFFIX);
+    let sig_path = PathBuf::from(name);
+    let cannot =
+        |e: std::io::Error| Refusal::Malformed(format!("cannot read {}: {e}", sig_path.display()));
+    let file = match OpenFile::open(&sig_path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Refusal::Unsigned),
+        Err(e) => return Err(cannot(e)),
+    };
+    let mut bytes = Vec::new();
+    file.reader(0)
+        .take(MAX_SIGNATURE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_SIGNATURE_BYTES {
+        return Err(Refusal::Malformed(format!(
+            "{} is larger than {MAX_SIGNATURE_BYTES} bytes",
+            sig_path.display()
+        )));
+    }
+    Envelope::parse(&bytes)
+}
+
+/// The SHA-256 of a file's bytes, lower-case hex (opened as
+/// [`OpenFile::open`] opens). The read buffer is kept per thread: a fresh
+/// one zeroed per file cost more than hashing a small workspace.
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     thread_local! {
         static BUFFER: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 256 << 10]);
     }
-    let mut file = std::fs::File::open(path)?;
+    let opened = OpenFile::open(path)?;
+    let mut file = opened.reader(0);
     let mut hasher = Sha256::new();
     BUFFER.with_borrow_mut(|buffer| -> std::io::Result<()> {
         loop {

@@ -163,3 +163,8 @@ pub fn release_free_memory() {
         libc::malloc_trim(0);
     }
 }
+
+/// The `open(2)` flag that keeps opening a FIFO from waiting for its writer
+/// (for `OpenOptionsExt::custom_flags`): a file named like a snapshot may be
+/// anything, and the scan must not stall on it. No effect on a regular file.
+pub const OPEN_NONBLOCK: i32 = libc::O_NONBLOCK;

@@ -9,12 +9,19 @@
 //! object itself: fetched through the source on its first load (storage
 //! checks it against the manifest's SHA-256, the load validates it) and
 //! kept from then on.
+//!
+//! Under `--trust-key` each [`Kept`] carries the signature the scan
+//! accepted for its version, and a load on demand is held to it as a scan's
+//! load is: a delta is applied only to rebuild the content that signature
+//! names, and the bytes the load reads are hashed as it reads them and must
+//! be that content (`verify::read`), whatever the manifest says by then.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::load;
 use crate::metrics::Metrics;
+use crate::storage::trust::Signed;
 use crate::storage::{Fetch, Fingerprint, Origin};
 use crate::store::Dataset;
 
@@ -29,13 +36,26 @@ pub enum Kept {
         /// Its version was listed before it was read (the hollow dataset
         /// was made from a manifest, not from these bytes).
         listed: bool,
+        /// Under `--trust-key`: the signature its version was accepted with.
+        signed: Option<Signed>,
     },
     /// Not read yet: the entry `name` of the source at `fingerprint`, as a
     /// manifest lists it.
     Listed {
         name: String,
         fingerprint: Fingerprint,
+        /// Under `--trust-key`: the signature its version was accepted with.
+        signed: Option<Signed>,
     },
+}
+
+impl Kept {
+    /// The signature its version was accepted with, under `--trust-key`.
+    pub fn signed(&self) -> Option<&Signed> {
+        match self {
+            Kept::File { signed, .. } | Kept::Listed { signed, .. } => signed.as_ref(),
+        }
+    }
 }
 
 /// Why a workspace's data cannot be had now: answered with a 503.
@@ -64,20 +84,28 @@ pub fn load(
             "cannot load workspace {workspace} at version {version}: {why}"
         ))
     };
+    let signed = kept.signed();
+    if origin.trust().enabled() && signed.is_none() {
+        // Never accepted: nothing of it may serve.
+        return Err(cannot("no accepted signature for it".into()));
+    }
     let (loaded, now_kept) = match kept {
         Kept::File { path, label, .. } => {
             let loaded =
-                load::on_demand(label, path, metrics).map_err(|e| cannot(e.to_string()))?;
+                load::on_demand(label, path, signed, metrics).map_err(|e| cannot(e.to_string()))?;
             (loaded, None)
         }
-        Kept::Listed { name, fingerprint } => {
-            let local = match origin.fetch(name, fingerprint) {
+        Kept::Listed {
+            name, fingerprint, ..
+        } => {
+            let plain = signed.and_then(|s| s.statement().plain_sha256.as_deref());
+            let local = match origin.fetch(name, fingerprint, plain) {
                 Fetch::Ready(local) => local,
                 Fetch::Settling => return Err(cannot("the object is being replaced".into())),
                 Fetch::Failed(error) => return Err(cannot(error.message)),
             };
             let label = local.label.clone();
-            let loaded = load::on_demand(&label, &local.path, metrics);
+            let loaded = load::on_demand(&label, &local.path, signed, metrics);
             let ok = loaded.as_ref().is_ok_and(|l| {
                 l.dataset.workspace_id == *workspace && l.dataset.version == *version
             });
@@ -87,6 +115,7 @@ pub fn load(
                 path,
                 label,
                 listed: true,
+                signed: signed.cloned(),
             });
             (loaded, kept)
         }

@@ -16,7 +16,9 @@ use super::load::ReadResult;
 use super::verify;
 use crate::snapshot::Loaded;
 use crate::storage::trust::{Listed, Refusal, Signed};
-use crate::storage::{Claims, Fetch, Fingerprint, Local, Origin, StorageError};
+use crate::storage::{
+    Claims, ErrorKind, Fetch, Fingerprint, Local, OpenFile, Origin, StorageError,
+};
 use crate::store::key::from_hex;
 use crate::store::{Dataset, Meta};
 
@@ -25,6 +27,8 @@ pub struct Fetched {
     pub name: String,
     pub fingerprint: Fingerprint,
     pub local: Local,
+    /// Its content, opened once: every read of the load is of this file.
+    pub file: Arc<OpenFile>,
     /// When its fetch started: a load's time counts from here.
     pub started: Clock,
     /// The dataset the entry serves now: the load takes over its
@@ -73,8 +77,23 @@ fn fetch(
     if let Some(Err(refusal)) = listed {
         return Err(Unfetched::Refused(Box::new((name, fingerprint, refusal))));
     }
-    match origin.fetch(&name, &fingerprint) {
+    let plain = match &listed {
+        Some(Ok(signed)) => signed.statement().plain_sha256.as_deref(),
+        _ => None,
+    };
+    match origin.fetch(&name, &fingerprint, plain) {
         Fetch::Ready(local) => {
+            let file = match opened(&local) {
+                Ok(file) => file,
+                Err(error) => {
+                    let error = StorageError::new(
+                        ErrorKind::Other,
+                        format!("cannot open {}: {error}", local.path.display()),
+                    );
+                    origin.loaded(&name, local, false);
+                    return Err(Unfetched::Failed(name, error));
+                }
+            };
             let verdict = listed
                 .or_else(|| verify::fetched(origin.trust(), &name, &fingerprint, &local))
                 .map(|v| v.and_then(|signed| verify::rebuilt(signed, &local)));
@@ -92,12 +111,22 @@ fn fetch(
                 name,
                 fingerprint,
                 local,
+                file,
                 started,
                 signed,
             })
         }
         Fetch::Settling => Err(Unfetched::Settling(name)),
         Fetch::Failed(error) => Err(Unfetched::Failed(name, error)),
+    }
+}
+
+/// The file `local` holds, opened once: as the source opened it (a
+/// directory's file or its private copy), or a download's path now.
+pub fn opened(local: &Local) -> std::io::Result<Arc<OpenFile>> {
+    match &local.file {
+        Some(file) => Ok(Arc::clone(file)),
+        None => OpenFile::open(&local.path).map(Arc::new),
     }
 }
 

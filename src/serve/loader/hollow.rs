@@ -47,8 +47,13 @@ pub fn out(
         if full.is_hollow() {
             // Listed from a manifest, not read: fetched on its first load.
             if let Some(fingerprint) = entry.fingerprint.clone() {
-                let name = name.clone();
-                resident.listed(&full, Kept::Listed { name, fingerprint });
+                let (name, signed) = (name.clone(), entry.signed.clone());
+                let kept = Kept::Listed {
+                    name,
+                    fingerprint,
+                    signed,
+                };
+                resident.listed(&full, kept);
             }
             entry.dataset = Some(full);
             continue;
@@ -69,6 +74,7 @@ pub fn out(
             path,
             label,
             listed: false,
+            signed: entry.signed.clone(),
         };
         let hollow = Arc::new(full.hollow());
         let stays = was_resident.contains(full.workspace_id.as_str());

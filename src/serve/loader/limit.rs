@@ -15,7 +15,6 @@
 //! claims are read without building it, `snapshot::claims`), and it is
 //! read again once memory frees.
 
-use std::io::{Read, Seek, SeekFrom};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -235,13 +234,10 @@ pub fn json_bytes(file: &SnapshotFile, len: u64) -> u64 {
     }
 }
 
-/// The uncompressed size a gzip file's trailer records (ISIZE).
+/// The uncompressed size a gzip file's trailer records (ISIZE), read from
+/// the file as opened (a FIFO under its name cannot stall the scan).
 fn gzip_size(file: &SnapshotFile) -> Option<u64> {
-    let mut f = std::fs::File::open(file.path()).ok()?;
-    f.seek(SeekFrom::End(-4)).ok()?;
-    let mut trailer = [0u8; 4];
-    f.read_exact(&mut trailer).ok()?;
-    Some(u64::from(u32::from_le_bytes(trailer)))
+    Some(u64::from(u32::from_le_bytes(file.trailer()?)))
 }
 
 /// The process's resident memory now (VmRSS).

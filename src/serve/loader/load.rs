@@ -111,7 +111,14 @@ pub struct Refused {
 }
 
 /// A load finished on a worker, to be judged, with what it was counted at.
-type Finished = (Fetched, u64, Result<Loaded, SnapshotError>);
+type Finished = (Fetched, u64, Built);
+
+/// What a load gave, and under `--trust-key` the SHA-256 of the bytes it
+/// read (hashed as it read them: `SnapshotFile::digesting`).
+pub struct Built {
+    pub result: Result<Loaded, SnapshotError>,
+    pub sha256: Option<std::io::Result<String>>,
+}
 
 /// Loads what `fetched` gives, small files on a worker per core (started
 /// in `scope`, stopped when the iterator is done), large ones alone on
@@ -269,7 +276,7 @@ impl Loading<'_> {
     /// counted from now on; or why it does not fit.
     fn admit(&self, fetched: &Fetched) -> Result<u64, (u64, SnapshotError)> {
         let local = &fetched.local;
-        let file = SnapshotFile::named(&local.path, &local.label);
+        let file = fetched.snapshot_file();
         let need = self.memory.need(&file, local.len, self.precompress);
         let committed = self.ledger.committed();
         match self
@@ -287,7 +294,7 @@ impl Loading<'_> {
     /// A fetched entry refused for memory, judged with what it claims.
     fn refuse(&self, fetched: Fetched, need: u64, refused: SnapshotError) -> Read {
         let local = &fetched.local;
-        let file = SnapshotFile::named(&local.path, &local.label);
+        let file = fetched.snapshot_file();
         // Reading its claims holds a record at a time, up to the whole
         // JSON for a file of one huge record: only if that fits.
         let free = self.memory.free(self.ledger.committed());
@@ -295,41 +302,53 @@ impl Loading<'_> {
             .then(|| snapshot::claims(&local.label, &file))
             .flatten();
         let refusal = Refused { need, claims };
-        self.judge(fetched, 0, Err(refused), Some(refusal))
+        let built = Built {
+            result: Err(refused),
+            sha256: None,
+        };
+        self.judge(fetched, 0, built, Some(refusal))
     }
 
-    /// Loads a fetched entry (on any thread).
-    fn load(&self, fetched: &Fetched) -> Result<Loaded, SnapshotError> {
+    /// Loads a fetched entry (on any thread), hashing what it reads where
+    /// a signature names the bytes.
+    fn load(&self, fetched: &Fetched) -> Built {
         let local = &fetched.local;
-        let file = SnapshotFile::named(&local.path, &local.label);
+        let mut file = fetched.snapshot_file();
+        if fetched.signed.is_some() {
+            file = file.digesting();
+        }
         if local.len >= LARGE_FILE {
             tracing::info!(file = %fetched.name, bytes = local.len, "loading a large snapshot");
         }
         let previous = fetched.previous.clone();
-        load_logging_progress(&local.label, &file, previous, fetched.started, self.metrics)
+        seam::at(seam::Step::Load);
+        let result =
+            load_logging_progress(&local.label, &file, previous, fetched.started, self.metrics);
+        Built {
+            sha256: file.sha256(),
+            result,
+        }
     }
 
     /// Judges a load on the reloader thread: a file rewritten while it was
     /// read may be half written, and is read again by a later scan.
-    fn judge(
-        &self,
-        fetched: Fetched,
-        need: u64,
-        result: Result<Loaded, SnapshotError>,
-        refused: Option<Refused>,
-    ) -> Read {
+    fn judge(&self, fetched: Fetched, need: u64, built: Built, refused: Option<Refused>) -> Read {
         let Fetched {
             name,
             fingerprint,
             local,
+            file: _,
             started,
             previous,
             signed,
         } = fetched;
-        // What loaded must be what was signed: workspace, version, keys.
+        // What loaded must be what was signed: the bytes it read,
+        // workspace, version, keys.
         let mut refusal = None;
-        let result = match (result, &signed) {
-            (Ok(loaded), Some(signed)) => match verify::loaded(signed, &loaded.dataset) {
+        let result = match (built.result, &signed) {
+            (Ok(loaded), Some(signed)) => match verify::read(signed, built.sha256)
+                .and_then(|()| verify::loaded(signed, &loaded.dataset))
+            {
                 Ok(()) => Ok(loaded),
                 Err(refused) => {
                     self.metrics.signature_refused(refused.kind());
@@ -346,6 +365,7 @@ impl Loading<'_> {
             // that failed, they are made again.
             super::warm::again(&previous);
         }
+        seam::at(seam::Step::Judge);
         if !self.origin.unchanged(&name, &fingerprint) {
             // Read again later: no longer counted.
             self.ledger.settled(need, None);
@@ -368,15 +388,69 @@ impl Loading<'_> {
     }
 }
 
+impl Fetched {
+    /// The fetched content as the load reads it: the one open file.
+    fn snapshot_file(&self) -> SnapshotFile {
+        let local = &self.local;
+        SnapshotFile::opened(Arc::clone(&self.file), &local.path, &local.label)
+    }
+}
+
 /// Loads the kept bytes of a workspace that is not resident
-/// (`resident.rs`): nothing to take over, logged like any load.
+/// (`resident.rs`): nothing to take over, logged like any load. With
+/// `signed`, the bytes it reads are hashed as it reads them and must be
+/// content that signature names.
 pub(super) fn on_demand(
     label: &str,
     path: &std::path::Path,
+    signed: Option<&Signed>,
     metrics: &Metrics,
 ) -> Result<Loaded, SnapshotError> {
-    let file = SnapshotFile::named(path, label);
-    load_logging_progress(label, &file, None, Clock::now(), metrics)
+    let opened = crate::storage::OpenFile::open(path)
+        .map_err(|e| SnapshotError::new(label, format!("cannot read {}: {e}", path.display())))?;
+    let mut file = SnapshotFile::opened(Arc::new(opened), path, label);
+    if signed.is_some() {
+        file = file.digesting();
+    }
+    let loaded = load_logging_progress(label, &file, None, Clock::now(), metrics)?;
+    if let Some(signed) = signed {
+        verify::read(signed, file.sha256())
+            .and_then(|()| verify::loaded(signed, &loaded.dataset))
+            .map_err(|refused| {
+                metrics.signature_refused(refused.kind());
+                SnapshotError::new(label, verify::message(&refused))
+            })?;
+    }
+    Ok(loaded)
+}
+
+/// Where a test may act between the steps of one load, on the thread that
+/// runs it (a single file loads on the scan's own thread): the moments at
+/// which a writer racing the scan could change the file. Nothing outside
+/// tests.
+pub(super) mod seam {
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Step {
+        /// The load is about to read the fetched content.
+        Load,
+        /// The load is done and about to be judged.
+        Judge,
+    }
+
+    #[cfg(test)]
+    thread_local! {
+        pub static HOOK: std::cell::RefCell<Option<Box<dyn Fn(Step)>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+
+    pub fn at(_step: Step) {
+        #[cfg(test)]
+        HOOK.with_borrow(|hook| {
+            if let Some(hook) = hook {
+                hook(_step);
+            }
+        });
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -32,6 +32,8 @@ mod load;
 mod object_store_tests;
 mod publish;
 pub mod resident;
+#[cfg(test)]
+mod seam_tests;
 mod settle;
 mod verify;
 pub mod warm;

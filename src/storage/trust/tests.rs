@@ -146,15 +146,13 @@ fn a_files_signature_is_read_beside_it_and_covers_its_bytes() {
     std::fs::write(&file, b"{}").unwrap();
     let read = read_file_signature(&file).unwrap();
     assert_eq!(read.envelope.unwrap_err(), Refusal::Unsigned);
-    assert_eq!(
-        read.sha256,
-        crate::store::key::to_hex(&Sha256::digest(b"{}").into())
-    );
+    let sha256 = crate::store::key::to_hex(&Sha256::digest(b"{}").into());
+    assert_eq!(read.sha256.as_deref(), Some(sha256.as_str()));
 
     let named = Named {
         workspace: "ws",
         version: "v",
-        sha256: &read.sha256,
+        sha256: &sha256,
         key_hashes: None,
         revision: None,
     };
@@ -172,4 +170,22 @@ fn a_files_signature_is_read_beside_it_and_covers_its_bytes() {
     std::fs::write(dir.path().join("ws.json.sig"), b"garbage").unwrap();
     let read = read_file_signature(&file).unwrap();
     assert_eq!(read.envelope.unwrap_err().kind(), "malformed");
+}
+
+/// A FIFO named like a signature is refused at once, not waited on.
+#[test]
+fn a_fifo_named_like_a_signature_is_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ws.json");
+    std::fs::write(&file, b"{}").unwrap();
+    let sig = dir.path().join("ws.json.sig");
+    let path = std::ffi::CString::new(sig.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid C string; mkfifo only creates a file.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    let refused = read_signature(&file).unwrap_err();
+    assert_eq!(refused.kind(), "malformed", "{refused}");
+    assert!(
+        refused.to_string().contains("not a regular file"),
+        "{refused}"
+    );
 }

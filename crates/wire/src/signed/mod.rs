@@ -193,14 +193,6 @@ pub struct EnvelopeSignature {
 }
 
 impl Envelope {
-    /// What the payload claims, NOT verified: only for choices that the
-    /// verdict makes safe either way (whether a delta's result may be
-    /// used, or the whole object downloaded, is checked again after).
-    pub fn claimed(&self) -> Option<Statement> {
-        let payload = BASE64.decode(&self.payload).ok()?;
-        serde_json::from_slice(&payload).ok()
-    }
-
     /// Reads a signature file's text.
     pub fn parse(bytes: &[u8]) -> Result<Envelope, Refusal> {
         serde_json::from_slice(bytes)
