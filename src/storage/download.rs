@@ -103,6 +103,15 @@ pub async fn download(
     let mut stream = result.into_stream();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| DownloadError::Body(e, len))?;
+        // Not a byte past the size expected: a store that sends more (or
+        // an object replaced by a larger one) cannot fill the disk.
+        let got = len + chunk.len() as u64;
+        if got > expect.size {
+            return Err(DownloadError::Length {
+                got,
+                expected: expect.size,
+            });
+        }
         hasher.update(&chunk);
         out.write_all(&chunk).map_err(DownloadError::Disk)?;
         len += chunk.len() as u64;
@@ -128,4 +137,45 @@ pub async fn download(
         });
     }
     Ok(Downloaded { len, sha256, etag })
+}
+
+#[cfg(test)]
+mod tests {
+    use object_store::memory::InMemory;
+    use object_store::{ObjectStoreExt, PutPayload};
+
+    use super::*;
+
+    /// A body longer than the size expected stops as it passes it: no more
+    /// than that is ever written to disk.
+    #[test]
+    fn a_download_stops_at_the_size_expected() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let store = InMemory::new();
+        let key = ObjectPath::from("ws.json");
+        let body = vec![b'x'; 100_000];
+        rt.block_on(store.put(&key, PutPayload::from(body)))
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let to = dir.path().join("ws.json");
+        let expect = Expect {
+            size: 1_000,
+            sha256: None,
+            if_match: None,
+        };
+        let got = rt.block_on(download(&store, &key, expect, &to, &mut |_| {}));
+        assert!(
+            matches!(
+                got,
+                Err(DownloadError::Length {
+                    expected: 1_000,
+                    ..
+                })
+            ),
+            "{got:?}"
+        );
+        assert!(std::fs::metadata(&to).unwrap().len() <= 1_000);
+    }
 }

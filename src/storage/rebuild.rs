@@ -48,6 +48,7 @@ impl ObjectSource {
             &self.cache,
             delta,
             (&base, &record),
+            result_bound(version),
             &mut |n| metrics.source_bytes(n),
         ));
         // A delta that rebuilds anything but the signed content is refused
@@ -150,13 +151,27 @@ impl Drop for Scratch {
     }
 }
 
+/// How large a delta's result may grow: the object's size if it is plain
+/// JSON, 64 times it if it is gzip (JSON compresses 5 to 20 times). A
+/// result past it is refused while it is written, and the whole object is
+/// downloaded instead: the delta is not signed, and must not fill the disk.
+fn result_bound(version: &ObjectVersion) -> u64 {
+    if version.key.ends_with(".gz") {
+        version.size.saturating_mul(64)
+    } else {
+        version.size
+    }
+}
+
 /// Downloads `delta` and applies it to the base at `base` (the cache's
-/// data file of `record`, the object the delta applies to).
+/// data file of `record`, the object the delta applies to), writing at most
+/// `at_most` bytes of its result.
 pub async fn rebuild(
     store: &dyn ObjectStore,
     cache: &Cache,
     delta: &DeltaRef,
     (base, record): (&Path, &Record),
+    at_most: u64,
     on_chunk: &mut dyn FnMut(u64),
 ) -> Result<Rebuilt, RebuildError> {
     let key = ObjectPath::parse(&delta.key).map_err(|source| RebuildError::Key {
@@ -179,6 +194,7 @@ pub async fn rebuild(
         path,
         (base, record),
         out.0.as_deref().unwrap_or(Path::new("")),
+        at_most,
     )
     .map_err(|why| RebuildError::Apply { key, why })?;
     let mut out = out;
@@ -195,6 +211,7 @@ fn apply(
     delta: &Path,
     (base, record): (&Path, &Record),
     out: &Path,
+    at_most: u64,
 ) -> Result<Plain, DeltaError> {
     // The base uncompressed, with its length and SHA-256: a file rebuilt
     // before is kept so, with them; a gzip object is inflated here once.
@@ -228,7 +245,7 @@ fn apply(
     header.check_base(&record.tag, base_len, &base_sha)?;
     let base_file = std::fs::File::open(&base_path)?;
     let mut writer = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(out)?);
-    let applied = delta::apply(&base_file, base_len, &mut reader, &mut writer)?;
+    let applied = delta::apply(&base_file, base_len, &mut reader, &mut writer, at_most)?;
     std::io::Write::flush(&mut writer)?;
     Ok(Plain {
         len: applied.len,

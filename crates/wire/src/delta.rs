@@ -422,15 +422,28 @@ impl Header {
     }
 }
 
+/// Whether `n` more bytes after `len` stay within `at_most`.
+fn within(len: u64, n: u64, at_most: u64) -> Result<(), DeltaError> {
+    if len.checked_add(n).is_none_or(|end| end > at_most) {
+        return Err(DeltaError::Corrupt(format!(
+            "it writes past the {at_most} bytes its result may have"
+        )));
+    }
+    Ok(())
+}
+
 /// Writes to `out` the target of `delta` (uncompressed, its header read
 /// already by [`read_header`]) applied to `base`, the uncompressed base
 /// file of `base_len` bytes. The result is checked against the length and
-/// SHA-256 the delta ends with.
+/// SHA-256 the delta ends with, and never grows past `at_most` bytes: the
+/// delta is not covered by a signature, so whoever can write the bucket
+/// could otherwise make it fill the disk before that check.
 pub fn apply(
     base: &std::fs::File,
     base_len: u64,
     delta: &mut impl Read,
     out: &mut impl Write,
+    at_most: u64,
 ) -> Result<Applied, DeltaError> {
     let mut hasher = Sha256::new();
     let mut len = 0u64;
@@ -441,6 +454,7 @@ pub fn apply(
         match tag[0] {
             b'C' => {
                 let (from, n) = (read_number(delta)?, read_number(delta)?);
+                within(len, n, at_most)?;
                 if from.checked_add(n).is_none_or(|end| end > base_len) {
                     return Err(DeltaError::Corrupt(format!(
                         "a copy of {n} bytes at {from}, past the base's {base_len}"
@@ -458,6 +472,7 @@ pub fn apply(
             }
             b'I' => {
                 let n = read_number(delta)?;
+                within(len, n, at_most)?;
                 let mut done = 0u64;
                 while done < n {
                     let step = (buf.len() as u64).min(n - done) as usize;
@@ -650,6 +665,10 @@ mod tests {
     }
 
     fn apply_to(old: &str, delta: &[u8]) -> Result<Vec<u8>, DeltaError> {
+        apply_within(old, delta, 1 << 30)
+    }
+
+    fn apply_within(old: &str, delta: &[u8], at_most: u64) -> Result<Vec<u8>, DeltaError> {
         let path = std::env::temp_dir().join(format!(
             "delta-test-{}-{:x}",
             std::process::id(),
@@ -662,7 +681,7 @@ mod tests {
             let sha = hex(&Sha256::digest(old));
             header.check_base(&"ab".repeat(32), old.len() as u64, &sha)?;
             let mut out = Vec::new();
-            apply(&base, old.len() as u64, &mut reader, &mut out).map(|_| out)
+            apply(&base, old.len() as u64, &mut reader, &mut out, at_most).map(|_| out)
         });
         let _ = std::fs::remove_file(&path);
         result
@@ -759,6 +778,15 @@ mod tests {
         for len in [0, 5, good.len() / 2, good.len() - 1] {
             assert!(apply_to(&old, &good[..len]).is_err(), "cut at {len}");
         }
+        // A result longer than it may be stops as it would pass the bound,
+        // before a byte past it is written.
+        let exact = new.len() as u64;
+        assert_eq!(apply_within(&old, &good, exact).unwrap(), new.as_bytes());
+        let refused = apply_within(&old, &good, exact - 1).unwrap_err();
+        assert!(
+            matches!(&refused, DeltaError::Corrupt(why) if why.contains("writes past")),
+            "{refused:?}"
+        );
         let mut longer = good.clone();
         longer.push(b'I');
         assert!(matches!(
@@ -777,7 +805,13 @@ mod tests {
         let mut reader = &good[..];
         read_header(&mut reader).unwrap();
         let base = std::fs::File::open(&path).unwrap();
-        let got = apply(&base, other.len() as u64, &mut reader, &mut Vec::new());
+        let got = apply(
+            &base,
+            other.len() as u64,
+            &mut reader,
+            &mut Vec::new(),
+            1 << 30,
+        );
         assert!(matches!(got, Err(DeltaError::Result(_))), "{got:?}");
         std::fs::remove_file(&path).unwrap();
     }

@@ -4,7 +4,6 @@
 //! judged, never serves the forged records. The flips happen at the
 //! load's seams (`load::seam`), exactly there, every time.
 
-use std::collections::BTreeMap;
 use std::os::unix::fs::symlink;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -19,7 +18,7 @@ use super::load::seam::{self, Step};
 use super::load::{self, Loading, Read};
 use crate::metrics::Metrics;
 use crate::storage::trust::{Named, Statement, Trust, TrustedKeys};
-use crate::storage::{Directory, Origin, Source};
+use crate::storage::{Directory, Origin};
 use portfolio_wire::signed::SecretKey;
 
 const COMPANY: &str = "00000000-0000-4000-8000-100000000000";

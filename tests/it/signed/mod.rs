@@ -4,6 +4,7 @@
 //! says so, without verification, to show that the forged version would
 //! have served.
 
+mod demand;
 mod dir;
 mod fleet;
 mod objstore;

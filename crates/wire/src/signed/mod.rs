@@ -42,6 +42,10 @@ pub const DEFAULT_VALID_FOR: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The largest signature file a replica reads.
 pub const MAX_SIGNATURE_BYTES: u64 = 64 << 10;
 
+/// At most this many signatures in one envelope: a publisher writes one,
+/// two during a key rotation; more is an attack on the verifier's time.
+pub const MAX_SIGNATURES: usize = 8;
+
 /// The ending of a directory snapshot's signature file: `acme.json.sig`.
 pub const SIGNATURE_SUFFIX: &str = ".sig";
 
@@ -260,10 +264,20 @@ impl Refusal {
 
 impl TrustedKeys {
     /// The statement `envelope` carries, if a trusted key signed it. Only
-    /// the signatures of trusted keys are tried; one that verifies is
-    /// enough (two keys sign during a rotation). Verification is strict
+    /// the signatures of trusted keys are tried, each trusted key once (the
+    /// first signature naming it): an envelope stuffed with signatures
+    /// naming a trusted key costs one verification per trusted key, not
+    /// one per signature. One that verifies is enough (two keys sign
+    /// during a rotation). An envelope of more than [`MAX_SIGNATURES`]
+    /// signatures is refused unread. Verification is strict
     /// (`verify_strict`: no malleable or weak-key signatures).
     pub fn verify(&self, envelope: &Envelope) -> Result<Verified, Refusal> {
+        if envelope.signatures.len() > MAX_SIGNATURES {
+            return Err(Refusal::Malformed(format!(
+                "{} signatures, more than the {MAX_SIGNATURES} an envelope may carry",
+                envelope.signatures.len()
+            )));
+        }
         if envelope.payload_type != PAYLOAD_TYPE {
             return Err(Refusal::Malformed(format!(
                 "payload type {:?}, not {PAYLOAD_TYPE}",
@@ -275,10 +289,15 @@ impl TrustedKeys {
             .map_err(|e| Refusal::Malformed(format!("the payload is not base64: {e}")))?;
         let message = pae(&envelope.payload_type, &payload);
         let mut failed = None;
+        let mut tried: Vec<&str> = Vec::new();
         for signature in &envelope.signatures {
             let Some(key) = self.get(&signature.keyid) else {
                 continue;
             };
+            if tried.contains(&signature.keyid.as_str()) {
+                continue;
+            }
+            tried.push(&signature.keyid);
             let bytes = BASE64.decode(&signature.sig).ok();
             let sig = bytes
                 .as_deref()

@@ -200,3 +200,30 @@ fn key_files_round_trip_and_bad_ones_say_which_line() {
     let err = TrustedKeys::parse(&weak, "w.pub").unwrap_err();
     assert!(err.to_string().contains("weak"), "{err}");
 }
+
+/// An envelope stuffed with signatures costs one verification per trusted
+/// key: the first signature naming a key is the one tried, and an
+/// envelope of more than `MAX_SIGNATURES` is refused unread.
+#[test]
+fn each_trusted_key_is_tried_once_and_signatures_are_capped() {
+    let signer = key(1);
+    let good = statement(1).sign(&signer);
+    let mut stuffed = good.clone();
+    stuffed.signatures[0].sig = "AAAA".into();
+    stuffed.signatures.extend(good.signatures.clone());
+    assert_eq!(
+        trusting(&[&signer]).verify(&stuffed),
+        Err(Refusal::Invalid(signer.id.clone())),
+        "a second signature naming a key tried already is not tried"
+    );
+    let mut many = good.clone();
+    for n in 0..MAX_SIGNATURES {
+        many.signatures
+            .extend(statement(1).sign(&key(10 + n as u8)).signatures);
+    }
+    let refused = trusting(&[&signer]).verify(&many).unwrap_err();
+    assert_eq!(refused.kind(), "malformed");
+    assert!(refused.to_string().contains("more than"), "{refused}");
+    many.signatures.truncate(MAX_SIGNATURES);
+    assert!(trusting(&[&signer]).verify(&many).is_ok());
+}
