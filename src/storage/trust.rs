@@ -323,11 +323,16 @@ impl Trust {
     }
 
     /// Writes what [`Trust::published`] accepted since the last call into
-    /// `--cache-dir`: a small file per workspace, off the scan's locks (a
-    /// first scan of ten thousand workspaces writes ten thousand).
+    /// `--cache-dir`, durably: a small file per workspace, then one sync of
+    /// the file system for all of them (a first scan of ten thousand
+    /// workspaces writes ten thousand: one fsync each would cost seconds).
+    /// The scan calls it before the catalog swap that serves them.
     pub fn persist(&self) {
         let changed = std::mem::take(&mut *self.unwritten());
         if let Some(dir) = &self.dir {
+            if changed.is_empty() {
+                return;
+            }
             for accepted in changed {
                 if let Err(error) = write_accepted(dir, &accepted) {
                     tracing::warn!(
@@ -337,6 +342,11 @@ impl Trust {
                         "cannot remember the accepted revision; after a restart, this replica may accept an older signed version until it expires"
                     );
                 }
+            }
+            if let Err(error) =
+                std::fs::File::open(dir).and_then(|d| crate::os::sync_filesystem(&d))
+            {
+                tracing::warn!(dir = %dir.display(), error = %error, "cannot sync what was accepted to disk; a crash now may forget it");
             }
         }
     }
@@ -451,13 +461,24 @@ fn read_accepted(dir: &Path) -> Result<HashMap<String, Accepted>, TrustError> {
             // A write cut short: the rename never happened.
             continue;
         }
-        let ledger = |why: String| TrustError::Ledger {
-            path: path.clone(),
-            why,
-        };
-        let bytes = std::fs::read(&path).map_err(|e| ledger(e.to_string()))?;
-        let read: Accepted = serde_json::from_slice(&bytes).map_err(|e| ledger(e.to_string()))?;
-        accepted.insert(read.workspace.clone(), read);
+        // An entry that cannot be read (empty, torn by a crash, edited) is
+        // not remembered, loudly: stopping the start for good would leave
+        // deleting the directory, and with it every entry, as the way out.
+        let read = std::fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| {
+                serde_json::from_slice::<Accepted>(&bytes).map_err(|e| e.to_string())
+            });
+        match read {
+            Ok(read) => {
+                accepted.insert(read.workspace.clone(), read);
+            }
+            Err(why) => tracing::warn!(
+                file = %path.display(),
+                error = %why,
+                "cannot read what was accepted before for one workspace: it is not remembered, so that workspace may accept an older signed version until that version expires; the entry is written again once its workspace next loads"
+            ),
+        }
     }
     Ok(accepted)
 }

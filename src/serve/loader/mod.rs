@@ -394,13 +394,16 @@ impl Snapshots {
             &settled.restored,
             self.precompress,
         ));
-        // 7. Publish; what serves now on a signature is remembered.
-        publish::publish(&files, &settled, &self.store, &self.metrics, &self.origin);
+        // 7. Publish. What will serve on a signature is remembered on disk
+        // first, durably: a crash right after the swap must not let a
+        // restart accept an older signed version of what served.
         let signed = settled
             .loaded
             .iter()
             .filter_map(|(name, _)| files.get(name)?.signed.as_ref());
         self.origin.trust().published(signed);
+        self.origin.trust().persist();
+        publish::publish(&files, &settled, &self.store, &self.metrics, &self.origin);
         self.ledger
             .published(files.values().filter_map(|e| e.dataset.as_deref()));
         if !settled.retired.is_empty() {
@@ -410,8 +413,6 @@ impl Snapshots {
             settled.reread.extend(fit);
         }
         drop(files);
-        // What was accepted, remembered on disk off the files lock.
-        self.origin.trust().persist();
         // Small changes' gzip fragments, now that the new versions serve.
         repacks.run();
         Retired(std::mem::take(&mut settled.retired)).free();

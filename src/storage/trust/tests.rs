@@ -189,3 +189,44 @@ fn a_fifo_named_like_a_signature_is_refused_without_blocking() {
         "{refused}"
     );
 }
+
+/// A torn or empty entry of what was accepted does not stop the start: it
+/// is not remembered (and said so), and the others still are.
+#[test]
+fn a_torn_entry_of_what_was_accepted_is_forgotten_not_fatal() {
+    let cache = tempfile::tempdir().unwrap();
+    let trust = trusting(Some(cache.path()));
+    let signed = |workspace: &str| {
+        let named = Named {
+            workspace,
+            version: "v",
+            sha256: &"ab".repeat(32),
+            key_hashes: None,
+            revision: Some(3),
+        };
+        let envelope = Statement::new(&named, &[], 3, SystemTime::now(), DAY).sign(&key());
+        let listed = Listed {
+            envelope: Some(envelope),
+            workspace: workspace.into(),
+            version: "v".into(),
+            sha256: "ab".repeat(32),
+            key_hashes: None,
+            revision: Some(3),
+        };
+        trust
+            .judge(Claim::Listed(&listed), SystemTime::now())
+            .unwrap()
+            .unwrap()
+    };
+    let (kept, torn) = (signed("ws-kept"), signed("ws-torn"));
+    trust.published([&kept, &torn]);
+    trust.persist();
+    std::fs::write(
+        accepted_path(&cache.path().join(ACCEPTED_DIR), "ws-torn"),
+        b"",
+    )
+    .unwrap();
+    let again = trusting(Some(cache.path()));
+    assert!(again.accepted_as("ws-kept", &"ab".repeat(32)).is_some());
+    assert!(again.accepted_as("ws-torn", &"ab".repeat(32)).is_none());
+}

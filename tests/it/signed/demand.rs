@@ -149,6 +149,10 @@ async fn a_load_on_demand_never_takes_a_delta_or_digest_from_an_entry_whose_sign
     })
     .await;
 
+    eprintln!(
+        "DEBUG before v2: {}",
+        server.snapshot_status("ws-acme").await.unwrap()
+    );
     // v2, signed; publish sends it as a delta from v1.
     let acme = write_json(dir.path(), "acme.json", &companies_renamed("v2", 150));
     let genuine_delta = delta_of(&publish_signed(&s3, "p", &[acme], &secret).await);
@@ -169,6 +173,11 @@ async fn a_load_on_demand_never_takes_a_delta_or_digest_from_an_entry_whose_sign
     })
     .await;
 
+    eprintln!(
+        "DEBUG after v2: {}",
+        server.snapshot_status("ws-acme").await.unwrap()
+    );
+    eprintln!("DEBUG v2 version: {v2}");
     // The forged content: v2's workspace, version and keys, company 150
     // renamed; its delta from v1, made in the forger's prefix.
     let mut forged = companies_renamed("v2", 150);
