@@ -99,7 +99,7 @@ impl Cache {
             // One directory per cache: several servers may run in one
             // process, and each deletes its own directory when it stops.
             None => (
-                super::scratch::private_dir("portfolio-replica-downloads"),
+                super::scratch::private_dir("portfolio-replica-downloads")?,
                 false,
             ),
         };
@@ -331,7 +331,7 @@ impl Drop for Cache {
     /// A private download directory goes with the process.
     fn drop(&mut self) {
         if !self.keep {
-            let _ = std::fs::remove_dir_all(&self.dir);
+            super::scratch::remove(&self.dir);
         }
     }
 }

@@ -50,14 +50,17 @@ impl Copies {
         let (dir, temporary) = match cache_dir {
             Some(dir) => (dir.join("copies"), false),
             None => (
-                super::scratch::private_dir("portfolio-replica-copies"),
+                super::scratch::private_dir("portfolio-replica-copies")?,
                 true,
             ),
         };
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir)?;
+        if !temporary {
+            // What an earlier process left in the cache directory.
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir)?;
+            }
+            super::scratch::ensure(&dir)?;
         }
-        std::fs::create_dir_all(&dir)?;
         tracing::info!(dir = %dir.display(), "a memory budget: the last good version of each snapshot is kept here for loads on demand");
         Ok(Copies {
             inner,
@@ -75,7 +78,7 @@ impl Copies {
     /// Copies `local` (the file where it lies) to a fresh private path.
     fn copy(&self, name: &str, local: Local) -> Fetch {
         // A temporary directory may have been cleaned up under us.
-        let _ = std::fs::create_dir_all(&self.dir);
+        let _ = super::scratch::ensure(&self.dir);
         let n = self.copies.fetch_add(1, Ordering::Relaxed);
         let ending = if name.ends_with(".gz") {
             ".json.gz"
@@ -171,7 +174,7 @@ impl Source for Copies {
 impl Drop for Copies {
     fn drop(&mut self) {
         if self.temporary {
-            let _ = std::fs::remove_dir_all(&self.dir);
+            super::scratch::remove(&self.dir);
         }
     }
 }

@@ -43,4 +43,5 @@ pub use location::{Location, StorageOptions};
 pub use origin::{Origin, Source};
 pub use portfolio_wire::status::{OriginStatus, SourceStatus};
 pub use portfolio_wire::{delta, manifest};
+pub use scratch::remove_all as scratch_remove_all;
 pub use trust::Trust;

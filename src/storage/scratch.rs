@@ -1,20 +1,64 @@
-//! Private temporary directories: `<temp>/<prefix>-<pid>-<n>`, one per
-//! cache or set of copies, removed by their owner when it stops. A process
-//! killed (SIGKILL, OOM, a crash) cannot remove its own, and a replica's
-//! copies are as large as its snapshots, so each new one first removes
-//! those whose process is gone.
+//! Private temporary directories: `<temp>/<prefix>-<pid>-<random>`, made
+//! by `tempfile` (mode 0700, a name no other user can guess or take
+//! first), one per cache or set of copies, removed by their owner when it
+//! stops, and by [`remove_all`] when the server stops (a clean SIGTERM
+//! ends the process without dropping every owner). A process killed
+//! (SIGKILL, OOM, a crash) cannot remove its own, and a replica's copies
+//! are as large as its snapshots, so each new one first removes those
+//! whose process is gone.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-/// A fresh private directory's path for `prefix`, after removing the
-/// directories of `prefix` that processes no longer running left.
-pub fn private_dir(prefix: &str) -> PathBuf {
+/// The private directories this process made and has not removed.
+static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A fresh private directory for `prefix`, made (mode 0700), after removing
+/// the directories of `prefix` that processes no longer running left.
+pub fn private_dir(prefix: &str) -> std::io::Result<PathBuf> {
     let temp = std::env::temp_dir();
     remove_orphans(&temp, prefix);
-    static DIRS: AtomicU64 = AtomicU64::new(0);
-    let n = DIRS.fetch_add(1, Ordering::Relaxed);
-    temp.join(format!("{prefix}-{}-{n}", std::process::id()))
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("{prefix}-{}-", std::process::id()))
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir_in(&temp)?
+        .keep();
+    live().push(dir.clone());
+    Ok(dir)
+}
+
+/// Removes the private directory `dir` (its owner stops).
+pub fn remove(dir: &Path) {
+    live().retain(|d| d != dir);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Re-creates `dir` if something removed it under a running server (a
+/// temporary directory cleaner), private again.
+pub fn ensure(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+    {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Removes every private directory this process made and still has: the
+/// server calls it once it has stopped serving.
+pub fn remove_all() {
+    for dir in std::mem::take(&mut *live()) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 /// Removes `<dir>/<prefix>-<pid>-<n>` for every `pid` that is not a running
@@ -65,5 +109,21 @@ mod tests {
         assert!(!dead.exists(), "a dead process's directory is removed");
         assert!(alive.exists(), "a live process's directory stays");
         assert!(other.exists(), "another prefix is not touched");
+    }
+
+    #[test]
+    fn a_private_dir_is_private_unguessable_and_removed_with_the_others() {
+        use std::os::unix::fs::PermissionsExt;
+        let (a, b) = (
+            private_dir("scratch-private").unwrap(),
+            private_dir("scratch-private").unwrap(),
+        );
+        assert_ne!(a, b);
+        let mode = std::fs::metadata(&a).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+        let name = a.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with(&format!("scratch-private-{}-", std::process::id())));
+        remove_all();
+        assert!(!a.exists() && !b.exists());
     }
 }

@@ -141,7 +141,7 @@ pub enum TrustError {
     #[error("--trust-key: {0}")]
     Key(KeyError),
     #[error(
-        "cannot read what was accepted before from {path}: {why} (it guards against replayed versions; remove the file to start afresh)"
+        "cannot read what was accepted before from {path}: {why} (it guards against replayed versions)"
     )]
     Ledger { path: PathBuf, why: String },
 }

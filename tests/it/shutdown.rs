@@ -190,3 +190,49 @@ async fn sigterm_with_a_stalled_request_head_exits_0_after_the_grace_flag() {
 async fn sigint_with_a_stalled_request_head_exits_0_after_the_grace_env_var() {
     a_stalled_head_delays_exit_by_at_most_the_grace("INT", true).await;
 }
+
+/// A memory budget's private copies and downloads live in directories of
+/// their own (mode 0700) that a clean SIGTERM removes: a restart needs no
+/// room for the last run's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_removes_the_private_copies_of_a_budget() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempdir();
+    write_json(dir.path(), "acme.json", &fixture("ws-acme", &[KEY], 20));
+    let temp = tempdir();
+    let temp_path = temp.path().to_str().unwrap().to_owned();
+    let mut bin = Binary::start(
+        dir.path(),
+        &["--memory-budget", "16MiB"],
+        &[("TMPDIR", &temp_path)],
+    )
+    .await;
+    let answer = get_from(bin.api, "/tasks", Some(KEY)).await.unwrap();
+    assert_eq!(answer.status, 200);
+    let private: Vec<_> = std::fs::read_dir(temp.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("portfolio-replica-")
+        })
+        .collect();
+    assert!(
+        !private.is_empty(),
+        "no private directory under {temp_path}"
+    );
+    for entry in &private {
+        let mode = entry.metadata().unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{} is {mode:o}", entry.path().display());
+    }
+    bin.signal("TERM");
+    let status = bin.wait_exit(Duration::from_secs(10)).await;
+    assert_eq!(status.code(), Some(0), "{status}");
+    let left: Vec<_> = std::fs::read_dir(temp.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "left after SIGTERM: {left:?}");
+}
