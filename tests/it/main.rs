@@ -18,6 +18,7 @@ mod diff;
 mod edges;
 mod fair;
 mod feed;
+mod fuzz_seeds;
 mod fuzz_snapshots;
 mod gzip_pages;
 mod isolation;
