@@ -155,7 +155,14 @@ pub fn listed(
             Some(Err(_)) => None,
         };
         let hollow = accepted.and_then(|signed| {
-            let dataset = hollow(&name, &fingerprint, claims.get(&name)?)?;
+            // Under --trust-key, the limits are the signed ones: the
+            // record's own copy is not covered by the signature.
+            let claims = claims.get(&name)?;
+            let limits = match &signed {
+                Some(signed) => signed.statement().limits,
+                None => claims.limits,
+            };
+            let dataset = hollow(&name, &fingerprint, claims, limits)?;
             Some((dataset, signed))
         });
         match hollow {
@@ -184,8 +191,13 @@ pub fn listed(
 }
 
 /// What `claims` say of the workspace `name` at `fingerprint`, as a
-/// hollow dataset; `None` if a key hash is not one.
-fn hollow(name: &str, fingerprint: &Fingerprint, claims: &Claims) -> Option<Dataset> {
+/// hollow dataset limited by `limits`; `None` if a key hash is not one.
+fn hollow(
+    name: &str,
+    fingerprint: &Fingerprint,
+    claims: &Claims,
+    limits: Option<crate::store::limits::WorkspaceLimits>,
+) -> Option<Dataset> {
     let key_hashes = claims
         .key_hashes
         .iter()
@@ -201,7 +213,7 @@ fn hollow(name: &str, fingerprint: &Fingerprint, claims: &Claims) -> Option<Data
         workspace_name: None,
         version: claims.version.clone(),
         key_hashes,
-        limits: claims.limits,
+        limits,
         content_hash: hasher.finish(),
     }))
 }

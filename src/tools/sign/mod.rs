@@ -132,8 +132,10 @@ impl Signer {
         };
         let named = named(workspace, version, revision);
         let mut statement = Statement::new(&named, keys, revision, now, self.valid_for);
-        // What a delta must rebuild, for replicas that use one.
+        // What a delta must rebuild, for replicas that use one, and the
+        // limits a replica applies before it reads the snapshot.
         statement.plain_sha256 = version.plain_sha256.clone();
+        statement.limits = version.limits;
         let envelope = statement.sign(&self.key);
         version.signature = Some(envelope.clone());
         Ok(envelope)
@@ -170,6 +172,9 @@ impl Signer {
         }
         if statement.plain_sha256 != version.plain_sha256 {
             return Some("its signature does not name the uncompressed content".to_owned());
+        }
+        if statement.limits != version.limits {
+            return Some("its signature does not name the workspace's limits".to_owned());
         }
         let left = statement
             .expires()

@@ -23,7 +23,7 @@ use super::objstore::{POLL, key_files, publish_signed};
 use super::{DAY, hex, key, trusting};
 use crate::util::*;
 
-/// Smaller than either workspace: each is held alone, the last one loaded.
+/// Smaller than the workspace: it is held only while the last one loaded.
 const BUDGET: u64 = 1 << 10;
 
 /// A verifying replica of prefix `p` under a memory budget, keeping its
@@ -118,41 +118,26 @@ async fn a_load_on_demand_never_takes_a_delta_or_digest_from_an_entry_whose_sign
     let (secret, _) = key_files(dir.path(), &signer, "publisher");
     let (forger, _) = key_files(dir.path(), &stranger, "forger");
 
-    // v1 of ws-acme, and another workspace to push it out of memory.
+    // v1 of ws-acme, signed.
     let acme = write_json(dir.path(), "acme.json", &companies_renamed("v1", 0));
-    let mut other = fixture("ws-other", &[OTHER_KEY], 1000);
-    other["version"] = json!("v1");
-    let other = write_json(dir.path(), "other.json", &other);
-    publish_signed(&s3, "p", &[acme.clone(), other], &secret).await;
+    publish_signed(&s3, "p", std::slice::from_ref(&acme), &secret).await;
     // The forger's own prefix, from the same first version: where the
     // forged delta is made (signed with a key nobody trusts).
     publish_signed(&s3, "x", std::slice::from_ref(&acme), &forger).await;
     let v1 = current(&record(&s3, "p").await).1;
     assert_eq!(current(&record(&s3, "x").await).1["sha256"], v1["sha256"]);
 
-    let trust = || trusting(&[&signer], Some(cache.path()));
-    let server = budgeted(&s3, trust(), cache.path()).await;
     // v1 loaded on demand: its download is the cache's last good object of
-    // ws-acme, the base of v2's delta. Then ws-other, held alone in its
-    // place: ws-acme is not in memory when v2 comes.
+    // ws-acme, the base of v2's delta.
+    let trust = || trusting(&[&signer], Some(cache.path()));
+    let first = budgeted(&s3, trust(), cache.path()).await;
     assert_eq!(
-        company_150(&server).await,
+        company_150(&first).await,
         (200, "Company 150 ".to_owned(), Some("v1".to_owned()))
     );
-    server.get_ok("/portfolio", OTHER_KEY).await;
-    eventually("ws-acme evicted", async || {
-        let entry = server.snapshot_status("ws-acme").await.unwrap();
-        match entry["resident"] == false {
-            true => Ok(()),
-            false => Err(entry.to_string()),
-        }
-    })
-    .await;
+    drop(first);
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
 
-    eprintln!(
-        "DEBUG before v2: {}",
-        server.snapshot_status("ws-acme").await.unwrap()
-    );
     // v2, signed; publish sends it as a delta from v1.
     let acme = write_json(dir.path(), "acme.json", &companies_renamed("v2", 150));
     let genuine_delta = delta_of(&publish_signed(&s3, "p", &[acme], &secret).await);
@@ -160,24 +145,25 @@ async fn a_load_on_demand_never_takes_a_delta_or_digest_from_an_entry_whose_sign
     assert_eq!(v2["version"], "v2");
     assert_eq!(v2["delta"]["base"], v1["sha256"], "{v2}");
     let v2_object = format!("p/{}", v2["key"].as_str().unwrap());
+    // A replica on that cache reads the records (a version announced in
+    // the journal carries no key hashes, and would be fetched by the
+    // poll): v2 is accepted on its signature and listed hollow from its
+    // claims, not fetched.
+    let server = budgeted(&s3, trust(), cache.path()).await;
     eventually("v2 listed, hollow", async || {
         let entry = server.snapshot_status("ws-acme").await.unwrap();
-        match (&entry["version"], &entry["resident"], &entry["error"]) {
-            (version, resident, error)
-                if version == "v2" && resident == false && error.is_null() =>
-            {
-                Ok(())
-            }
-            _ => Err(entry.to_string()),
+        let hollow = entry["version"] == "v2"
+            && entry["resident"] == false
+            && entry["records"].is_null()
+            && entry["error"].is_null()
+            && entry["signature"]["revision"] == 2;
+        match hollow {
+            true => Ok(()),
+            false => Err(entry.to_string()),
         }
     })
     .await;
 
-    eprintln!(
-        "DEBUG after v2: {}",
-        server.snapshot_status("ws-acme").await.unwrap()
-    );
-    eprintln!("DEBUG v2 version: {v2}");
     // The forged content: v2's workspace, version and keys, company 150
     // renamed; its delta from v1, made in the forger's prefix.
     let mut forged = companies_renamed("v2", 150);

@@ -70,6 +70,12 @@ pub struct Statement {
     /// the JSON inside, which a version rebuilt from a delta must be.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plain_sha256: Option<String>,
+    /// A manifest's version: the workspace's own limits as its record
+    /// lists them. A replica under `--trust-key` that has not read the
+    /// snapshot (a memory budget) limits the workspace by these, never by
+    /// the record's unsigned copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::store::limits::WorkspaceLimits>,
 }
 
 /// The names a statement must match, as the manifest or the file gives them.
@@ -115,6 +121,7 @@ impl Statement {
             signed_at: utc_millis(now),
             expires_at: utc_millis(now + valid_for),
             plain_sha256: None,
+            limits: None,
         }
     }
 
