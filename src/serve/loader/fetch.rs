@@ -217,3 +217,79 @@ fn hollow(
         content_hash: hasher.finish(),
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+    use crate::storage::trust::{Named, Statement, Trust, TrustedKeys};
+    use crate::storage::{Directory, ObjectVersion};
+    use crate::store::limits::WorkspaceLimits;
+    use portfolio_wire::signed::SecretKey;
+
+    fn limits(rate: u32) -> Option<WorkspaceLimits> {
+        Some(WorkspaceLimits {
+            rate_per_second: Some(rate),
+            ..WorkspaceLimits::default()
+        })
+    }
+
+    /// Under --trust-key a workspace listed from a manifest is limited by
+    /// the limits its accepted statement names; the record's own copy,
+    /// which no signature covers, is ignored. Without it, the copy is all
+    /// there is.
+    #[test]
+    fn a_listed_workspace_is_limited_by_its_signed_limits_not_the_records_copy() {
+        let key = SecretKey::from_seed([3; 32]);
+        let key_hash = "ab".repeat(32);
+        let named = Named {
+            workspace: "ws",
+            version: "v1",
+            sha256: &"cd".repeat(32),
+            key_hashes: Some(std::slice::from_ref(&key_hash)),
+            revision: Some(2),
+        };
+        let day = Duration::from_secs(86_400);
+        let mut statement = Statement::new(&named, &[key_hash.clone()], 2, SystemTime::now(), day);
+        statement.limits = limits(5);
+        let listed = Listed {
+            envelope: Some(statement.sign(&key)),
+            workspace: "ws".into(),
+            version: "v1".into(),
+            sha256: "cd".repeat(32),
+            key_hashes: Some(vec![key_hash.clone()]),
+            revision: Some(2),
+        };
+        // The record's copy, edited by whoever can write the bucket.
+        let claims = Claims {
+            version: "v1".into(),
+            key_hashes: vec![key_hash],
+            limits: limits(1_000_000),
+        };
+        let fingerprint = Fingerprint::Object(ObjectVersion {
+            key: "p/objects/ws.json.gz".into(),
+            tag: "cd".repeat(32),
+            size: 10,
+            written: None,
+        });
+        let entries = vec![("ws".to_owned(), fingerprint)];
+        let signed = BTreeMap::from([("ws".to_owned(), listed)]);
+        let claims = BTreeMap::from([("ws".to_owned(), claims)]);
+        let dir = tempfile::tempdir().unwrap();
+        let limited_by = |trust: Option<Arc<Trust>>| {
+            let mut origin = Origin::new(Directory::open(dir.path()).unwrap());
+            if let Some(trust) = trust {
+                origin = origin.trusting(trust);
+            }
+            let (to_fetch, read) = super::listed(entries.clone(), &claims, &origin, &signed);
+            assert!(to_fetch.is_empty());
+            read[0].result.as_ref().unwrap().dataset.limits
+        };
+        let mut keys = TrustedKeys::default();
+        keys.add(key.public());
+        let trust = Arc::new(Trust::new(keys, None).unwrap());
+        assert_eq!(limited_by(Some(trust)), limits(5));
+        assert_eq!(limited_by(None), limits(1_000_000));
+    }
+}
