@@ -277,7 +277,12 @@ impl<'d> Body<'d> {
         }
         page.text(first, mid);
         if let Some((r, packed, l, chain)) = list {
-            page.list(packed, l, chain, |i| r.record(i));
+            if packed.trim() > 0 {
+                // Meetings, packed open for `include=notes`, listed whole.
+                page.whole_records(packed, l, |i| r.record(i));
+            } else {
+                page.list(packed, l, chain, |i| r.record(i));
+            }
         }
         page.text(first, tail.as_bytes());
         *out = page.finish();
@@ -385,6 +390,21 @@ impl Dataset {
                 &self.parts.notes.records,
                 group(self.parts.notes.by_company.get(&id)),
                 Some(chains::BY_PARENT),
+                page,
+            )
+        })
+    }
+
+    /// `/portfolio/{id}/meetings` (an extension of the spec); `None` if the
+    /// company is unknown. Each meeting as `/meetings/{id}` serves it
+    /// without `include`; the page is assembled from the meetings' solo
+    /// fragments (they have no chain order, see `warm::chains`).
+    pub fn company_meetings_body(&self, id: u128, page: OffsetPage) -> Option<Body<'_>> {
+        self.has_company(id).then(|| {
+            offset_body(
+                &self.parts.meetings.records,
+                group(self.parts.meetings.by_company.get(&id)),
+                None,
                 page,
             )
         })
@@ -542,6 +562,10 @@ impl Dataset {
 
     pub fn company_notes(&self, id: u128, page: OffsetPage) -> Option<Bytes> {
         self.company_notes_body(id, page).map(|b| b.identity())
+    }
+
+    pub fn company_meetings(&self, id: u128, page: OffsetPage) -> Option<Bytes> {
+        self.company_meetings_body(id, page).map(|b| b.identity())
     }
 
     pub fn company_metrics(&self, id: u128) -> Option<Bytes> {
