@@ -188,25 +188,4 @@ pub(crate) mod tests {
         assert_eq!(gunzip(&gz.finish()), plain);
         assert_eq!(gunzip(&GzipPage::new(0).finish()), b"");
     }
-
-    #[test]
-    fn a_list_of_trimmed_records_is_served_whole() {
-        let meetings = records(6);
-        let packing = Packing {
-            chains: &[],
-            depths: &[1],
-            trim: 1,
-            solo: true,
-        };
-        let m = Packed::build(&meetings, &packing, 1, &(), &|| true).expect("built");
-        for list in [&[4u32, 1, 5][..], &[2], &[0, 1, 2, 3, 4, 5]] {
-            let mut gz = GzipPage::new(0);
-            gz.text(&m, b"{\"data\":[");
-            gz.whole_records(&m, list, |i| &meetings[i][..]);
-            gz.text(&m, b"]}");
-            let records: Vec<&[u8]> = list.iter().map(|&i| &meetings[i as usize][..]).collect();
-            let plain = [&b"{\"data\":["[..], &records.join(&b","[..]), b"]}"].concat();
-            assert_eq!(gunzip(&gz.finish()), plain, "list {list:?}");
-        }
-    }
 }

@@ -103,9 +103,6 @@ impl<'a> GzipPage<'a> {
     /// With `chain`, the caller vouches that `list` is a stretch of that
     /// chain order (a main list, a company's list): then no record is
     /// looked up but the first.
-    ///
-    /// Records of a packing with a trim are as packed: cut short (see
-    /// [`GzipPage::whole_records`] for them whole).
     pub fn list<'r>(
         &mut self,
         packed: &'a Packed,
@@ -142,28 +139,6 @@ impl<'a> GzipPage<'a> {
                 j += 1;
             }
             self.run(packed, chain, start, j - run);
-        }
-    }
-
-    /// Records `list` of `packed` whole, comma-separated, where the packing
-    /// cut each short by its trim (records left open where they are served
-    /// alone): each goes as its fragment (solo, or literals), then the
-    /// bytes the trim cut off, as text. `record(i)` is record `i`'s whole
-    /// plain text. Chains join cut records, so none is followed.
-    pub fn whole_records<'r>(
-        &mut self,
-        packed: &'a Packed,
-        list: &[u32],
-        record: impl Fn(usize) -> &'r [u8],
-    ) {
-        for (j, &i) in list.iter().enumerate() {
-            if j > 0 {
-                self.comma(packed);
-            }
-            let bytes = record(i as usize);
-            let kept = bytes.len() - packed.trim().min(bytes.len());
-            self.record(packed, i as usize, &bytes[..kept]);
-            self.text(packed, &bytes[kept..]);
         }
     }
 

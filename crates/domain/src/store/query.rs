@@ -268,21 +268,23 @@ impl<'d> Body<'d> {
         if let Some((r, packed, i, open)) = record {
             let bytes = r.record(i as usize);
             let kept = bytes.len() - packed.trim();
-            page.record(packed, i as usize, &bytes[..kept]);
-            // What the packing cut off, unless the page leaves it off too.
             let end = bytes.len() - usize::from(open);
-            if kept < end {
-                page.text(first, &bytes[kept..end]);
+            if kept <= end {
+                page.record(packed, i as usize, &bytes[..kept]);
+                // What the packing cut off, unless the page leaves it off too.
+                if kept < end {
+                    page.text(first, &bytes[kept..end]);
+                }
+            } else {
+                // Left open where the packing kept it whole (a meeting
+                // with its notes): its fragment would close it, so its
+                // bytes go as literals.
+                page.text(first, &bytes[..end]);
             }
         }
         page.text(first, mid);
         if let Some((r, packed, l, chain)) = list {
-            if packed.trim() > 0 {
-                // Meetings, packed open for `include=notes`, listed whole.
-                page.whole_records(packed, l, |i| r.record(i));
-            } else {
-                page.list(packed, l, chain, |i| r.record(i));
-            }
+            page.list(packed, l, chain, |i| r.record(i));
         }
         page.text(first, tail.as_bytes());
         *out = page.finish();
@@ -397,14 +399,13 @@ impl Dataset {
 
     /// `/portfolio/{id}/meetings` (an extension of the spec); `None` if the
     /// company is unknown. Each meeting as `/meetings/{id}` serves it
-    /// without `include`; the page is assembled from the meetings' solo
-    /// fragments (they have no chain order, see `warm::chains`).
+    /// without `include`.
     pub fn company_meetings_body(&self, id: u128, page: OffsetPage) -> Option<Body<'_>> {
         self.has_company(id).then(|| {
             offset_body(
                 &self.parts.meetings.records,
                 group(self.parts.meetings.by_company.get(&id)),
-                None,
+                Some(chains::BY_PARENT),
                 page,
             )
         })
