@@ -108,6 +108,8 @@ def main():
         check(q(f"/portfolio/{c}/tasks", limit=100), "chained")
         check(q(f"/portfolio/{c}/tasks", limit=7, offset=2), "chained")
         check(q(f"/portfolio/{c}/notes", limit=100), "chained")
+        check(q(f"/portfolio/{c}/meetings", limit=100), "chained")
+        check(q(f"/portfolio/{c}/meetings", limit=3, offset=1), "chained")
         check(f"/portfolio/{c}/roles", "chained")
         check(f"/portfolio/{c}/metrics", "chained")
     for t in tasks[:: max(len(tasks) // 300, 1)]:

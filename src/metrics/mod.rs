@@ -41,7 +41,7 @@ mod signatures;
 mod snapshots;
 
 /// The statuses the API answers with; anything else counts as `other`.
-const STATUSES: [u16; 9] = [200, 304, 400, 401, 404, 405, 500, 503, 0];
+const STATUSES: [u16; 10] = [200, 304, 400, 401, 404, 405, 429, 500, 503, 0];
 
 fn status_index(status: u16) -> usize {
     STATUSES

@@ -37,12 +37,24 @@ async fn a_workspace_over_its_rate_gets_429_with_the_limit_and_when_to_retry() {
     assert_eq!(refused.header("retry-after"), Some("1"));
     assert_eq!(
         refused.header("ratelimit-policy"),
-        Some("\"default\";q=1;w=1")
+        Some("\"default\";q=1;w=1, \"burst\";q=3"),
+        "the rate, and its burst as a policy of its own"
     );
     assert_eq!(refused.header("ratelimit"), Some("\"default\";r=0;t=1"));
     let metrics = server.admin_get("/metrics").await.text();
     assert!(
         metrics.contains("portfolio_replica_throttled_requests_total{reason=\"rate\"} 1"),
+        "{metrics}"
+    );
+    // 429s have a status of their own in the request counter.
+    assert!(
+        metrics.contains(
+            "portfolio_replica_http_requests_total{route=\"/portfolio\",status=\"429\"} 1\n"
+        ),
+        "{metrics}"
+    );
+    assert!(
+        !metrics.contains("route=\"/portfolio\",status=\"other\"} 1"),
         "{metrics}"
     );
     // Another workspace has its own rate; an unknown key is a 401.
@@ -172,10 +184,43 @@ async fn a_snapshots_own_limits_win_over_the_flags() {
     let refused = server.get("/portfolio", Some(KEY)).await;
     assert_eq!(
         refused.header("ratelimit-policy"),
-        Some("\"default\";q=1;w=1")
+        Some("\"default\";q=1;w=1, \"burst\";q=2")
     );
     // The other workspace has the flag's rate.
     for _ in 0..20 {
         assert_eq!(server.get("/portfolio", Some(OTHER_KEY)).await.status, 200);
+    }
+}
+
+#[tokio::test]
+async fn a_browser_script_may_read_a_429s_retry_after_and_limits() {
+    let origin = "https://app.example.com";
+    let dir = tempdir();
+    let mut snap = fixture("ws-a", &[KEY], 1);
+    snap["limits"] = json!({"rate_per_second": 1, "burst": 1});
+    write_json(dir.path(), "a.json", &snap);
+    let server = TestServer::start_in(dir, |c| {
+        c.cors = Some(portfolio_replica::serve::api::Cors::parse(origin).expect("an origin"));
+    })
+    .await;
+    let auth = format!("Bearer {KEY}");
+    let headers = [("Authorization", auth.as_str()), ("Origin", origin)];
+    assert_eq!(
+        server.request("GET", "/portfolio", &headers).await.status,
+        200
+    );
+    let refused = server.request("GET", "/portfolio", &headers).await;
+    assert_eq!(refused.status, 429, "{}", refused.text());
+    assert_eq!(refused.header("access-control-allow-origin"), Some(origin));
+    for exposed in ["Retry-After", "RateLimit", "RateLimit-Policy", "ETag"] {
+        assert!(
+            lists(&refused, "access-control-expose-headers", exposed),
+            "{exposed} must be exposed: {:?}",
+            refused.headers
+        );
+        assert!(
+            exposed == "ETag" || refused.header(exposed).is_some(),
+            "the 429 carries {exposed}"
+        );
     }
 }

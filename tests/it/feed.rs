@@ -285,6 +285,17 @@ async fn malformed_cursors_are_400() {
         ));
     }
     server.check_statuses(Some(KEY), &cases).await;
+    // Its message starts as every other bad query's does.
+    for cursor in ["garbage", ""] {
+        let resp = server
+            .get(&format!("/feed?cursor={cursor}"), Some(KEY))
+            .await;
+        assert_eq!(
+            resp.json(),
+            json!({"error": "Invalid query: cursor is not valid: pass the nextCursor of a previous page, or an ISO 8601 timestamp like 2026-05-01T00:00:00.000Z"}),
+            "cursor={cursor:?}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

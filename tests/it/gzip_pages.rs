@@ -157,6 +157,9 @@ async fn paths(server: &TestServer, key: &str, snapshot: &Value) -> Vec<String> 
             out.push(format!(
                 "/portfolio/{company}/notes?limit={limit}&offset={offset}"
             ));
+            out.push(format!(
+                "/portfolio/{company}/meetings?limit={limit}&offset={offset}"
+            ));
         }
         out.push(format!("/portfolio/{company}/roles"));
         out.push(format!("/portfolio/{company}/metrics"));
@@ -360,6 +363,15 @@ async fn every_page_at_every_offset_assembles_to_valid_gzip() {
             "company metrics",
         );
         check_body(ds.company_body(id).expect("a company"), "company");
+        // Too few meetings here to be precompressed: see the next test.
+        for limit in [1, 2, 3, 50] {
+            for offset in [0, 1, 3] {
+                let meetings = ds
+                    .company_meetings_body(id, page(limit, offset))
+                    .expect("a company");
+                check_body(meetings, &format!("company meetings {limit}@{offset}"));
+            }
+        }
     }
     for kind in [None, Some("press"), Some("hiring"), Some("nope")] {
         for limit in [1, 2, 5, 50] {
@@ -390,6 +402,77 @@ async fn every_page_at_every_offset_assembles_to_valid_gzip() {
 
 /// With `--precompress off` nothing is compressed at load, and gzip
 /// answers (compressed per request) still decode to the plain body.
+/// A company's meetings are precompressed solo and chained by company: a
+/// page of them is assembled at every offset, about as small as gzip -1;
+/// a meeting alone from its solo fragment, and with its notes (left open
+/// for them) from literals and the notes' fragments.
+#[test]
+fn every_page_of_a_companys_meetings_is_assembled_from_its_chain() {
+    let mut snap = snapshot("ws-meetings-gzip", &[KEY]);
+    add(&mut snap, "companies", (1..=3).map(|c| company(c, "Co")));
+    let meetings = (0..150u64).map(|i| {
+        let start = format!(
+            "2026-03-{:02}T10:{:02}:00+0{}:00",
+            1 + i % 28,
+            i % 60,
+            i % 3
+        );
+        let mut m = meeting(1000 + i, 1 + i % 3, &start);
+        m["attributes"]["title"] =
+            serde_json::json!(format!("Weekly sync {i} on hiring and the board deck"));
+        m
+    });
+    add(&mut snap, "meetings", meetings);
+    add(
+        &mut snap,
+        "meeting_notes",
+        (0..20u64).map(|i| {
+            let mut note = meeting_note(5000 + i, 1000 + i % 5, "2026-03-01T10:00:00Z");
+            note["attributes"]["notes"] =
+                serde_json::json!(format!("{i}: we talked about the round. ").repeat(40));
+            note
+        }),
+    );
+    let bytes = serde_json::to_vec(&snap).expect("json");
+    let mut ds = portfolio_replica::snapshot::load("meetings.json", &bytes)
+        .expect("load")
+        .dataset;
+    portfolio_replica::serve::loader::warm::start(&mut ds, true).run();
+    ds.wait_warmed();
+    let page = |limit, offset| OffsetPage { limit, offset };
+    for c in 1..=3 {
+        let id = portfolio_replica::store::id::parse_id(&uuid(c)).expect("uuid");
+        for limit in [1, 2, 3, 7, 50, 100] {
+            for offset in 0..=51 {
+                let body = ds
+                    .company_meetings_body(id, page(limit, offset))
+                    .expect("a company");
+                must_assemble(body, &format!("meetings of {c} {limit}@{offset}"));
+            }
+        }
+    }
+    let id = portfolio_replica::store::id::parse_id(&uuid(1)).expect("uuid");
+    let body = ds
+        .company_meetings_body(id, page(50, 0))
+        .expect("a company");
+    let (plain, gz) = (body.identity(), body.gzip().expect("assembled"));
+    // A stretch of the meetings' chain by company: about gzip -1's size.
+    assert!(
+        (gz.len() as f64) < 2.0 * gzip_1_estimate(&plain),
+        "{} bytes assembled for {} plain",
+        gz.len(),
+        plain.len()
+    );
+    for i in 0..10u64 {
+        let id = portfolio_replica::store::id::parse_id(&uuid(1000 + i)).expect("uuid");
+        let alone = ds.meeting_body(id, false).expect("a meeting");
+        must_assemble(alone, &format!("meeting {i}"));
+        // Left open ahead of its notes: the meeting as literals.
+        let with_notes = ds.meeting_body(id, true).expect("a meeting");
+        must_assemble(with_notes, &format!("meeting {i} with notes"));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_precompression_gzip_answers_are_compressed_per_request() {
     let dir = tempdir();

@@ -11,6 +11,7 @@ mod budget;
 mod budget_objstore;
 mod caching;
 mod cli;
+mod company_meetings;
 mod compression;
 mod conflicts;
 mod deltas;

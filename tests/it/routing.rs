@@ -40,6 +40,7 @@ const BY_ID_TEMPLATES: &[&str] = &[
     "/portfolio/{}/roles",
     "/portfolio/{}/notes",
     "/portfolio/{}/metrics",
+    "/portfolio/{}/meetings",
     "/tasks/{}",
     "/notes/{}",
     "/meetings/{}",
@@ -121,6 +122,7 @@ async fn checks_run_in_the_order_auth_then_validation_then_lookup() {
         (format!("/portfolio/{unknown}/roles"), 404),
         (format!("/portfolio/{unknown}/notes"), 404),
         (format!("/portfolio/{unknown}/metrics"), 404),
+        (format!("/portfolio/{unknown}/meetings"), 404),
         (format!("/tasks/{unknown}"), 404),
         (format!("/notes/{unknown}"), 404),
         (format!("/meetings/{unknown}"), 404),
@@ -128,6 +130,7 @@ async fn checks_run_in_the_order_auth_then_validation_then_lookup() {
         // A bad query value is 400 even where the record does not exist.
         (format!("/portfolio/{unknown}/tasks?limit=0"), 400),
         (format!("/portfolio/{unknown}/notes?offset=-1"), 400),
+        (format!("/portfolio/{unknown}/meetings?limit=101"), 400),
         (format!("/meetings/{unknown}?include=other"), 400),
         // An id of another collection names no record of this one.
         (format!("/portfolio/{}", ids.task), 404),
@@ -156,7 +159,7 @@ async fn unknown_paths_are_404_with_a_key_and_401_without() {
         "/snapshots".into(),
         "/feed/extra".into(),
         format!("/portfolio/{}/unknown", ids.company),
-        format!("/portfolio/{}/meetings", ids.company),
+        format!("/portfolio/{}/meetings/{}", ids.company, ids.meeting),
         format!("/portfolio/{}/tasks/{}", ids.company, ids.task),
         format!("/tasks/{}/notes", ids.task),
         format!("/meetings/{}/notes", ids.meeting),

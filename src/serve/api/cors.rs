@@ -5,8 +5,9 @@
 //! as a preflight, since browsers send one without a key (theirs carries
 //! `Access-Control-Request-Method`, which is not required). Every answer to
 //! an allowed origin says so, exposes the headers a client needs
-//! (`X-Snapshot-Version`, `ETag`), and varies on `Origin` unless any origin
-//! is allowed.
+//! ([`EXPOSED`]: `X-Snapshot-Version`, `ETag`, and a 429's `Retry-After`
+//! and `RateLimit` fields), and varies on `Origin` unless any origin is
+//! allowed.
 
 use warp::http::header::{
     ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS, ACCESS_CONTROL_ALLOW_ORIGIN,
@@ -14,6 +15,11 @@ use warp::http::header::{
 };
 use warp::http::{HeaderMap, StatusCode};
 use warp::reply::Response;
+
+/// The answer headers a browser script may read beyond the safelisted
+/// ones: the version and tag of a 200, and what a 429 says of when to
+/// retry and of the limits (`limits::too_many`).
+pub const EXPOSED: &str = "X-Snapshot-Version, ETag, Retry-After, RateLimit, RateLimit-Policy";
 
 /// Which origins may call the API from a browser.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,7 +91,7 @@ impl Cors {
         h.insert(ACCESS_CONTROL_ALLOW_ORIGIN, allow);
         h.insert(
             ACCESS_CONTROL_EXPOSE_HEADERS,
-            HeaderValue::from_static("X-Snapshot-Version, ETag"),
+            HeaderValue::from_static(EXPOSED),
         );
     }
 

@@ -266,18 +266,25 @@ pub fn hold(why: Refusal) -> Duration {
 
 /// The 429 of a refused request: the API's error body, `Retry-After` in
 /// whole seconds, and the IETF `RateLimit-Policy` / `RateLimit` fields
-/// (draft-ietf-httpapi-ratelimit-headers-10) naming the limit hit.
+/// (draft-ietf-httpapi-ratelimit-headers-10) naming the limit hit (a
+/// rate's policy with its burst beside it).
 pub fn too_many(Refused { policy, why }: Refused) -> warp::reply::Response {
     use warp::http::StatusCode;
     use warp::http::header::{HeaderValue, RETRY_AFTER};
     let (message, retry, policy_field, state) = match why {
         Refusal::Rate { retry_after } => {
-            let rate = policy.rate.map_or(0, |(per_second, _)| per_second.get());
+            let (rate, burst) = policy.rate.map_or((0, 0), |(per_second, burst)| {
+                (per_second.get(), burst.get())
+            });
             let seconds = retry_after.as_secs_f64().ceil().max(1.0) as u64;
             (
                 format!("Too many requests: this workspace may send {rate} per second"),
                 seconds,
-                format!("\"default\";q={rate};w=1"),
+                // The draft has no burst parameter; a field may list several
+                // quota policies, so the burst is its own: a quota of
+                // `burst` requests with no window (`w` is optional), that
+                // many may come at once (docs/api.md#rate-limits).
+                format!("\"default\";q={rate};w=1, \"burst\";q={burst}"),
                 format!("\"default\";r=0;t={seconds}"),
             )
         }

@@ -391,6 +391,7 @@ fn endpoint<'d>(
         Route::CompanyRoles => of_company(Dataset::company_roles_body),
         Route::CompanyNotes => of_company_paged(Dataset::company_notes_body),
         Route::CompanyMetrics => of_company(Dataset::company_metrics_body),
+        Route::CompanyMeetings => of_company_paged(Dataset::company_meetings_body),
         Route::Tasks => {
             let status = q.filter("filter[status]")?;
             let priority = q.filter("filter[priority]")?;

@@ -85,9 +85,10 @@ impl<'q> Query<'q> {
     pub fn feed<'k>(&self, kind: &'k mut Option<Cow<'q, str>>) -> Result<FeedQuery<'k>, ApiError> {
         let cursor = match self.get("cursor")? {
             None => None,
-            Some(text) => {
-                Some(Cursor::parse(&text).map_err(|e| ApiError::bad_request(e.to_string()))?)
-            }
+            Some(text) => Some(
+                Cursor::parse(&text)
+                    .map_err(|e| ApiError::bad_request(format!("Invalid query: {e}")))?,
+            ),
         };
         let limit = self.integer("limit", 1, 50)?.unwrap_or(20);
         *kind = self.filter("filter[type]")?;

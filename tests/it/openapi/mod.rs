@@ -123,6 +123,51 @@ async fn the_served_document_is_the_file_and_needs_no_key() {
     assert_eq!(doc["openapi"], "3.1.0");
     assert_eq!(doc["info"]["version"], "1.0.0");
     assert_eq!(doc["info"]["title"], "Portfolio API (portfolio-replica)");
+
+    // One path per route the server answers, and nothing else.
+    let paths: std::collections::BTreeSet<&str> = doc["paths"]
+        .as_object()
+        .expect("paths")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let routes: std::collections::BTreeSet<&str> = portfolio_replica::serve::api::Route::LABELS
+        .into_iter()
+        .filter(|&label| label != "other")
+        .collect();
+    assert_eq!(
+        paths, routes,
+        "the document's paths are the server's routes"
+    );
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        let op = &item["get"];
+        // Only the extension is marked as one, with a description.
+        let extension = path == "/portfolio/{id}/meetings";
+        assert_eq!(op["x-extension"] == true, extension, "{path}: x-extension");
+        if extension {
+            assert!(
+                op["description"]
+                    .as_str()
+                    .is_some_and(|d| d.contains("extension"))
+            );
+        }
+        // Every secured operation documents its 429 and a 503, each with
+        // Retry-After.
+        if op["security"] == serde_json::json!([]) {
+            continue;
+        }
+        for status in ["429", "503"] {
+            let reference = op["responses"][status]["$ref"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{path}: no {status}"));
+            let name = reference.rsplit('/').next().expect("a name");
+            let response = &doc["components"]["responses"][name];
+            assert!(
+                response["headers"]["Retry-After"].is_object(),
+                "{path}: {status} without Retry-After"
+            );
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

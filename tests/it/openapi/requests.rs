@@ -211,7 +211,7 @@ pub(super) async fn traffic(c: &mut Checker<'_>, server: &TestServer, key: &str,
             let path = format!("/portfolio/{company}/{sub}");
             c.run(server, Case::new(&path, Some(key), 200)).await;
         }
-        for sub in ["tasks", "notes"] {
+        for sub in ["tasks", "notes", "meetings"] {
             let base = format!("/portfolio/{company}/{sub}");
             walk_offset(c, server, key, &base, None).await;
             walk_offset(c, server, key, &base, Some(7)).await;

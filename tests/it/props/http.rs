@@ -23,6 +23,7 @@ enum Route {
     CompanyRoles,
     CompanyNotes,
     CompanyMetrics,
+    CompanyMeetings,
     Tasks,
     Task,
     Roles,
@@ -38,6 +39,7 @@ const ROUTES: &[Route] = &[
     Route::CompanyRoles,
     Route::CompanyNotes,
     Route::CompanyMetrics,
+    Route::CompanyMeetings,
     Route::Tasks,
     Route::Task,
     Route::Roles,
@@ -56,6 +58,7 @@ impl Route {
             Route::CompanyRoles => format!("/portfolio/{segment}/roles"),
             Route::CompanyNotes => format!("/portfolio/{segment}/notes"),
             Route::CompanyMetrics => format!("/portfolio/{segment}/metrics"),
+            Route::CompanyMeetings => format!("/portfolio/{segment}/meetings"),
             Route::Tasks => "/tasks".into(),
             Route::Task => format!("/tasks/{segment}"),
             Route::Roles => "/roles".into(),
@@ -97,7 +100,9 @@ impl Route {
                 model_filter(pairs, "filter[priority]").is_ok()
                     && model_offset_page(pairs, 100, 50).is_ok()
             }
-            Route::CompanyTasks | Route::CompanyNotes => model_offset_page(pairs, 100, 50).is_ok(),
+            Route::CompanyTasks | Route::CompanyNotes | Route::CompanyMeetings => {
+                model_offset_page(pairs, 100, 50).is_ok()
+            }
             Route::Tasks => {
                 model_filter(pairs, "filter[status]").is_ok()
                     && model_filter(pairs, "filter[priority]").is_ok()

@@ -107,13 +107,14 @@ fn rec(a_values: usize, b_values: usize) -> impl Strategy<Value = Rec> {
         )
 }
 
-/// A random workspace: companies, tasks, notes and feed entries.
+/// A random workspace: companies, tasks, notes, feed entries and meetings.
 #[derive(Clone, Debug)]
 struct Data {
     companies: Vec<Rec>,
     tasks: Vec<Rec>,
     notes: Vec<Rec>,
     feed: Vec<Rec>,
+    meetings: Vec<Rec>,
 }
 
 /// Drops records whose id an earlier one of the list has (shrinking makes ids collide).
@@ -129,12 +130,14 @@ fn data() -> impl Strategy<Value = Data> {
         prop::collection::vec(rec(STATUSES.len(), PRIORITIES.len()), 0..40),
         prop::collection::vec(rec(1, 1), 0..25),
         prop::collection::vec(rec(TYPES.len(), 1), 0..45),
+        prop::collection::vec(rec(1, 1), 0..25),
     )
-        .prop_map(|(companies, tasks, notes, feed)| Data {
+        .prop_map(|(companies, tasks, notes, feed, meetings)| Data {
             companies: unique(companies),
             tasks: unique(tasks),
             notes: unique(notes),
             feed: unique(feed),
+            meetings: unique(meetings),
         })
 }
 
@@ -198,6 +201,21 @@ impl Data {
                 }})
             })
             .collect();
+        let meetings: Vec<Value> = self
+            .meetings
+            .iter()
+            .map(|m| {
+                json!({ "id": m.id_text, "attributes": {
+                    "company_id": self.parent_text(m),
+                    "title": format!("meeting {}", m.id_text),
+                    "start_time": m.at_text,
+                    "end_time": null,
+                    "attendees": [],
+                    "created_at": "2026-01-01T00:00:00Z",
+                    "updated_at": "2026-01-01T00:00:00Z",
+                }})
+            })
+            .collect();
         let feed: Vec<Value> = self
             .feed
             .iter()
@@ -218,11 +236,13 @@ impl Data {
             "tasks": tasks,
             "notes": notes,
             "feed": feed,
+            "meetings": meetings,
         })
     }
 }
 
-/// Newest first, ties by id descending: the order of task, note and feed lists.
+/// Newest first, ties by id descending: the order of task, note, feed and
+/// company meeting lists.
 fn newest_first<'r>(records: impl IntoIterator<Item = &'r Rec>) -> Vec<&'r Rec> {
     let mut list: Vec<&Rec> = records.into_iter().collect();
     list.sort_by_key(|r| std::cmp::Reverse((r.at, r.id)));
@@ -313,7 +333,7 @@ struct Op {
 
 fn op() -> impl Strategy<Value = Op> {
     (
-        0u8..7,
+        0u8..8,
         0usize..64,
         0usize..64,
         0u8..4,
@@ -516,25 +536,31 @@ fn run_op(data: &Data, ds: &Dataset, op: &Op) -> Result<(), TestCaseError> {
                 },
             )
         }
-        1 | 2 => {
+        1 | 2 | 7 => {
             let id = company(op.x);
             let known = data.companies.iter().any(|c| c.id == id);
-            let records = if op.kind == 1 {
-                &data.tasks
-            } else {
-                &data.notes
+            let (records, body, name, instant) = match op.kind {
+                1 => (
+                    &data.tasks,
+                    ds.company_tasks(id, page),
+                    "tasks",
+                    "created_at",
+                ),
+                2 => (
+                    &data.notes,
+                    ds.company_notes(id, page),
+                    "notes",
+                    "created_at",
+                ),
+                _ => (
+                    &data.meetings,
+                    ds.company_meetings(id, page),
+                    "meetings",
+                    "start_time",
+                ),
             };
             let list = newest_first(records.iter().filter(|r| data.parent_id(r) == id));
-            let body = if op.kind == 1 {
-                ds.company_tasks(id, page)
-            } else {
-                ds.company_notes(id, page)
-            };
-            let what = format!(
-                "{} of {}",
-                if op.kind == 1 { "tasks" } else { "notes" },
-                id_string(id, false)
-            );
+            let what = format!("{name} of {}", id_string(id, false));
             match body {
                 None => {
                     prop_assert!(
@@ -555,7 +581,7 @@ fn run_op(data: &Data, ds: &Dataset, op: &Op) -> Result<(), TestCaseError> {
                         &body,
                         &list,
                         page,
-                        |r| json!({ "created_at": r.at_text, "company_id": data.parent_text(r) }),
+                        |r| json!({ instant: r.at_text, "company_id": data.parent_text(r) }),
                     )
                 }
             }
@@ -665,8 +691,9 @@ proptest! {
         let ds = &loaded.dataset;
         prop_assert_eq!(ds.counts.tasks, data.tasks.len());
         prop_assert_eq!(ds.counts.feed, data.feed.len());
+        prop_assert_eq!(ds.counts.meetings, data.meetings.len());
         // Every request kind once, and the random ones.
-        for kind in 0..7 {
+        for kind in 0..8 {
             run_op(&data, ds, &Op { kind, x: 0, y: 0, z: 0, limit: 100, offset: 0 })?;
         }
         for op in &ops {

@@ -163,6 +163,9 @@ struct LatestMetrics {
 struct Meetings {
     records: Arc<Rendered>,
     at: IdMap<u32>,
+    /// Newest `start_time` first, then id descending (the extension
+    /// `/portfolio/{id}/meetings`).
+    by_company: IdMap<Positions>,
 }
 
 struct MeetingNotes {

@@ -268,11 +268,18 @@ impl<'d> Body<'d> {
         if let Some((r, packed, i, open)) = record {
             let bytes = r.record(i as usize);
             let kept = bytes.len() - packed.trim();
-            page.record(packed, i as usize, &bytes[..kept]);
-            // What the packing cut off, unless the page leaves it off too.
             let end = bytes.len() - usize::from(open);
-            if kept < end {
-                page.text(first, &bytes[kept..end]);
+            if kept <= end {
+                page.record(packed, i as usize, &bytes[..kept]);
+                // What the packing cut off, unless the page leaves it off too.
+                if kept < end {
+                    page.text(first, &bytes[kept..end]);
+                }
+            } else {
+                // Left open where the packing kept it whole (a meeting
+                // with its notes): its fragment would close it, so its
+                // bytes go as literals.
+                page.text(first, &bytes[..end]);
             }
         }
         page.text(first, mid);
@@ -384,6 +391,20 @@ impl Dataset {
             offset_body(
                 &self.parts.notes.records,
                 group(self.parts.notes.by_company.get(&id)),
+                Some(chains::BY_PARENT),
+                page,
+            )
+        })
+    }
+
+    /// `/portfolio/{id}/meetings` (an extension of the spec); `None` if the
+    /// company is unknown. Each meeting as `/meetings/{id}` serves it
+    /// without `include`.
+    pub fn company_meetings_body(&self, id: u128, page: OffsetPage) -> Option<Body<'_>> {
+        self.has_company(id).then(|| {
+            offset_body(
+                &self.parts.meetings.records,
+                group(self.parts.meetings.by_company.get(&id)),
                 Some(chains::BY_PARENT),
                 page,
             )
@@ -542,6 +563,10 @@ impl Dataset {
 
     pub fn company_notes(&self, id: u128, page: OffsetPage) -> Option<Bytes> {
         self.company_notes_body(id, page).map(|b| b.identity())
+    }
+
+    pub fn company_meetings(&self, id: u128, page: OffsetPage) -> Option<Bytes> {
+        self.company_meetings_body(id, page).map(|b| b.identity())
     }
 
     pub fn company_metrics(&self, id: u128) -> Option<Bytes> {

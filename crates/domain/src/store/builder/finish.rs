@@ -107,6 +107,7 @@ impl Builder {
         let (notes, note_at) = take(Collection::Notes);
         let (meetings, meeting_at) = take(Collection::Meetings);
         let k = |c: Collection| &keys[c.index()];
+        let meetings = meetings_by_company(meetings, k(Collection::Meetings), meeting_at);
         let dataset_parts = (
             companies_by_name(
                 companies,
@@ -171,10 +172,7 @@ impl Builder {
                 feed,
                 notes,
                 metrics,
-                meetings: Meetings {
-                    records: Arc::new(meetings.finish()),
-                    at: meeting_at,
-                },
+                meetings,
                 meeting_notes,
                 reusable,
             }),
@@ -349,6 +347,16 @@ fn feed(rendered: Renderer, keys: &[Key], types: &[Option<u32>], interner: &Inte
 fn notes_by_company(rendered: Renderer, keys: &[Key], at: IdMap<u32>) -> Notes {
     let order = newest_first(keys);
     Notes {
+        by_company: group_by_parent(&order, keys),
+        records: Arc::new(rendered.finish()),
+        at,
+    }
+}
+
+/// Meetings: by id, and newest `start_time` first per company.
+fn meetings_by_company(rendered: Renderer, keys: &[Key], at: IdMap<u32>) -> Meetings {
+    let order = newest_first(keys);
+    Meetings {
         by_company: group_by_parent(&order, keys),
         records: Arc::new(rendered.finish()),
         at,
