@@ -124,6 +124,9 @@ pub struct SnapshotFile {
     opened: Option<Arc<OpenFile>>,
     /// Hashing the stored bytes as the first reader reads them.
     digest: Option<Digesting>,
+    /// A gzip file inflates to at most this many bytes, or its reading
+    /// fails ([`SnapshotFile::inflating_at_most`]).
+    inflated_at_most: Option<u64>,
 }
 
 /// The SHA-256 of what the first reader read, and how far it read.
@@ -145,6 +148,7 @@ impl SnapshotFile {
             name,
             opened: None,
             digest: None,
+            inflated_at_most: None,
         }
     }
 
@@ -170,6 +174,18 @@ impl SnapshotFile {
     pub fn digesting(self) -> SnapshotFile {
         SnapshotFile {
             digest: self.opened.is_some().then(Digesting::default),
+            ..self
+        }
+    }
+
+    /// This file, which must inflate to at most `bytes` if it is gzip: what
+    /// the memory limit counted it at from its trailer (ISIZE, the size
+    /// modulo 4 GiB of the last member only), so that a file whose size
+    /// wrapped, or of several members, fails to load rather than load
+    /// beyond what was counted.
+    pub fn inflating_at_most(self, bytes: u64) -> SnapshotFile {
+        SnapshotFile {
+            inflated_at_most: self.gzip.then_some(bytes),
             ..self
         }
     }
@@ -264,6 +280,29 @@ impl<R> Drop for Hashing<'_, R> {
     }
 }
 
+/// A reader that fails once more than `at_most` bytes came through it.
+struct AtMost<R> {
+    inner: R,
+    left: u64,
+    at_most: u64,
+}
+
+impl<R: Read> Read for AtMost<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.left = self.left.checked_sub(n as u64).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "it inflates past the {} bytes its gzip trailer records (a .json.gz must be one gzip member of under 4 GiB uncompressed to be counted against the memory limit; store a larger one as .json)",
+                    self.at_most
+                ),
+            )
+        })?;
+        Ok(n)
+    }
+}
+
 /// Feeds what is written into a hasher.
 struct HashWriter<'a>(&'a mut Sha256);
 
@@ -281,24 +320,36 @@ impl std::io::Write for HashWriter<'_> {
 impl Source for SnapshotFile {
     fn open(&self) -> Result<Box<dyn Read + '_>, SnapshotError> {
         let raw = self.raw()?;
-        Ok(if self.is_gzip() {
-            Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(
-                1 << 16,
-                raw,
-            )))
-        } else {
-            raw
+        if !self.is_gzip() {
+            return Ok(raw);
+        }
+        let inflated = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, raw));
+        Ok(match self.inflated_at_most {
+            Some(at_most) => Box::new(AtMost {
+                inner: inflated,
+                left: at_most,
+                at_most,
+            }),
+            None => Box::new(inflated),
         })
     }
 
     fn read_all(&self) -> Result<Vec<u8>, SnapshotError> {
+        if self.is_gzip() {
+            // Inflated as the load inflates it, bound and all.
+            let mut out = Vec::with_capacity((self.stored_len() as usize).saturating_mul(4));
+            self.open()?.read_to_end(&mut out).map_err(|err| {
+                SnapshotError::new(&self.name, format!("not a complete gzip file: {err}"))
+            })?;
+            return Ok(out);
+        }
         let len = self.stored_len() as usize;
         let mut raw = Vec::with_capacity(len + 1);
         crate::os::prefer_huge_pages(&raw);
         self.raw()?
             .read_to_end(&mut raw)
             .map_err(|err| self.cannot_read(err))?;
-        decode(&self.name, self.gzip, raw)
+        Ok(raw)
     }
 
     /// The size on disk; a gzip file holds several times as much JSON.
@@ -312,21 +363,36 @@ impl Source for SnapshotFile {
     }
 }
 
-/// Decompresses `raw` when it is `gzip`; passes it through otherwise.
-fn decode(name: &str, gzip: bool, raw: Vec<u8>) -> Result<Vec<u8>, SnapshotError> {
-    if !gzip {
-        return Ok(raw);
-    }
-    let mut out = Vec::with_capacity(raw.len().saturating_mul(4));
-    flate2::read::MultiGzDecoder::new(raw.as_slice())
-        .read_to_end(&mut out)
-        .map_err(|err| SnapshotError::new(name, format!("not a complete gzip file: {err}")))?;
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::is_snapshot_name;
+    use super::*;
+
+    /// A gzip file that inflates past what it was counted at (its trailer
+    /// wrapped past 4 GiB, or lies) fails to load, with the reason; below
+    /// the bound it loads.
+    #[test]
+    fn a_gzip_file_inflating_past_its_count_is_refused() {
+        use std::io::Write;
+        let json =
+            std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/acme.json")).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&json).unwrap();
+        let gz = gz.finish().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ws.json.gz");
+        std::fs::write(&path, &gz).unwrap();
+        let opened = || Arc::new(OpenFile::open(&path).unwrap());
+        let load = |file: &SnapshotFile| {
+            crate::snapshot::load_from("ws.json.gz", file, &crate::store::OneThread, &mut |_, _| {})
+        };
+        let exact = SnapshotFile::opened(opened(), &path, "ws.json.gz")
+            .inflating_at_most(json.len() as u64);
+        assert!(load(&exact).is_ok());
+        let short = SnapshotFile::opened(opened(), &path, "ws.json.gz")
+            .inflating_at_most(json.len() as u64 - 1);
+        let error = load(&short).err().expect("refused");
+        assert!(error.to_string().contains("inflates past"), "{error}");
+    }
 
     #[test]
     fn only_json_and_json_gz_are_snapshots() {

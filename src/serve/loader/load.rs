@@ -317,6 +317,11 @@ impl Loading<'_> {
         if fetched.signed.is_some() {
             file = file.digesting();
         }
+        if self.memory.bytes().is_some() {
+            // Not past what the limit counted it at.
+            let counted = json_bytes(&file, local.len);
+            file = file.inflating_at_most(counted);
+        }
         if local.len >= LARGE_FILE {
             tracing::info!(file = %fetched.name, bytes = local.len, "loading a large snapshot");
         }
