@@ -339,7 +339,13 @@ fn run_server(args: &ServeArgs) -> anyhow::Result<()> {
             "PORTFOLIO_ADMIN_LISTEN",
         )
         .await?;
-        portfolio_replica::serve(config, api, admin, shutdown_signal()).await
+        let served = portfolio_replica::serve(config, api, admin, shutdown_signal()).await;
+        // The process ends here: its private copies and downloads go with
+        // it, even where their owners are still held by a thread that
+        // outlives the server (a library user running several servers in
+        // one process relies on each owner's own cleanup instead).
+        portfolio_replica::storage::scratch_remove_all();
+        served
     })
 }
 

@@ -179,9 +179,6 @@ pub async fn run(
         task.abort();
     }
     drop(reloader);
-    // Private copies and downloads go with the server, even where their
-    // owners are still held by a thread that outlives it.
-    crate::storage::scratch_remove_all();
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! Private temporary directories: `<temp>/<prefix>-<pid>-<random>`, made
 //! by `tempfile` (mode 0700, a name no other user can guess or take
 //! first), one per cache or set of copies, removed by their owner when it
-//! stops, and by [`remove_all`] when the server stops (a clean SIGTERM
+//! stops, and by [`remove_all`] when the process ends (a clean SIGTERM
 //! ends the process without dropping every owner). A process killed
 //! (SIGKILL, OOM, a crash) cannot remove its own, and a replica's copies
 //! are as large as its snapshots, so each new one first removes those
@@ -54,7 +54,8 @@ pub fn ensure(dir: &Path) -> std::io::Result<()> {
 }
 
 /// Removes every private directory this process made and still has: the
-/// server calls it once it has stopped serving.
+/// binary calls it as the process ends (several servers may run in one
+/// process, e.g. in tests, each removing its own when it is dropped).
 pub fn remove_all() {
     for dir in std::mem::take(&mut *live()) {
         let _ = std::fs::remove_dir_all(dir);
@@ -112,7 +113,7 @@ mod tests {
     }
 
     #[test]
-    fn a_private_dir_is_private_unguessable_and_removed_with_the_others() {
+    fn a_private_dir_is_private_unguessable_and_removed_by_its_owner() {
         use std::os::unix::fs::PermissionsExt;
         let (a, b) = (
             private_dir("scratch-private").unwrap(),
@@ -123,7 +124,10 @@ mod tests {
         assert_eq!(mode & 0o777, 0o700, "{mode:o}");
         let name = a.file_name().unwrap().to_string_lossy().into_owned();
         assert!(name.starts_with(&format!("scratch-private-{}-", std::process::id())));
-        remove_all();
+        // (Not remove_all: other tests of this process have theirs.)
+        remove(&a);
+        remove(&b);
         assert!(!a.exists() && !b.exists());
+        assert!(!live().contains(&a));
     }
 }
