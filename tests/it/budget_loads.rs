@@ -1,0 +1,87 @@
+//! What a load on demand counts against, through the real binary: a
+//! workspace heavier than the cache keeps by itself is held, loaded once
+//! and counted in the resident bytes within the documented ceiling; a
+//! memory limit under a budget counts hollow workspaces at their catalog
+//! cost and refuses at start a budget it cannot hold; a load survives the
+//! clients that hang up on it; requests waiting for a load do not count
+//! against `--max-in-flight`; and reloads under a budget never answer a
+//! reader of a resident workspace with a 503 (docs/operations.md, "What a
+//! load counts against").
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::*;
+
+async fn loads(bin: &Binary) -> f64 {
+    metric_at(
+        bin.admin,
+        "portfolio_replica_demand_loads_total{outcome=\"ok\"}",
+    )
+    .await
+}
+
+async fn hits(bin: &Binary) -> f64 {
+    metric_at(
+        bin.admin,
+        "portfolio_replica_resident_lookups_total{result=\"hit\"}",
+    )
+    .await
+}
+
+async fn resident_bytes(bin: &Binary) -> f64 {
+    metric_at(bin.admin, "portfolio_replica_resident_bytes").await
+}
+
+async fn status_of(bin: &Binary, path: &str, key: &str) -> u16 {
+    get_from(bin.api, path, Some(key)).await.expect(path).status
+}
+
+/// Writes `heavy.json`, one workspace of `n` tasks with long titles, for
+/// `KEY`.
+fn write_heavy(dir: &Path, n: u64, title_len: usize) {
+    write_json(
+        dir,
+        "heavy.json",
+        &tasks_snapshot("ws-heavy", KEY, "v1", n, title_len),
+    );
+}
+
+/// What the budget counts `heavy.json` at: the resident bytes of a replica
+/// with room for it, once it is loaded.
+async fn weight_of_heavy(dir: &Path) -> u64 {
+    let roomy = Binary::start(dir, &["--memory-budget", "256MiB"], &[]).await;
+    assert_eq!(status_of(&roomy, "/roles", KEY).await, 200);
+    let weight = resident_bytes(&roomy).await as u64;
+    assert!(weight > 0, "the heavy workspace is resident");
+    weight
+}
+
+/// A workspace of several megabytes: its load takes long enough for
+/// requests to meet it under way.
+fn write_large(dir: &Path) {
+    write_heavy(dir, 3_000, 3_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_waiting_for_a_load_do_not_count_against_max_in_flight() {
+    let dir = tempdir();
+    write_large(dir.path());
+    let args = ["--memory-budget", "256MiB", "--max-in-flight", "2"];
+    let bin = Binary::start(dir.path(), &args, &[]).await;
+    let requests: Vec<_> = (0..6)
+        .map(|_| {
+            let api = bin.api;
+            tokio::spawn(async move { get_from(api, "/tasks?limit=1", Some(KEY)).await })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for request in requests {
+        statuses.push(request.await.unwrap().expect("answered").status);
+    }
+    assert_eq!(statuses, [200; 6], "six requests on a cold workspace");
+    assert_eq!(loads(&bin).await, 1.0);
+}
+
