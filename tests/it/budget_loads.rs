@@ -85,3 +85,55 @@ async fn requests_waiting_for_a_load_do_not_count_against_max_in_flight() {
     assert_eq!(loads(&bin).await, 1.0);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_of_resident_workspaces_get_no_503_during_reloads_under_a_budget() {
+    let dir = tempdir();
+    let keys = generate_fleet(dir.path(), "micro", 40).await;
+    let args = ["--memory-budget", "4MiB", "--poll-interval", "50ms"];
+    let bin = Binary::start(dir.path(), &args, &[]).await;
+    for key in keys.values() {
+        assert_eq!(status_of(&bin, "/roles", key).await, 200);
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (api, keys, stop) = (bin.api, keys.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut answers = std::collections::BTreeMap::<u16, u64>::new();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    for key in keys.values() {
+                        let status = get_from(api, "/roles", Some(key)).await.unwrap().status;
+                        *answers.entry(status).or_default() += 1;
+                    }
+                }
+                answers
+            })
+        })
+        .collect();
+    for round in 0..8 {
+        let version = format!("round-{round}");
+        for file in keys.keys() {
+            let path = dir.path().join(file);
+            let mut snapshot: Value =
+                serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            snapshot["version"] = Value::from(version.as_str());
+            replace_json(dir.path(), file, &snapshot);
+        }
+        let (_, key) = keys.iter().last().unwrap();
+        eventually("the round's versions serve", async || {
+            let resp = get_from(bin.api, "/roles", Some(key)).await?;
+            (resp.header("x-snapshot-version") == Some(version.as_str()))
+                .then_some(())
+                .ok_or(format!("{:?}", resp.header("x-snapshot-version")))
+        })
+        .await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut answers = std::collections::BTreeMap::<u16, u64>::new();
+    for reader in readers {
+        for (status, n) in reader.await.unwrap() {
+            *answers.entry(status).or_default() += n;
+        }
+    }
+    assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [200], "{answers:?}");
+}

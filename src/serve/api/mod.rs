@@ -127,12 +127,39 @@ impl ApiService {
             Step::Load(hollow, resident) => {
                 let service = self.clone();
                 Either::Right(Box::pin(async move {
-                    let loaded = resident.load(&hollow).await;
+                    let mut loaded = resident.load(&hollow).await;
+                    if loaded.is_err()
+                        && let Some(newer) = service.serving_now(&request, &hollow)
+                    {
+                        // Its version stopped serving between the catalog
+                        // this request read and its load (a reload
+                        // published a newer one and forgot this one): the
+                        // version serving now answers, as it would a
+                        // request a moment later, rather than a 503 that a
+                        // replica without a budget would not give.
+                        loaded = if !newer.is_hollow() {
+                            Ok(newer)
+                        } else if let Some(full) = resident.get(&newer) {
+                            Ok(full)
+                        } else {
+                            resident.load(&newer).await
+                        };
+                    }
                     let response = service.answer_loaded(&request, route, loaded);
                     Ok(service.finish(&request, route, response, started))
                 }))
             }
         }
+    }
+
+    /// The dataset serving `request`'s key now, if it is another version
+    /// than `hollow`.
+    fn serving_now<B>(&self, request: &Request<B>, hollow: &Dataset) -> Option<Arc<Dataset>> {
+        let state = &self.state;
+        let key_hash = auth::bearer_key_hash(request.headers(), &state.key_prefix)?;
+        let catalog = state.store.load();
+        let now = catalog.by_key(&key_hash)?;
+        (now.fingerprint != hollow.fingerprint).then(|| Arc::clone(now))
     }
 
     /// The answer from a workspace loaded on demand, or the 503 of a load

@@ -394,6 +394,9 @@ impl Snapshots {
         ));
         // 7. Publish; what serves now on a signature is remembered.
         publish::publish(&files, &settled, &self.store, &self.metrics, &self.origin);
+        if let Some(resident) = &self.resident {
+            hollow::forget_retired(&files, &settled, resident);
+        }
         let signed = settled
             .loaded
             .iter()
