@@ -59,6 +59,95 @@ async fn weight_of_heavy(dir: &Path) -> u64 {
     weight
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_of_three_quarters_of_the_budget_loads_once_and_stays() {
+    let dir = tempdir();
+    write_heavy(dir.path(), 2_000, 200);
+    let small = generate_fleet(dir.path(), "micro", 8).await;
+    let weight = weight_of_heavy(dir.path()).await;
+    let budget = weight * 4 / 3;
+    let bin = Binary::start(
+        dir.path(),
+        &["--memory-budget", &budget.to_string()],
+        &[],
+    )
+    .await;
+
+    assert_eq!(status_of(&bin, "/roles", KEY).await, 200);
+    let hits_before = hits(&bin).await;
+    assert_eq!(status_of(&bin, "/tasks?limit=3", KEY).await, 200);
+    assert_eq!(loads(&bin).await, 1.0, "asked twice, loaded once");
+    assert_eq!(hits(&bin).await, hits_before + 1.0, "the second request hit");
+
+    // The small workspaces share what it leaves, and it stays.
+    for key in small.values() {
+        assert_eq!(status_of(&bin, "/roles", key).await, 200);
+        let held = resident_bytes(&bin).await;
+        assert!(
+            held <= budget as f64,
+            "resident bytes {held} within the budget {budget}"
+        );
+    }
+    let before = loads(&bin).await;
+    assert_eq!(status_of(&bin, "/roles", KEY).await, 200);
+    assert_eq!(loads(&bin).await, before, "the heavy workspace stayed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_heavier_than_the_budget_is_held_and_counted_alone() {
+    let dir = tempdir();
+    write_heavy(dir.path(), 2_000, 200);
+    let small = generate_fleet(dir.path(), "micro", 8).await;
+    let weight = weight_of_heavy(dir.path()).await;
+    let budget = weight * 2 / 3;
+    let bin = Binary::start(
+        dir.path(),
+        &["--memory-budget", &budget.to_string()],
+        &[],
+    )
+    .await;
+    assert_eq!(status_of(&bin, "/roles", KEY).await, 200);
+    for key in small.values() {
+        assert_eq!(status_of(&bin, "/roles", key).await, 200);
+        let held = resident_bytes(&bin).await;
+        assert!(
+            held <= weight.max(budget) as f64,
+            "resident bytes {held} within max(budget {budget}, heavy {weight})"
+        );
+    }
+    let before = loads(&bin).await;
+    assert_eq!(status_of(&bin, "/roles", KEY).await, 200);
+    assert_eq!(loads(&bin).await, before, "the heavy workspace is held");
+    assert!(
+        bin.stderr_text().contains("heavier than"),
+        "the heavy workspace is logged"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_hang_up_mid_load_leave_one_load_that_stays() {
+    let dir = tempdir();
+    write_large(dir.path());
+    let bin = Binary::start(dir.path(), &["--memory-budget", "256MiB"], &[]).await;
+    let auth = format!("Bearer {KEY}");
+    for _ in 0..4 {
+        let conn = Conn::open(bin.api).await;
+        conn.send_get("/tasks?limit=1", &[("Authorization", &auth)])
+            .await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        drop(conn);
+    }
+    eventually("the load they started ends", async || {
+        let done = loads(&bin).await;
+        (done >= 1.0).then_some(()).ok_or(format!("{done} loads"))
+    })
+    .await;
+    let hits_before = hits(&bin).await;
+    assert_eq!(status_of(&bin, "/tasks?limit=1", KEY).await, 200);
+    assert_eq!(loads(&bin).await, 1.0, "one load for every client");
+    assert_eq!(hits(&bin).await, hits_before + 1.0, "the request after hit");
+}
+
 /// A workspace of several megabytes: its load takes long enough for
 /// requests to meet it under way.
 fn write_large(dir: &Path) {

@@ -41,6 +41,14 @@ const FRAGMENT_FACTOR: (u64, u64) = (5, 10);
 /// the moment: a replica with no workspace holds 10 to 20 MiB.
 pub const PROCESS_BYTES: u64 = 32 << 20;
 
+/// What building a snapshot of `len` bytes on disk takes at its peak,
+/// without its gzip fragments: the same estimate as a scan's (for a
+/// `.json.gz` whose trailer is not read, eight times its length).
+pub fn build_estimate(len: u64, gzip: bool) -> u64 {
+    let json = if gzip { len.saturating_mul(8) } else { len };
+    json.saturating_mul(BUILD_FACTOR.0) / BUILD_FACTOR.1
+}
+
 /// The memory budget of loads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MemoryLimit {

@@ -21,6 +21,7 @@
 //! It blocks; call it off the async runtime (the reloader thread does).
 
 mod batch;
+mod bound;
 mod changed;
 mod demand;
 mod fetch;
