@@ -125,6 +125,81 @@ async fn a_workspace_heavier_than_the_budget_is_held_and_counted_alone() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_a_budget_a_limit_below_the_data_still_serves_every_key() {
+    let dir = tempdir();
+    let keys = generate_fleet(dir.path(), "micro", 400).await;
+    let data: u64 = keys
+        .keys()
+        .map(|f| std::fs::metadata(dir.path().join(f)).unwrap().len())
+        .sum();
+    // The process's 32 MiB, the budget and its loads in flight, the
+    // catalog, and less than the data's own estimate.
+    let limit = (32 << 20) + (3 << 20);
+    assert!(data > 3 << 20, "the data ({data} bytes) is more than the room");
+    let limit = limit.to_string();
+    let args = ["--memory-budget", "256KiB", "--memory-limit", &limit];
+    let bin = Binary::start(dir.path(), &args, &[]).await;
+    let mut refused = Vec::new();
+    for (file, key) in &keys {
+        let status = status_of(&bin, "/roles", key).await;
+        if status != 200 {
+            refused.push(format!("{file}: {status}"));
+        }
+    }
+    assert!(
+        refused.is_empty(),
+        "{} of {} keys not answered: {:?}",
+        refused.len(),
+        keys.len(),
+        &refused[..refused.len().min(5)]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_the_memory_limit_cannot_hold_is_refused_at_start() {
+    let dir = tempdir();
+    let logs = tempdir();
+    let stderr = logs.path().join("stderr.log");
+    let mut child = binary()
+        .arg("--snapshots")
+        .arg(dir.path())
+        .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
+        .args(["--memory-limit", "100M", "--memory-budget", "68M"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .expect("start portfolio-replica");
+    let deadline = Instant::now() + CHANGE_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "it started: {}",
+                std::fs::read_to_string(&stderr).unwrap_or_default()
+            );
+        }
+        tokio::time::sleep(POLL).await;
+    };
+    let log = std::fs::read_to_string(&stderr).unwrap();
+    assert!(!status.success(), "{log}");
+    assert!(
+        log.contains("--memory-budget") && log.contains("--memory-limit"),
+        "the message names both flags: {log}"
+    );
+}
+
+/// A workspace of several megabytes: its load takes long enough for
+/// requests to meet it under way.
+fn write_large(dir: &Path) {
+    write_heavy(dir, 3_000, 3_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_that_hang_up_mid_load_leave_one_load_that_stays() {
     let dir = tempdir();
     write_large(dir.path());
@@ -146,12 +221,6 @@ async fn clients_that_hang_up_mid_load_leave_one_load_that_stays() {
     assert_eq!(status_of(&bin, "/tasks?limit=1", KEY).await, 200);
     assert_eq!(loads(&bin).await, 1.0, "one load for every client");
     assert_eq!(hits(&bin).await, hits_before + 1.0, "the request after hit");
-}
-
-/// A workspace of several megabytes: its load takes long enough for
-/// requests to meet it under way.
-fn write_large(dir: &Path) {
-    write_heavy(dir, 3_000, 3_000);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

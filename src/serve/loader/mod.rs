@@ -162,7 +162,11 @@ impl Snapshots {
             scanning: Mutex::new(()),
             empty: AtomicBool::new(false),
             memory,
-            ledger: Ledger::default(),
+            // Under a budget, the budget and its loads in flight are
+            // reserved against the limit from the start.
+            ledger: resident
+                .as_ref()
+                .map_or_else(Ledger::default, |r| Ledger::budgeted(r.reserved())),
             precompress,
             resident,
         }
@@ -405,7 +409,11 @@ impl Snapshots {
         self.origin.trust().published(signed);
         self.ledger
             .published(files.values().filter_map(|e| e.dataset.as_deref()));
-        if !settled.retired.is_empty() {
+        // Under a budget, what loaded went hollow here, its build freed:
+        // a file refused while those builds waited to settle is read again
+        // in this scan, not left refused until something else retires.
+        let hollowed = self.resident.is_some() && !settled.loaded.is_empty();
+        if !settled.retired.is_empty() || hollowed {
             // Memory freed: what was refused for it may fit now.
             let committed = self.ledger.committed();
             let fit = files::refused_that_fit(&mut files, self.memory.bytes(), committed);
