@@ -81,7 +81,7 @@ pub async fn run(
                 loader::PROCESS_BYTES >> 20,
                 in_flight >> 20,
                 needs.div_ceil(1 << 20),
-                limit.saturating_sub(loader::PROCESS_BYTES) * 4 / 5 >> 20,
+                (limit.saturating_sub(loader::PROCESS_BYTES) * 4 / 5) >> 20,
             );
         }
     }

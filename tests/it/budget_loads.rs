@@ -66,18 +66,17 @@ async fn a_workspace_of_three_quarters_of_the_budget_loads_once_and_stays() {
     let small = generate_fleet(dir.path(), "micro", 8).await;
     let weight = weight_of_heavy(dir.path()).await;
     let budget = weight * 4 / 3;
-    let bin = Binary::start(
-        dir.path(),
-        &["--memory-budget", &budget.to_string()],
-        &[],
-    )
-    .await;
+    let bin = Binary::start(dir.path(), &["--memory-budget", &budget.to_string()], &[]).await;
 
     assert_eq!(status_of(&bin, "/roles", KEY).await, 200);
     let hits_before = hits(&bin).await;
     assert_eq!(status_of(&bin, "/tasks?limit=3", KEY).await, 200);
     assert_eq!(loads(&bin).await, 1.0, "asked twice, loaded once");
-    assert_eq!(hits(&bin).await, hits_before + 1.0, "the second request hit");
+    assert_eq!(
+        hits(&bin).await,
+        hits_before + 1.0,
+        "the second request hit"
+    );
 
     // The small workspaces share what it leaves, and it stays.
     for key in small.values() {
@@ -100,12 +99,7 @@ async fn a_workspace_heavier_than_the_budget_is_held_and_counted_alone() {
     let small = generate_fleet(dir.path(), "micro", 8).await;
     let weight = weight_of_heavy(dir.path()).await;
     let budget = weight * 2 / 3;
-    let bin = Binary::start(
-        dir.path(),
-        &["--memory-budget", &budget.to_string()],
-        &[],
-    )
-    .await;
+    let bin = Binary::start(dir.path(), &["--memory-budget", &budget.to_string()], &[]).await;
     assert_eq!(status_of(&bin, "/roles", KEY).await, 200);
     for key in small.values() {
         assert_eq!(status_of(&bin, "/roles", key).await, 200);
@@ -135,7 +129,10 @@ async fn under_a_budget_a_limit_below_the_data_still_serves_every_key() {
     // The process's 32 MiB, the budget and its loads in flight, the
     // catalog, and less than the data's own estimate.
     let limit = (32 << 20) + (3 << 20);
-    assert!(data > 3 << 20, "the data ({data} bytes) is more than the room");
+    assert!(
+        data > 3 << 20,
+        "the data ({data} bytes) is more than the room"
+    );
     let limit = limit.to_string();
     let args = ["--memory-budget", "256KiB", "--memory-limit", &limit];
     let bin = Binary::start(dir.path(), &args, &[]).await;
@@ -293,5 +290,9 @@ async fn readers_of_resident_workspaces_get_no_503_during_reloads_under_a_budget
             *answers.entry(status).or_default() += n;
         }
     }
-    assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [200], "{answers:?}");
+    assert_eq!(
+        answers.keys().copied().collect::<Vec<_>>(),
+        [200],
+        "{answers:?}"
+    );
 }

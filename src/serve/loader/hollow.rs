@@ -15,11 +15,11 @@ use std::sync::Arc;
 use rustc_hash::FxHashSet;
 
 use super::files::Files;
-use crate::store::Dataset;
 use super::resident::{Kept, Resident};
 use super::settle::Settled;
 use super::warm::Repacks;
 use crate::storage::Origin;
+use crate::store::Dataset;
 
 /// Hollows out what `settled` loaded; the ones that stay resident start
 /// warming here (their small changes' repacks returned, to run once

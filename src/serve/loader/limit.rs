@@ -381,9 +381,7 @@ mod tests {
         // Validated at 1 MiB, then gone hollow.
         ledger.admit(1 << 20);
         ledger.settled(1 << 20, None);
-        ledger
-            .serving()
-            .insert(hollow.fingerprint, 1 << 20);
+        ledger.serving().insert(hollow.fingerprint, 1 << 20);
         ledger.published(std::iter::once(&hollow));
         assert_eq!(
             ledger.committed(),

@@ -277,7 +277,10 @@ impl Resident {
     /// The waiting and the load run in a task of their own: a client that
     /// hangs up drops this future, not the load, which then finishes and
     /// is kept (or counted as failed) for the requests after.
-    pub async fn load(self: &Arc<Self>, hollow: &Arc<Dataset>) -> Result<Arc<Dataset>, Unavailable> {
+    pub async fn load(
+        self: &Arc<Self>,
+        hollow: &Arc<Dataset>,
+    ) -> Result<Arc<Dataset>, Unavailable> {
         let (resident, hollow) = (Arc::clone(self), Arc::clone(hollow));
         match tokio::spawn(async move { resident.load_or_wait(&hollow).await }).await {
             Ok(loaded) => loaded,
