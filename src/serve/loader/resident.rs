@@ -556,3 +556,6 @@ impl Resident {
 pub fn in_flight_bound(budget: u64) -> u64 {
     bound::share(budget)
 }
+
+#[cfg(test)]
+mod tests;
