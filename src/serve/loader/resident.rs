@@ -24,7 +24,8 @@
 //! as "the heavy one", one at a time (the last one loaded): pinned in the
 //! cache, which evicts the others to make room, so that what is resident
 //! stays within max(budget, the heavy one's weight) and the resident-bytes
-//! metric is the cache's weight, all of it. One heavier than the whole
+//! metric is the cache's weight, all of it. Idle for [`HEAVY_IDLE_MS`], it
+//! is let go, evicted like any other when room is needed. One heavier than the whole
 //! budget is said once in the log with the budget it would need. A load
 //! that fails answers 503 (the caller's), is counted and logged, and for a
 //! second any request for that version is answered the same way without
@@ -76,6 +77,13 @@ const FAILED_FOR: Duration = Duration::from_secs(1);
 /// Requests for a resident workspace closer together than this are one
 /// use to the eviction policy ([`Resident::get`]).
 const SESSION_GAP_MS: u64 = 1000;
+
+/// The heavy one is let go (unpinned, evicted like any other from then
+/// on) once no request has asked for it for this long and another
+/// workspace needs room: one asked for once must not keep the others out
+/// for good. A guess, not a measure: longer than the pauses of a client
+/// paging through a workspace.
+const HEAVY_IDLE_MS: u64 = 30_000;
 
 /// A load on demand taking longer than this is logged.
 const SLOW_LOAD: Duration = Duration::from_millis(100);
@@ -394,6 +402,7 @@ impl Resident {
     fn hold_heavy(&self, held: &Arc<Held>) {
         let weight = held_bytes(&held.dataset, self.precompress);
         if weight <= self.keeps {
+            self.release_idle_heavy();
             return;
         }
         let dataset = &held.dataset;
@@ -422,6 +431,22 @@ impl Resident {
                 budget_bytes = self.budget,
                 "a workspace heavier than half the memory budget is held as the heavy one, the others sharing the rest"
             );
+        }
+    }
+
+    /// Lets the heavy one go if no request has asked for it for
+    /// [`HEAVY_IDLE_MS`]: the cache then evicts it as it needs room.
+    fn release_idle_heavy(&self) {
+        let now = self.now_ms();
+        let mut heavy = lock(&self.heavy);
+        let idle = heavy
+            .as_ref()
+            .and_then(|h| h.held.upgrade())
+            .is_none_or(|held| {
+                now.saturating_sub(held.marked_ms.load(Ordering::Relaxed)) >= HEAVY_IDLE_MS
+            });
+        if idle && let Some(held) = heavy.take().and_then(|h| h.held.upgrade()) {
+            held.heavy.store(false, Ordering::Relaxed);
         }
     }
 
