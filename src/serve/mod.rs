@@ -66,15 +66,24 @@ pub async fn run(
     }
     let metrics = Arc::new(metrics);
     let memory = loader::MemoryLimit::given_or_cgroup(config.memory_limit);
-    if let (Some(budget), Some(limit)) = (config.memory_budget, memory.bytes())
-        && budget.saturating_add(loader::PROCESS_BYTES) > limit
-    {
-        anyhow::bail!(
-            "--memory-budget {} MiB does not fit in the memory limit of {} MiB (--memory-limit, or the cgroup's) with the process's own {} MiB: lower the budget or raise the limit",
-            budget >> 20,
-            limit >> 20,
-            loader::PROCESS_BYTES >> 20
-        );
+    // The one formula of a budget under a limit (docs/operations.md, "What
+    // a load counts against"): the process, the budget and its loads on
+    // demand in flight must fit, with room left for the catalog, which the
+    // scan counts as it reads it (about 4 KiB a workspace).
+    if let (Some(budget), Some(limit)) = (config.memory_budget, memory.bytes()) {
+        let in_flight = loader::resident::in_flight_bound(budget);
+        let needs = loader::PROCESS_BYTES + budget + in_flight;
+        if needs >= limit {
+            anyhow::bail!(
+                "--memory-budget {} MiB does not fit in --memory-limit {} MiB (or the cgroup's limit): the process's own {} MiB, the budget and its loads on demand in flight ({} MiB, a quarter of the budget) need {} MiB, and the catalog needs room besides (about 4 KiB a workspace); lower --memory-budget to at most {} MiB less the catalog, or raise --memory-limit",
+                budget >> 20,
+                limit >> 20,
+                loader::PROCESS_BYTES >> 20,
+                in_flight >> 20,
+                needs.div_ceil(1 << 20),
+                (limit.saturating_sub(loader::PROCESS_BYTES) * 4 / 5) >> 20,
+            );
+        }
     }
     let origin = crate::storage::Origin::open(
         &config.snapshots,

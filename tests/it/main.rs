@@ -8,6 +8,7 @@
 
 mod auth;
 mod budget;
+mod budget_loads;
 mod budget_objstore;
 mod caching;
 mod cli;

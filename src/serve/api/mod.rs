@@ -124,17 +124,42 @@ impl ApiService {
                     Ok(service.finish(&request, route, response, started))
                 }))
             }
-            Step::Load(hollow, resident, admitted) => {
+            Step::Load(hollow, resident) => {
                 let service = self.clone();
                 Either::Right(Box::pin(async move {
-                    // In flight until answered, the load included.
-                    let _admitted = admitted;
-                    let loaded = resident.load(&hollow).await;
+                    let mut loaded = resident.load(&hollow).await;
+                    if loaded.is_err()
+                        && let Some(newer) = service.serving_now(&request, &hollow)
+                    {
+                        // Its version stopped serving between the catalog
+                        // this request read and its load (a reload
+                        // published a newer one and forgot this one): the
+                        // version serving now answers, as it would a
+                        // request a moment later, rather than a 503 that a
+                        // replica without a budget would not give.
+                        loaded = if !newer.is_hollow() {
+                            Ok(newer)
+                        } else if let Some(full) = resident.get(&newer) {
+                            Ok(full)
+                        } else {
+                            resident.load(&newer).await
+                        };
+                    }
                     let response = service.answer_loaded(&request, route, loaded);
                     Ok(service.finish(&request, route, response, started))
                 }))
             }
         }
+    }
+
+    /// The dataset serving `request`'s key now, if it is another version
+    /// than `hollow`.
+    fn serving_now<B>(&self, request: &Request<B>, hollow: &Dataset) -> Option<Arc<Dataset>> {
+        let state = &self.state;
+        let key_hash = auth::bearer_key_hash(request.headers(), &state.key_prefix)?;
+        let catalog = state.store.load();
+        let now = catalog.by_key(&key_hash)?;
+        (now.fingerprint != hollow.fingerprint).then(|| Arc::clone(now))
     }
 
     /// The answer from a workspace loaded on demand, or the 503 of a load
@@ -209,9 +234,12 @@ impl<B: Send + 'static> hyper::service::Service<Request<B>> for ApiService {
 /// What answering a request takes.
 pub enum Step {
     Answer(Response),
-    /// The data of this hollow dataset's workspace, loaded on demand, the
-    /// request counted in flight meanwhile.
-    Load(Arc<Dataset>, Arc<Resident>, Option<limits::Admitted>),
+    /// The data of this hollow dataset's workspace, loaded on demand. The
+    /// request waiting for it counts against nothing but its connection:
+    /// the load is shared by every request for the version and counts
+    /// against the byte bound of loads in flight (docs/operations.md,
+    /// "What a load counts against").
+    Load(Arc<Dataset>, Arc<Resident>),
     /// A 429, answered after a short hold ([`limits::hold`]).
     Throttled(Response, std::time::Duration),
 }
@@ -344,7 +372,15 @@ fn step(
     };
     match resident.get(dataset) {
         Some(full) => from_dataset(state, &full, route, path, id, query, headers).into(),
-        None => Step::Load(Arc::clone(dataset), Arc::clone(resident), admitted),
+        None => {
+            // Admitted (its rate counted), then out of the workspace's
+            // requests in flight while it waits: waiting for the one
+            // shared load is not work of its own, and counting it made a
+            // cold workspace's ordinary parallelism a burst of 429s. It is
+            // answered from memory the moment the load ends.
+            drop(admitted);
+            Step::Load(Arc::clone(dataset), Arc::clone(resident))
+        }
     }
 }
 

@@ -4,8 +4,11 @@
 //! was resident stays resident, as a reload swaps it in without a budget;
 //! any other is dropped once validated, and loaded again from its kept
 //! bytes when a request needs it. Versions that stopped serving are
-//! forgotten first (their kept bytes may go), so that a version loaded
-//! again with the same content keeps its place.
+//! forgotten only once the new catalog is published ([`forget_retired`]):
+//! until then requests on the old catalog may still need their records,
+//! as a replica without a budget would still answer them; a version
+//! loaded again with the same content is not forgotten at all, and keeps
+//! its place.
 
 use std::sync::Arc;
 
@@ -16,6 +19,7 @@ use super::resident::{Kept, Resident};
 use super::settle::Settled;
 use super::warm::Repacks;
 use crate::storage::Origin;
+use crate::store::Dataset;
 
 /// Hollows out what `settled` loaded; the ones that stay resident start
 /// warming here (their small changes' repacks returned, to run once
@@ -34,9 +38,6 @@ pub fn out(
         .filter(|d| resident.is_resident(d))
         .map(|d| d.workspace_id.as_str())
         .collect();
-    for retired in &settled.retired {
-        resident.forget(retired);
-    }
     for (name, _) in &settled.loaded {
         let Some(entry) = files.get_mut(name) else {
             continue;
@@ -86,4 +87,23 @@ pub fn out(
         entry.dataset = Some(hollow);
     }
     repacks
+}
+
+/// Once the catalog without them is published: forgets the versions
+/// `settled` retired, but for those that serve again (the same content
+/// loaded anew has the same fingerprint).
+pub fn forget_retired(files: &Files, settled: &Settled, resident: &Resident) {
+    if settled.retired.is_empty() {
+        return;
+    }
+    let serving: FxHashSet<u64> = files
+        .values()
+        .filter_map(|e| e.dataset.as_deref())
+        .map(|d: &Dataset| d.fingerprint)
+        .collect();
+    for retired in &settled.retired {
+        if !serving.contains(&retired.fingerprint) {
+            resident.forget(retired);
+        }
+    }
 }

@@ -14,6 +14,12 @@
 //! by a load, the refused workspace's keys are answered with 503 (its
 //! claims are read without building it, `snapshot::claims`), and it is
 //! read again once memory frees.
+//!
+//! Under a memory budget the ledger reserves the budget and the byte bound
+//! of loads on demand in flight (`bound.rs`) from the start, and a hollow
+//! dataset (one the catalog holds without its records) counts only its
+//! catalog cost ([`CATALOG_BYTES`]): its records are the budget's, not its
+//! own, so the whole data set may be larger than the limit.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -39,6 +45,30 @@ const FRAGMENT_FACTOR: (u64, u64) = (5, 10);
 /// the catalog), counted as one figure so that decisions do not depend on
 /// the moment: a replica with no workspace holds 10 to 20 MiB.
 pub const PROCESS_BYTES: u64 = 32 << 20;
+
+/// What a workspace costs in the catalog under a memory budget, its
+/// records elsewhere: its hollow dataset (ids, version, counts, a few
+/// hundred bytes), its entry in the key map and the scan's per-file state
+/// (status, fingerprint, kept copy). About 4 KiB in all, against 100 MiB
+/// for 20,000 workspaces measured with their budget (BENCHMARKS.md,
+/// "Memory budget"); each API key adds its hash in two maps.
+pub const CATALOG_BYTES: u64 = 4 << 10;
+
+/// What one API key adds to a workspace's catalog cost.
+const CATALOG_KEY_BYTES: u64 = 128;
+
+/// The catalog cost of a hollow `dataset`.
+pub fn catalog_bytes(dataset: &Dataset) -> u64 {
+    CATALOG_BYTES + CATALOG_KEY_BYTES * dataset.key_hashes.len() as u64
+}
+
+/// What building a snapshot of `len` bytes on disk takes at its peak,
+/// without its gzip fragments: the same estimate as a scan's (for a
+/// `.json.gz` whose trailer is not read, eight times its length).
+pub fn build_estimate(len: u64, gzip: bool) -> u64 {
+    let json = if gzip { len.saturating_mul(8) } else { len };
+    json.saturating_mul(BUILD_FACTOR.0) / BUILD_FACTOR.1
+}
 
 /// The memory budget of loads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -94,7 +124,7 @@ impl MemoryLimit {
         }
         let mib = |b: u64| b.div_ceil(1 << 20);
         let message = format!(
-            "not loaded: building it needs about {} MiB{} next to the {} MiB already counted (the process and the workspaces loaded), over the memory limit of {} MiB (--memory-limit, or the cgroup's limit); it is read again when memory frees, or raise the limit, or set --memory-budget to serve more data than memory",
+            "not loaded: building it needs about {} MiB{} next to the {} MiB already counted (the process, the workspaces loaded, and with --memory-budget the budget and its loads in flight), over the memory limit of {} MiB (--memory-limit, or the cgroup's limit); it is read again when memory frees, or raise the limit, or set --memory-budget to serve more data than memory",
             mib(need),
             if precompressed {
                 " with its gzip fragments (--precompress on)"
@@ -124,6 +154,11 @@ pub struct Ledger {
     serving: Mutex<FxHashMap<u64, u64>>,
     serving_total: AtomicU64,
     pending: AtomicU64,
+    /// Under a budget: the budget and the bound of loads on demand in
+    /// flight, reserved whatever is resident at the moment.
+    reserved: u64,
+    /// Under a budget: hollow datasets count their catalog cost.
+    budgeted: bool,
 }
 
 impl Ledger {
@@ -131,9 +166,20 @@ impl Ledger {
         self.serving.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The ledger of a replica with a memory budget, which reserves
+    /// `reserved` bytes (the budget and its loads in flight).
+    pub fn budgeted(reserved: u64) -> Ledger {
+        Ledger {
+            reserved,
+            budgeted: true,
+            ..Ledger::default()
+        }
+    }
+
     /// What is counted now.
     pub fn committed(&self) -> u64 {
         PROCESS_BYTES
+            + self.reserved
             + self.serving_total.load(Ordering::Relaxed)
             + self.pending.load(Ordering::Relaxed)
     }
@@ -153,11 +199,16 @@ impl Ledger {
     }
 
     /// What serves now: the total counts these, and forgets the rest.
+    /// Under a budget a hollow one counts its catalog cost, not the build
+    /// it was validated with: its records went when it went hollow.
     pub fn published<'a>(&self, serving: impl Iterator<Item = &'a Dataset>) {
         let mut counted = self.serving();
         let mut kept = FxHashMap::default();
         for dataset in serving {
-            if let Some(need) = counted.remove(&dataset.fingerprint) {
+            let need = counted.remove(&dataset.fingerprint);
+            if self.budgeted && dataset.is_hollow() {
+                kept.insert(dataset.fingerprint, catalog_bytes(dataset));
+            } else if let Some(need) = need {
                 kept.insert(dataset.fingerprint, need);
             }
         }
@@ -306,6 +357,37 @@ mod tests {
                 .is_none()
         );
         assert_eq!(MemoryLimit::none().need(&file, 4 * GIB, true), 0);
+    }
+
+    /// Under a budget, the budget and its loads in flight are reserved
+    /// from the start, and a workspace gone hollow counts its catalog
+    /// cost, not the build it was validated with.
+    #[test]
+    fn under_a_budget_a_hollow_workspace_counts_its_catalog_cost() {
+        let hollow = Dataset::hollow_of(crate::store::Meta {
+            workspace_id: "ws-a".into(),
+            workspace_name: None,
+            version: "v1".into(),
+            key_hashes: Vec::new(),
+            limits: None,
+            content_hash: 1,
+        });
+        let ledger = Ledger::budgeted(5 << 20);
+        assert_eq!(ledger.committed(), PROCESS_BYTES + (5 << 20));
+        // Validated at 1 MiB, then gone hollow.
+        ledger.admit(1 << 20);
+        ledger.settled(1 << 20, None);
+        ledger.serving().insert(hollow.fingerprint, 1 << 20);
+        ledger.published(std::iter::once(&hollow));
+        assert_eq!(
+            ledger.committed(),
+            PROCESS_BYTES + (5 << 20) + CATALOG_BYTES
+        );
+        // Without a budget nothing is reserved, and a hollow dataset (a
+        // snapshot refused for memory) was never counted.
+        let plain = Ledger::default();
+        plain.published(std::iter::once(&hollow));
+        assert_eq!(plain.committed(), PROCESS_BYTES);
     }
 
     #[test]

@@ -21,6 +21,7 @@
 //! It blocks; call it off the async runtime (the reloader thread does).
 
 mod batch;
+mod bound;
 mod changed;
 mod demand;
 mod fetch;
@@ -163,7 +164,11 @@ impl Snapshots {
             scanning: Mutex::new(()),
             empty: AtomicBool::new(false),
             memory,
-            ledger: Ledger::default(),
+            // Under a budget, the budget and its loads in flight are
+            // reserved against the limit from the start.
+            ledger: resident
+                .as_ref()
+                .map_or_else(Ledger::default, |r| Ledger::budgeted(r.reserved())),
             precompress,
             resident,
         }
@@ -404,9 +409,16 @@ impl Snapshots {
         self.origin.trust().published(signed);
         self.origin.trust().persist();
         publish::publish(&files, &settled, &self.store, &self.metrics, &self.origin);
+        if let Some(resident) = &self.resident {
+            hollow::forget_retired(&files, &settled, resident);
+        }
         self.ledger
             .published(files.values().filter_map(|e| e.dataset.as_deref()));
-        if !settled.retired.is_empty() {
+        // Under a budget, what loaded went hollow here, its build freed:
+        // a file refused while those builds waited to settle is read again
+        // in this scan, not left refused until something else retires.
+        let hollowed = self.resident.is_some() && !settled.loaded.is_empty();
+        if !settled.retired.is_empty() || hollowed {
             // Memory freed: what was refused for it may fit now.
             let committed = self.ledger.committed();
             let fit = files::refused_that_fit(&mut files, self.memory.bytes(), committed);

@@ -14,20 +14,32 @@
 //! loader per key, the others wait for its value). What the scan loads
 //! of a resident workspace replaces it here at once, as without a budget.
 //!
-//! A workspace heavier than the whole budget is held alone beyond it, one
-//! at a time (the last one loaded), and said once in the log with the
-//! budget it would need. A load that fails answers 503 (the caller's), is
-//! counted and logged, and for a second any request for that version is
-//! answered the same way without another attempt.
+//! A load, once started, runs in a task of its own that holds the
+//! placeholder and keeps what it built, whatever happens to the requests
+//! waiting on it (a client that hangs up drops only its own wait); loads
+//! in flight are bounded by bytes (`bound.rs`).
+//!
+//! The heavy one: quick_cache refuses an item heavier than its hot share
+//! of the budget ([`HOT_SHARE`]), so a workspace heavier than that is held
+//! as "the heavy one", one at a time (the last one loaded): pinned in the
+//! cache, which evicts the others to make room, so that what is resident
+//! stays within max(budget, the heavy one's weight) and the resident-bytes
+//! metric is the cache's weight, all of it. Idle for [`HEAVY_IDLE_MS`], it
+//! is let go, evicted like any other when room is needed. One heavier than the whole
+//! budget is said once in the log with the budget it would need. A load
+//! that fails answers 503 (the caller's), is counted and logged, and for a
+//! second any request for that version is answered the same way without
+//! another attempt.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant as Clock};
 
 use quick_cache::sync::Cache;
 use quick_cache::{Lifecycle, OptionsBuilder, Weighter};
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
+use super::bound::{self, LoadBound};
 use super::demand::{self, Demanded};
 pub use super::demand::{Kept, Unavailable};
 use crate::metrics::Metrics;
@@ -66,6 +78,13 @@ const FAILED_FOR: Duration = Duration::from_secs(1);
 /// use to the eviction policy ([`Resident::get`]).
 const SESSION_GAP_MS: u64 = 1000;
 
+/// The heavy one is let go (unpinned, evicted like any other from then
+/// on) once no request has asked for it for this long and another
+/// workspace needs room: one asked for once must not keep the others out
+/// for good. A guess, not a measure: longer than the pauses of a client
+/// paging through a workspace.
+const HEAVY_IDLE_MS: u64 = 30_000;
+
 /// A load on demand taking longer than this is logged.
 const SLOW_LOAD: Duration = Duration::from_millis(100);
 
@@ -86,6 +105,18 @@ struct Held {
     dataset: Arc<Dataset>,
     /// Milliseconds since [`Resident::started`].
     marked_ms: AtomicU64,
+    /// Whether it is the heavy one: pinned, so that the cache keeps it
+    /// although it is heavier than its hot share, and evicts the others
+    /// around it instead.
+    heavy: AtomicBool,
+}
+
+/// The heavy one, as [`Resident`] remembers it: weak, so that it is
+/// freed as soon as the cache lets it go.
+struct Heavy {
+    fingerprint: u64,
+    weight: u64,
+    held: Weak<Held>,
 }
 
 /// What a dataset holds in memory, as the budget counts it.
@@ -110,6 +141,10 @@ struct Evictions;
 impl Lifecycle<u64, Arc<Held>> for Evictions {
     type RequestState = Vec<(u64, Arc<Dataset>)>;
 
+    fn is_pinned(&self, _: &u64, held: &Arc<Held>) -> bool {
+        held.heavy.load(Ordering::Relaxed)
+    }
+
     fn on_evict(&self, evicted: &mut Self::RequestState, key: u64, held: Arc<Held>) {
         evicted.push((key, Arc::clone(&held.dataset)));
     }
@@ -121,6 +156,8 @@ type Datasets = Cache<u64, Arc<Held>, Weigh, FxBuildHasher, Evictions>;
 pub struct Resident {
     datasets: Datasets,
     budget: u64,
+    /// The heaviest dataset the cache keeps by itself (its hot share).
+    keeps: u64,
     precompress: bool,
     metrics: Arc<Metrics>,
     /// Where listed versions are fetched from on their first load.
@@ -128,8 +165,10 @@ pub struct Resident {
     /// Where each version that serves lies, by fingerprint; the scan
     /// keeps it current ([`Resident::kept_at`], [`Resident::forget`]).
     kept: Mutex<FxHashMap<u64, Kept>>,
-    /// A workspace heavier than the whole budget, held alone beyond it.
-    oversized: Mutex<Option<Arc<Dataset>>>,
+    /// The heavy one, pinned in `datasets`.
+    heavy: Mutex<Option<Heavy>>,
+    /// Loads on demand in flight, by bytes.
+    bound: LoadBound,
     /// When versions were evicted, to tell thrashing.
     evicted_at: Mutex<FxHashMap<u64, Clock>>,
     /// Loads that failed a moment ago, with why.
@@ -166,11 +205,14 @@ impl Resident {
         Resident {
             datasets,
             budget,
+            // As quick_cache computes its hot section's target.
+            keeps: (budget as f64 * HOT_SHARE) as u64,
             precompress,
             metrics,
             origin,
             kept: Mutex::default(),
-            oversized: Mutex::default(),
+            heavy: Mutex::default(),
+            bound: LoadBound::of_budget(budget),
             evicted_at: Mutex::default(),
             failed: Mutex::default(),
             trimmed_ms: AtomicU64::new(0),
@@ -200,7 +242,7 @@ impl Resident {
                 }
                 Some(Arc::clone(&held.dataset))
             }
-            None => self.oversized(fingerprint),
+            None => None,
         };
         self.metrics.resident_lookup(found.is_some());
         found
@@ -214,7 +256,14 @@ impl Resident {
         Arc::new(Held {
             dataset: Arc::clone(dataset),
             marked_ms: AtomicU64::new(self.now_ms()),
+            heavy: AtomicBool::new(false),
         })
+    }
+
+    /// What the budget and its loads in flight take, for the memory
+    /// limit's ledger to reserve.
+    pub fn reserved(&self) -> u64 {
+        self.budget + in_flight_bound(self.budget)
     }
 
     /// Why the last load on demand of `dataset`'s version failed, if it
@@ -227,30 +276,34 @@ impl Resident {
 
     /// Whether `dataset` (hollow or not) has its records in memory.
     pub fn is_resident(&self, dataset: &Dataset) -> bool {
-        !dataset.is_hollow()
-            || self.datasets.contains_key(&dataset.fingerprint)
-            || self.oversized(dataset.fingerprint).is_some()
-    }
-
-    fn oversized(&self, fingerprint: u64) -> Option<Arc<Dataset>> {
-        lock(&self.oversized)
-            .as_ref()
-            .filter(|d| d.fingerprint == fingerprint)
-            .cloned()
+        !dataset.is_hollow() || self.datasets.contains_key(&dataset.fingerprint)
     }
 
     /// Loads `hollow`'s version from its kept bytes, unless another
     /// request is loading it already: then waits for that load.
-    pub async fn load(&self, hollow: &Arc<Dataset>) -> Result<Arc<Dataset>, Unavailable> {
+    ///
+    /// The waiting and the load run in a task of their own: a client that
+    /// hangs up drops this future, not the load, which then finishes and
+    /// is kept (or counted as failed) for the requests after.
+    pub async fn load(
+        self: &Arc<Self>,
+        hollow: &Arc<Dataset>,
+    ) -> Result<Arc<Dataset>, Unavailable> {
+        let (resident, hollow) = (Arc::clone(self), Arc::clone(hollow));
+        match tokio::spawn(async move { resident.load_or_wait(&hollow).await }).await {
+            Ok(loaded) => loaded,
+            Err(stopped) => Err(Unavailable(format!("the load stopped: {stopped}"))),
+        }
+    }
+
+    /// [`Resident::load`], in its own task.
+    async fn load_or_wait(&self, hollow: &Arc<Dataset>) -> Result<Arc<Dataset>, Unavailable> {
         let fingerprint = hollow.fingerprint;
         let guard = match self.datasets.get_value_or_guard_async(&fingerprint).await {
             Ok(held) => return Ok(Arc::clone(&held.dataset)),
             Err(guard) => guard,
         };
-        // A loader before this one may have held it alone, or failed.
-        if let Some(dataset) = self.oversized(fingerprint) {
-            return Ok(dataset);
-        }
+        // A loader before this one may have failed.
         self.failed_lately(fingerprint)?;
         let kept = lock(&self.kept).get(&fingerprint).cloned().ok_or_else(|| {
             Unavailable(format!(
@@ -259,6 +312,8 @@ impl Resident {
             ))
         })?;
         let started = Clock::now();
+        // Counted against the bound until its dataset is built.
+        let in_flight = self.bound.admit(bound::estimate(&kept)).await;
         let (precompress, metrics) = (self.precompress, Arc::clone(&self.metrics));
         let (origin, for_load) = (Arc::clone(&self.origin), Arc::clone(hollow));
         let loading = tokio::task::spawn_blocking(move || {
@@ -267,13 +322,18 @@ impl Resident {
         let loaded = match loading.await {
             Ok(Ok(Demanded { dataset, kept })) => {
                 if let Some(kept) = kept {
-                    lock(&self.kept).insert(fingerprint, kept);
+                    // Only while the version serves: one forgotten
+                    // meanwhile must not leave an entry behind.
+                    if let Some(was) = lock(&self.kept).get_mut(&fingerprint) {
+                        *was = kept;
+                    }
                 }
                 Ok(dataset)
             }
             Ok(Err(unavailable)) => Err(unavailable),
             Err(panic) => Err(Unavailable(format!("the load stopped: {panic}"))),
         };
+        drop(in_flight);
         let bytes = match &loaded {
             Ok(dataset) => held_bytes(dataset, false),
             Err(_) => 0,
@@ -289,7 +349,10 @@ impl Resident {
                     error = %unavailable,
                     "load on demand failed; requests for this workspace get 503 until one succeeds"
                 );
-                lock(&self.failed).insert(fingerprint, (Clock::now(), unavailable.0.clone()));
+                let kept = lock(&self.kept);
+                if kept.contains_key(&fingerprint) {
+                    lock(&self.failed).insert(fingerprint, (Clock::now(), unavailable.0.clone()));
+                }
                 return Err(unavailable);
             }
         };
@@ -308,10 +371,12 @@ impl Resident {
         {
             self.metrics.reloaded_soon();
         }
-        self.hold_oversized(&dataset);
+        let held = self.held(&dataset);
+        self.hold_heavy(&held);
         let mut evicted = Vec::new();
         // Its waiters get the dataset even if the cache does not keep it.
-        let _ = guard.insert_with_lifecycle(self.held(&dataset), &mut evicted);
+        let _ = guard.insert_with_lifecycle(held, &mut evicted);
+        self.after_insert(fingerprint, &mut evicted);
         self.evicted(evicted).await;
         Ok(dataset)
     }
@@ -330,28 +395,99 @@ impl Resident {
         }
     }
 
-    /// Holds `dataset` alone beyond the budget if it is heavier than all
-    /// of it (the cache would not keep it).
-    fn hold_oversized(&self, dataset: &Arc<Dataset>) {
-        let weight = held_bytes(dataset, self.precompress);
-        if weight <= self.budget {
+    /// Makes `held` the heavy one if the cache would not keep it by
+    /// itself: pinned, the one before it unpinned (the cache evicts it
+    /// like any other from now on). Before it is inserted, so that the
+    /// cache admits it and evicts the others to make room.
+    fn hold_heavy(&self, held: &Arc<Held>) {
+        let weight = held_bytes(&held.dataset, self.precompress);
+        if weight <= self.keeps {
+            self.release_idle_heavy();
             return;
         }
-        let mut oversized = lock(&self.oversized);
-        if oversized
-            .as_ref()
-            .is_none_or(|d| d.fingerprint != dataset.fingerprint)
-        {
+        let dataset = &held.dataset;
+        let mut heavy = lock(&self.heavy);
+        if let Some(before) = heavy.take().and_then(|h| h.held.upgrade()) {
+            before.heavy.store(false, Ordering::Relaxed);
+        }
+        held.heavy.store(true, Ordering::Relaxed);
+        *heavy = Some(Heavy {
+            fingerprint: dataset.fingerprint,
+            weight,
+            held: Arc::downgrade(held),
+        });
+        drop(heavy);
+        if weight > self.budget {
             tracing::warn!(
                 workspace = %dataset.workspace_id,
                 needs_bytes = weight,
                 budget_bytes = self.budget,
-                "a workspace heavier than the whole memory budget is held alone beyond it; raise --memory-budget to at least this to keep it with the others"
+                "a workspace heavier than the whole memory budget is held alone, every other workspace evicted while it is; raise --memory-budget to at least this to keep it with the others"
+            );
+        } else {
+            tracing::info!(
+                workspace = %dataset.workspace_id,
+                weight_bytes = weight,
+                budget_bytes = self.budget,
+                "a workspace heavier than half the memory budget is held as the heavy one, the others sharing the rest"
             );
         }
-        let replaced = oversized.replace(Arc::clone(dataset));
-        drop(oversized);
-        drop(replaced);
+    }
+
+    /// Lets the heavy one go if no request has asked for it for
+    /// [`HEAVY_IDLE_MS`]: the cache then evicts it as it needs room.
+    fn release_idle_heavy(&self) {
+        let now = self.now_ms();
+        let mut heavy = lock(&self.heavy);
+        let idle = heavy
+            .as_ref()
+            .and_then(|h| h.held.upgrade())
+            .is_none_or(|held| {
+                now.saturating_sub(held.marked_ms.load(Ordering::Relaxed)) >= HEAVY_IDLE_MS
+            });
+        if idle && let Some(held) = heavy.take().and_then(|h| h.held.upgrade()) {
+            held.heavy.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// Most bytes resident at once: the budget, or the heavy one alone
+    /// when it is heavier.
+    fn ceiling(&self) -> u64 {
+        let heavy = lock(&self.heavy).as_ref().map_or(0, |h| h.weight);
+        self.budget.max(heavy)
+    }
+
+    /// After `fingerprint` was inserted: gone again if its version was
+    /// forgotten meanwhile (a load that ended after its version stopped
+    /// serving keeps nothing), or if it does not fit beside a heavy one
+    /// heavier than the budget (an insert evicts before it adds, so it
+    /// could pass the ceiling by itself).
+    fn after_insert(&self, fingerprint: u64, evicted: &mut Vec<(u64, Arc<Dataset>)>) {
+        let serving = lock(&self.kept).contains_key(&fingerprint);
+        if !serving {
+            self.unhold(fingerprint);
+            self.datasets.remove(&fingerprint);
+            return;
+        }
+        let heavy = lock(&self.heavy)
+            .as_ref()
+            .is_some_and(|h| h.fingerprint == fingerprint);
+        if !heavy
+            && self.datasets.weight() > self.ceiling()
+            && let Some((key, held)) = self.datasets.remove(&fingerprint)
+        {
+            evicted.push((key, Arc::clone(&held.dataset)));
+        }
+    }
+
+    /// `fingerprint` is no longer the heavy one, if it was.
+    fn unhold(&self, fingerprint: u64) {
+        let mut heavy = lock(&self.heavy);
+        if let Some(was) = heavy.take_if(|h| h.fingerprint == fingerprint)
+            && let Some(held) = was.held.upgrade()
+        {
+            held.heavy.store(false, Ordering::Relaxed);
+        }
     }
 
     /// Counts what an insert evicted, and frees it off the async runtime.
@@ -371,28 +507,19 @@ impl Resident {
 
     fn note_evicted(&self, evicted: &[(u64, Arc<Dataset>)]) {
         let now = Clock::now();
-        let heavy = |d: &Dataset| held_bytes(d, self.precompress) > self.budget;
         {
             let mut at = lock(&self.evicted_at);
-            for (key, dataset) in evicted {
-                // What the cache refused as too heavy was never resident.
-                if !heavy(dataset) {
-                    self.metrics.evicted();
-                    at.insert(*key, now);
-                }
+            for (key, _) in evicted {
+                self.metrics.evicted();
+                at.insert(*key, now);
             }
             if at.len() > 100_000 {
                 at.retain(|_, when| when.elapsed() < THRASH_WINDOW);
             }
         }
-        let oversized = lock(&self.oversized)
-            .as_ref()
-            .map_or(0, |d| held_bytes(d, self.precompress));
-        let held = usize::from(oversized > 0);
-        self.metrics.resident(
-            self.datasets.weight() + oversized,
-            self.datasets.len() + held,
-        );
+        // The heavy one is in the cache: its weight is all there is.
+        self.metrics
+            .resident(self.datasets.weight(), self.datasets.len());
     }
 
     /// Whether to hand freed memory back to the OS now: at most once a
@@ -414,12 +541,11 @@ impl Resident {
         lock(&self.failed).remove(&dataset.fingerprint);
         if stays {
             let mut evicted = Vec::new();
-            self.datasets.insert_with_lifecycle(
-                dataset.fingerprint,
-                self.held(dataset),
-                &mut evicted,
-            );
-            self.hold_oversized(dataset);
+            let held = self.held(dataset);
+            self.hold_heavy(&held);
+            self.datasets
+                .insert_with_lifecycle(dataset.fingerprint, held, &mut evicted);
+            self.after_insert(dataset.fingerprint, &mut evicted);
             self.note_evicted(&evicted);
         }
     }
@@ -432,15 +558,29 @@ impl Resident {
     }
 
     /// The scan: `dataset`'s version no longer serves.
+    ///
+    /// Its entries go in this order, the kept bytes first, so that a load
+    /// on demand ending meanwhile sees it gone and keeps nothing
+    /// ([`Resident::after_insert`]).
     pub fn forget(&self, dataset: &Dataset) {
-        lock(&self.kept).remove(&dataset.fingerprint);
-        lock(&self.failed).remove(&dataset.fingerprint);
-        let removed = self.datasets.remove(&dataset.fingerprint);
-        let mut oversized = lock(&self.oversized);
-        let alone = oversized.take_if(|d| d.fingerprint == dataset.fingerprint);
-        drop(oversized);
-        if removed.is_some() || alone.is_some() {
+        let fingerprint = dataset.fingerprint;
+        {
+            let mut kept = lock(&self.kept);
+            kept.remove(&fingerprint);
+            lock(&self.failed).remove(&fingerprint);
+        }
+        self.unhold(fingerprint);
+        if self.datasets.remove(&fingerprint).is_some() {
             self.note_evicted(&[]);
         }
     }
 }
+
+/// The bytes loads on demand in flight may take under `budget`, which the
+/// memory limit must hold beside it.
+pub fn in_flight_bound(budget: u64) -> u64 {
+    bound::share(budget)
+}
+
+#[cfg(test)]
+mod tests;
