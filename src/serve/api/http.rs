@@ -71,6 +71,7 @@ pub fn ok(
     }
     let (body, encoded) = if gzip {
         let page = Page {
+            workspace: &dataset.workspace_id,
             dataset: dataset.fingerprint,
             request,
             path,
@@ -323,8 +324,11 @@ const ENTRY_OVERHEAD: usize = 96;
 static CACHE: LazyLock<PageCache> = LazyLock::new(|| PageCache::new(CACHE_BYTES));
 
 /// A response's name: the dataset (a new version is a new fingerprint, so
-/// a reload leaves the old entries to age out) and its path and query.
+/// a reload leaves the old entries to age out), its workspace (compared:
+/// the fingerprint is only a hash, and the cache is the whole process's,
+/// so no other workspace's page can ever answer), and its path and query.
 struct Page<'a> {
+    workspace: &'a str,
     dataset: u64,
     request: u64,
     path: &'a str,
@@ -336,6 +340,7 @@ struct Page<'a> {
 /// on a hit, as the hash is only a hash.
 #[derive(PartialEq, Eq)]
 struct Name {
+    workspace: Box<str>,
     dataset: u64,
     request: u64,
     path: Box<str>,
@@ -361,6 +366,7 @@ impl Equivalent<Name> for Page<'_> {
     fn equivalent(&self, name: &Name) -> bool {
         self.dataset == name.dataset
             && self.request == name.request
+            && self.workspace == &*name.workspace
             && self.path == &*name.path
             && self.query == &*name.query
     }
@@ -372,7 +378,8 @@ struct Weight;
 
 impl Weighter<Name, Bytes> for Weight {
     fn weight(&self, name: &Name, gzip: &Bytes) -> u64 {
-        (gzip.len() + name.path.len() + name.query.len() + ENTRY_OVERHEAD) as u64
+        let names = name.workspace.len() + name.path.len() + name.query.len();
+        (gzip.len() + names + ENTRY_OVERHEAD) as u64
     }
 }
 
@@ -421,6 +428,7 @@ impl PageCache {
 
     fn insert(&self, page: &Page<'_>, gzip: Bytes) {
         let name = Name {
+            workspace: page.workspace.into(),
             dataset: page.dataset,
             request: page.request,
             path: page.path.into(),
@@ -494,13 +502,14 @@ mod tests {
 
     #[test]
     fn the_page_cache_keeps_pages_by_name_and_what_is_read_within_its_bound() {
-        // Each entry costs 1000 bytes (its body, "/p/NN" and "limit=50"):
+        // Each entry costs 1000 bytes (its body, "ws", "/p/NN" and "limit=50"):
         // eighty fill the cache; the first seventy are all kept (once
         // full, `quick_cache` keeps a few hundredths of it for new pages).
-        let body = Bytes::from(vec![b'x'; 1000 - ENTRY_OVERHEAD - 13]);
+        let body = Bytes::from(vec![b'x'; 1000 - ENTRY_OVERHEAD - 15]);
         let cache = PageCache::new(80_000);
         let paths: Vec<String> = (0..100).map(|n| format!("/p/{n:02}")).collect();
         let page = |n: usize| Page {
+            workspace: "ws",
             dataset: 7,
             request: n as u64,
             path: &paths[n],
@@ -527,6 +536,16 @@ mod tests {
             cache
                 .get(&Page {
                     dataset: 8,
+                    ..page(0)
+                })
+                .is_none()
+        );
+        // The same fingerprint and request in another workspace: never its
+        // page.
+        assert!(
+            cache
+                .get(&Page {
+                    workspace: "ws-other",
                     ..page(0)
                 })
                 .is_none()

@@ -91,12 +91,15 @@ pub struct Admitted {
     pub remaining: Option<u32>,
 }
 
-/// The limiter key of a workspace: a hash of its id.
+/// The limiter key of a workspace: a hash of its id, keyed afresh in each
+/// process (SipHash with a random key): the limiters are this replica's
+/// own, and an id crafted to collide with another workspace's (so as to
+/// spend its rate) would need the key.
 pub fn workspace_key(workspace: &str) -> u64 {
-    use std::hash::Hasher;
-    let mut hasher = rustc_hash::FxHasher::default();
-    hasher.write(workspace.as_bytes());
-    hasher.finish()
+    use std::hash::BuildHasher;
+    static KEYED: std::sync::LazyLock<std::collections::hash_map::RandomState> =
+        std::sync::LazyLock::new(std::collections::hash_map::RandomState::new);
+    KEYED.hash_one(workspace)
 }
 
 impl Refusal {

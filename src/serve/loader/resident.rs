@@ -233,7 +233,12 @@ impl Resident {
     pub fn get(&self, hollow: &Dataset) -> Option<Arc<Dataset>> {
         let fingerprint = hollow.fingerprint;
         let found = match self.datasets.peek(&fingerprint) {
-            Some(held) => {
+            // The fingerprint is a hash: what it finds must be this
+            // workspace's version, or it is not this dataset's records.
+            Some(held)
+                if held.dataset.workspace_id == hollow.workspace_id
+                    && held.dataset.version == hollow.version =>
+            {
                 let now = self.now_ms();
                 if now.saturating_sub(held.marked_ms.load(Ordering::Relaxed)) >= SESSION_GAP_MS {
                     held.marked_ms.store(now, Ordering::Relaxed);
@@ -242,7 +247,7 @@ impl Resident {
                 }
                 Some(Arc::clone(&held.dataset))
             }
-            None => None,
+            _ => None,
         };
         self.metrics.resident_lookup(found.is_some());
         found

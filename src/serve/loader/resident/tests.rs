@@ -158,3 +158,20 @@ fn the_heavy_one_stays_alone_until_it_is_idle() {
     assert!(!resident.is_resident(&heavy));
     assert!(resident.datasets.weight() <= SMALL_BUDGET);
 }
+
+/// The cache is keyed by fingerprint, a hash: a hollow dataset of another
+/// workspace that shares a resident one's fingerprint never gets its
+/// records.
+#[test]
+fn a_fingerprint_shared_with_another_workspace_finds_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let resident = resident(dir.path(), BUDGET, Duration::ZERO);
+    let acme = serves(&resident, dir.path(), "acme.json", 5, None, true);
+    assert!(resident.get(&acme).is_some(), "resident");
+    let mut other = acme.hollow();
+    other.workspace_id = "ws-other".into();
+    assert!(resident.get(&other).is_none());
+    let mut older = acme.hollow();
+    older.version = "v0".into();
+    assert!(resident.get(&older).is_none());
+}

@@ -245,16 +245,22 @@ fn dangling_references(
 
 /// A stable hash of what identifies a dataset's content: workspace, version
 /// and the content hash ([`Meta::content_hash`], which depends on the path
-/// that loaded the file). FxHash is fixed: no per-process seed, so every
-/// replica that loaded the same file the same way computes the same value.
+/// that loaded the file). No per-process seed, so every replica that loaded
+/// the same file the same way computes the same value (ETags). SHA-256,
+/// once per dataset, not FxHash: a publisher of one workspace must not be
+/// able to craft a snapshot whose fingerprint is another workspace's, which
+/// with a 64-bit fast hash is a matter of seconds (the resident cache is
+/// keyed by it).
 pub(in crate::store) fn fingerprint(workspace: &str, version: &str, content_hash: u64) -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = rustc_hash::FxBuildHasher.build_hasher();
-    hasher.write(workspace.as_bytes());
-    hasher.write_u8(0);
-    hasher.write(version.as_bytes());
-    hasher.write_u64(content_hash);
-    hasher.finish()
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update((workspace.len() as u64).to_le_bytes());
+    hasher.update(workspace.as_bytes());
+    hasher.update((version.len() as u64).to_le_bytes());
+    hasher.update(version.as_bytes());
+    hasher.update(content_hash.to_le_bytes());
+    let digest = hasher.finalize();
+    u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"))
 }
 
 /// Companies: name ascending in code-point order (byte order of UTF-8),
