@@ -107,10 +107,10 @@ struct Accepted {
 pub struct Trust {
     keys: Option<TrustedKeys>,
     accepted: Mutex<HashMap<String, Accepted>>,
-    /// Accepted, not yet written under `dir`.
+    /// Accepted, not yet written to `ledger`.
     unwritten: Mutex<Vec<Accepted>>,
     /// `<cache-dir>/accepted`, where accepted versions are remembered.
-    dir: Option<PathBuf>,
+    ledger: Option<ledger::Ledger>,
 }
 
 impl Default for Trust {
@@ -123,7 +123,7 @@ impl std::fmt::Debug for Trust {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Trust")
             .field("keys", &self.key_ids())
-            .field("dir", &self.dir)
+            .field("ledger", &self.ledger)
             .finish()
     }
 }
@@ -153,7 +153,7 @@ impl Trust {
             keys: None,
             accepted: Mutex::default(),
             unwritten: Mutex::default(),
-            dir: None,
+            ledger: None,
         }
     }
 
@@ -177,16 +177,18 @@ impl Trust {
 
     /// Verification with `keys`, remembering under `cache_dir` if given.
     pub fn new(keys: TrustedKeys, cache_dir: Option<&Path>) -> Result<Trust, TrustError> {
-        let dir = cache_dir.map(|d| d.join(ACCEPTED_DIR));
-        let accepted = match &dir {
-            Some(dir) => read_accepted(dir)?,
-            None => HashMap::new(),
+        let (ledger, accepted) = match cache_dir {
+            Some(dir) => {
+                let (ledger, accepted) = ledger::Ledger::open(&dir.join(ACCEPTED_DIR))?;
+                (Some(ledger), accepted)
+            }
+            None => (None, HashMap::new()),
         };
         Ok(Trust {
             keys: Some(keys),
             accepted: Mutex::new(accepted),
             unwritten: Mutex::default(),
-            dir,
+            ledger,
         })
     }
 
@@ -196,7 +198,7 @@ impl Trust {
 
     /// Whether what it accepts outlives the process (`--cache-dir`).
     pub fn remembers(&self) -> bool {
-        self.dir.is_some()
+        self.ledger.is_some()
     }
 
     pub fn key_ids(&self) -> Vec<String> {
@@ -317,37 +319,30 @@ impl Trust {
             }
         }
         drop(accepted);
-        if self.dir.is_some() {
+        if self.ledger.is_some() {
             self.unwritten().extend(changed);
         }
     }
 
     /// Writes what [`Trust::published`] accepted since the last call into
-    /// `--cache-dir`, durably: a small file per workspace, then one sync of
-    /// the file system for all of them (a first scan of ten thousand
-    /// workspaces writes ten thousand: one fsync each would cost seconds).
-    /// The scan calls it before the catalog swap that serves them.
+    /// `--cache-dir`, durably, as one batch of its journal (one `fsync`,
+    /// however many workspaces: [`ledger`]). The scan calls it before the
+    /// catalog swap that serves them.
     pub fn persist(&self) {
+        let Some(ledger) = &self.ledger else {
+            return;
+        };
         let changed = std::mem::take(&mut *self.unwritten());
-        if let Some(dir) = &self.dir {
-            if changed.is_empty() {
-                return;
-            }
-            for accepted in changed {
-                if let Err(error) = write_accepted(dir, &accepted) {
-                    tracing::warn!(
-                        workspace = %accepted.workspace,
-                        dir = %dir.display(),
-                        error = %error,
-                        "cannot remember the accepted revision; after a restart, this replica may accept an older signed version until it expires"
-                    );
-                }
-            }
-            if let Err(error) =
-                std::fs::File::open(dir).and_then(|d| crate::os::sync_filesystem(&d))
-            {
-                tracing::warn!(dir = %dir.display(), error = %error, "cannot sync what was accepted to disk; a crash now may forget it");
-            }
+        if changed.is_empty() {
+            return;
+        }
+        let all = || self.accepted().values().cloned().collect();
+        if let Err(error) = ledger.append(&changed, all) {
+            tracing::warn!(
+                workspaces = changed.len(),
+                error = %error,
+                "cannot remember the accepted revisions; after a restart, this replica may accept an older signed version of these workspaces until it expires"
+            );
         }
     }
 }
@@ -428,60 +423,7 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     Ok(crate::store::key::to_hex(&hasher.finalize().into()))
 }
 
-/// The file that remembers `workspace`'s accepted version: named by the
-/// SHA-256 of its id, so any id is one safe file name.
-fn accepted_path(dir: &Path, workspace: &str) -> PathBuf {
-    let name = crate::store::key::to_hex(&Sha256::digest(workspace.as_bytes()).into());
-    dir.join(format!("{name}.json"))
-}
-
-fn write_accepted(dir: &Path, accepted: &Accepted) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let path = accepted_path(dir, &accepted.workspace);
-    let temporary = path.with_extension("json.tmp");
-    std::fs::write(&temporary, serde_json::to_vec(accepted)?)?;
-    std::fs::rename(&temporary, &path)
-}
-
-fn read_accepted(dir: &Path) -> Result<HashMap<String, Accepted>, TrustError> {
-    let mut accepted = HashMap::new();
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(accepted),
-        Err(e) => {
-            return Err(TrustError::Ledger {
-                path: dir.to_owned(),
-                why: e.to_string(),
-            });
-        }
-    };
-    for entry in entries.filter_map(Result::ok) {
-        let path = entry.path();
-        if path.extension().is_none_or(|e| e != "json") {
-            // A write cut short: the rename never happened.
-            continue;
-        }
-        // An entry that cannot be read (empty, torn by a crash, edited) is
-        // not remembered, loudly: stopping the start for good would leave
-        // deleting the directory, and with it every entry, as the way out.
-        let read = std::fs::read(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|bytes| {
-                serde_json::from_slice::<Accepted>(&bytes).map_err(|e| e.to_string())
-            });
-        match read {
-            Ok(read) => {
-                accepted.insert(read.workspace.clone(), read);
-            }
-            Err(why) => tracing::warn!(
-                file = %path.display(),
-                error = %why,
-                "cannot read what was accepted before for one workspace: it is not remembered, so that workspace may accept an older signed version until that version expires; the entry is written again once its workspace next loads"
-            ),
-        }
-    }
-    Ok(accepted)
-}
+mod ledger;
 
 #[cfg(test)]
 mod tests;

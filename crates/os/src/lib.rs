@@ -168,20 +168,3 @@ pub fn release_free_memory() {
 /// (for `OpenOptionsExt::custom_flags`): a file named like a snapshot may be
 /// anything, and the scan must not stall on it. No effect on a regular file.
 pub const OPEN_NONBLOCK: i32 = libc::O_NONBLOCK;
-
-/// Flushes every file of the file system that holds `file` to disk
-/// (`syncfs`): one call for a batch of small files written together,
-/// where an `fsync` each would cost a disk round trip each.
-pub fn sync_filesystem(file: &std::fs::File) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: the descriptor is open for the duration of the call.
-        if unsafe { libc::syncfs(file.as_raw_fd()) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(())
-    }
-    #[cfg(not(target_os = "linux"))]
-    file.sync_all()
-}

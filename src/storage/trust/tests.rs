@@ -217,14 +217,45 @@ fn a_torn_entry_of_what_was_accepted_is_forgotten_not_fatal() {
             .unwrap()
     };
     let (kept, torn) = (signed("ws-kept"), signed("ws-torn"));
-    trust.published([&kept, &torn]);
+    trust.published([&kept]);
     trust.persist();
-    std::fs::write(
-        accepted_path(&cache.path().join(ACCEPTED_DIR), "ws-torn"),
-        b"",
-    )
-    .unwrap();
+    trust.published([&torn]);
+    trust.persist();
+    // The second batch torn by a crash: the first is still remembered.
+    let dir = cache.path().join(ACCEPTED_DIR);
+    let mut journal: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    journal.sort();
+    assert_eq!(journal.len(), 2, "one file per batch: {journal:?}");
+    std::fs::write(&journal[1], b"[{\"workspace\":").unwrap();
     let again = trusting(Some(cache.path()));
     assert!(again.accepted_as("ws-kept", &"ab".repeat(32)).is_some());
     assert!(again.accepted_as("ws-torn", &"ab".repeat(32)).is_none());
+    // And the start compacted what it read into one file.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+    let once_more = trusting(Some(cache.path()));
+    assert!(once_more.accepted_as("ws-kept", &"ab".repeat(32)).is_some());
+}
+
+/// One file per batch, compacted into one every 64 batches: the journal
+/// does not grow with the scans.
+#[test]
+fn the_journal_of_what_was_accepted_is_compacted() {
+    let cache = tempfile::tempdir().unwrap();
+    let trust = trusting(Some(cache.path()));
+    let now = SystemTime::now();
+    for revision in 1..=70 {
+        let accepted = verdict(&trust, &listed("a", revision, now), now).unwrap();
+        trust.published([&accepted]);
+        trust.persist();
+    }
+    let files = std::fs::read_dir(cache.path().join(ACCEPTED_DIR))
+        .unwrap()
+        .count();
+    assert!(files <= 8, "{files} files after 70 batches");
+    let restarted = trusting(Some(cache.path()));
+    let refused = verdict(&restarted, &listed("b", 69, now), now).unwrap_err();
+    assert_eq!(refused.kind(), "replayed");
 }
