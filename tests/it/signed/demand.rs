@@ -19,6 +19,7 @@ use portfolio_wire::signed::{Named, Statement};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::fleet::delta_of;
 use super::objstore::{POLL, key_files, publish_signed};
 use super::{DAY, hex, key, trusting};
 use crate::util::*;
@@ -36,15 +37,6 @@ async fn budgeted(s3: &S3, trust: Arc<Trust>, cache: &Path) -> TestServer {
         c.memory_budget = Some(BUDGET);
     })
     .await
-}
-
-/// The delta key (from the bucket's root) a publish's output names.
-fn delta_of(out: &CliOutput) -> String {
-    out.stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("delta: ")?.split(' ').next())
-        .unwrap_or_else(|| panic!("no delta sent: {out:?}"))
-        .to_owned()
 }
 
 /// The current version in a workspace record, and its index.

@@ -190,8 +190,8 @@ async fn a_key_is_rotated_while_the_fleet_serves_throughout() {
     }
 }
 
-/// The delta key a publish's output names.
-fn delta_of(out: &CliOutput) -> String {
+/// The delta key (from the bucket's root) a publish's output names.
+pub fn delta_of(out: &CliOutput) -> String {
     out.stdout
         .lines()
         .find_map(|l| l.strip_prefix("delta: ")?.split(' ').next())
