@@ -436,9 +436,10 @@ pub struct ServeArgs {
     #[arg(long, env = "PORTFOLIO_MEMORY_LIMIT", value_name = "BYTES", value_parser = parse_bytes)]
     pub memory_limit: Option<u64>,
     /// Hold at most about this many bytes of workspaces in memory (K, M,
-    /// G suffixes); the others are loaded when a request needs them and
-    /// the least useful evicted. Default: every workspace resident.
-    #[arg(long, env = "PORTFOLIO_MEMORY_BUDGET", value_name = "BYTES", value_parser = parse_bytes)]
+    /// G suffixes; 1 MiB or more); the others are loaded when a request
+    /// needs them and the least useful evicted. Default: every workspace
+    /// resident.
+    #[arg(long, env = "PORTFOLIO_MEMORY_BUDGET", value_name = "BYTES", value_parser = parse_budget)]
     pub memory_budget: Option<u64>,
     /// Object storage: keep the last good object of each workspace in this
     /// directory, to serve from at a restart while storage is unreachable.
@@ -446,9 +447,9 @@ pub struct ServeArgs {
     /// revision accepted per workspace, so a restart refuses older ones.
     #[arg(long, env = "PORTFOLIO_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// Requests per second each workspace may send to this replica
-    /// (`100/s`); over it, 429 with Retry-After. Default: no limit.
-    #[arg(long, env = "PORTFOLIO_RATE_LIMIT", value_name = "RATE/s", value_parser = parse_rate)]
+    /// Requests per second each workspace may send to this replica: `100`
+    /// or `100/s`; over it, 429 with Retry-After. Default: no limit.
+    #[arg(long, env = "PORTFOLIO_RATE_LIMIT", value_name = "RATE", value_parser = parse_rate)]
     pub rate_limit: Option<std::num::NonZeroU32>,
     /// Requests a workspace may send at once under --rate-limit. Default:
     /// one second's worth.
@@ -570,11 +571,35 @@ impl ServeArgs {
     }
 }
 
-/// `100/s`: requests per second.
+/// The smallest `--memory-budget`: below it no workspace fits, so a value
+/// under it is a unit left out (`64` for `64MiB`), not a budget.
+const MIN_BUDGET: u64 = 1 << 20;
+
+/// `--memory-budget`: a size, as `--memory-limit` takes it, of 1 MiB or more.
+fn parse_budget(text: &str) -> Result<u64, String> {
+    let bytes = parse_bytes(text).map_err(|e| e.to_string())?;
+    if bytes < MIN_BUDGET {
+        let text = text.trim();
+        let tip = match text.bytes().all(|b| b.is_ascii_digit()) {
+            true => format!("did you mean {text}MiB?"),
+            false => "give 1MiB or more".to_owned(),
+        };
+        return Err(format!(
+            "--memory-budget {text} (or PORTFOLIO_MEMORY_BUDGET): below 1 MiB, too small to hold \
+             any workspace; {tip}"
+        ));
+    }
+    Ok(bytes)
+}
+
+/// `100/s`, or a plain `100` (what a snapshot's `limits.rate_per_second`
+/// holds): requests per second.
 fn parse_rate(text: &str) -> Result<std::num::NonZeroU32, String> {
-    text.strip_suffix("/s")
-        .and_then(|n| n.trim().parse().ok())
-        .ok_or_else(|| format!("{text:?} is not a rate: give requests per second, like 100/s"))
+    let number = text.trim();
+    let number = number.strip_suffix("/s").unwrap_or(number);
+    number.trim().parse().map_err(|_| {
+        format!("{text:?} is not a rate: give requests per second, more than 0, like 100 or 100/s")
+    })
 }
 
 fn parse_timeout(text: &str) -> Result<Duration, String> {

@@ -331,3 +331,43 @@ fn signing_flags_go_with_the_commands_that_need_them() {
     let err = parse(&["rollback", "ws", "--to", to, "--sign-valid-for", "0s"]).unwrap_err();
     assert!(err.contains("more than 0"), "{err}");
 }
+
+#[test]
+fn sizes_are_whole_numbers_and_a_budget_is_at_least_a_mebibyte() {
+    // One parser for every size flag: the same value reads the same.
+    for flag in ["--memory-limit", "--memory-budget"] {
+        let cli = Cli::try_parse_from(["portfolio-replica", flag, "2GiB"]).unwrap();
+        let read = [cli.serve.memory_limit, cli.serve.memory_budget];
+        assert!(read.contains(&Some(2 << 30)), "{flag}: {read:?}");
+        let shown = error_of(&["portfolio-replica", flag, "1.5G"]);
+        assert!(
+            shown.contains("sizes take whole numbers; write 1536MiB instead")
+                && !shown.contains("unknown unit"),
+            "{flag} 1.5G: {shown}"
+        );
+    }
+    let shown = error_of(&["portfolio-replica", "--memory-budget", "64"]);
+    assert!(
+        shown.contains(
+            "--memory-budget 64 (or PORTFOLIO_MEMORY_BUDGET): below 1 MiB, too small to hold \
+             any workspace; did you mean 64MiB?"
+        ),
+        "{shown}"
+    );
+    let shown = error_of(&["portfolio-replica", "--memory-budget", "512K"]);
+    assert!(shown.contains("below 1 MiB") && shown.contains("give 1MiB or more"), "{shown}");
+    let cli = Cli::try_parse_from(["portfolio-replica", "--memory-budget", "1MiB"]).unwrap();
+    assert_eq!(cli.serve.memory_budget, Some(1 << 20));
+}
+
+#[test]
+fn a_rate_is_a_plain_number_or_per_second() {
+    for text in ["5", "5/s", " 5 /s"] {
+        let cli = Cli::try_parse_from(["portfolio-replica", "--rate-limit", text]).unwrap();
+        assert_eq!(cli.serve.rate_limit.map(|r| r.get()), Some(5), "{text:?}");
+    }
+    for bad in ["0", "0/s", "5/m", "five", "1.5", ""] {
+        let shown = error_of(&["portfolio-replica", "--rate-limit", bad]);
+        assert!(shown.contains("like 100 or 100/s"), "{bad:?}: {shown}");
+    }
+}
