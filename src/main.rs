@@ -36,7 +36,7 @@ fn main() -> ExitCode {
                     }
                 },
             };
-            let checked = check::check(&files, out, err);
+            let checked = check::check_with(&files, trust.is_some(), out, err);
             let signed = match (&checked, &trust) {
                 (Some(checked), Some(trust)) => check::signatures(checked, trust, out, err),
                 _ => true,
