@@ -40,6 +40,21 @@ impl Cli {
     }
 }
 
+/// A usage error (exit 2) found after parsing, as clap reports its own: in
+/// the terms, and with the usage line, of `subcommand` (`None`: the
+/// top-level command, that is `serve`).
+pub fn usage_error(subcommand: Option<&str>, message: impl std::fmt::Display) -> clap::Error {
+    use clap::CommandFactory;
+    let kind = clap::error::ErrorKind::ArgumentConflict;
+    let mut cli = Cli::command();
+    // Built, so that a subcommand's usage names the binary before it.
+    cli.build();
+    match subcommand.and_then(|name| cli.find_subcommand_mut(name)) {
+        Some(command) => command.error(kind, message),
+        None => cli.error(kind, message),
+    }
+}
+
 /// `error` with a tip added when it is an unknown flag that `tip_for` knows.
 pub fn with_tip(mut error: clap::Error, args: &[std::ffi::OsString]) -> clap::Error {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
