@@ -286,13 +286,17 @@ pub enum Command {
         #[arg(long, value_name = "PATH")]
         out: PathBuf,
     },
-    /// Sign snapshot files of a directory: each is checked as `check` does
-    /// and its signature written beside it, as FILE.sig.
-    // `--sign-key` is optional for publish and rollback, not here.
-    #[command(mut_arg("sign_key", |a| a.required(true)))]
+    /// Sign snapshot files for replicas that serve a directory with
+    /// --trust-key: each file is checked as `check` does, then its
+    /// signature written beside it as FILE.sig.
+    // `--sign-key` is optional for publish and rollback, not here, and
+    // signs files, not the versions those two make current.
+    #[command(mut_arg("sign_key", |a| a.required(true).help(
+        "The secret key file (from `keygen`) to sign each file with"
+    )))]
     Sign {
-        /// Snapshot files (`.json` or `.json.gz`), or directories: a
-        /// directory stands for the files the server would read in it.
+        /// The files to sign (`.json` or `.json.gz`), or directories: each
+        /// file the server would read in a directory is signed.
         #[arg(required = true, value_name = "FILE|DIR")]
         files: Vec<PathBuf>,
         #[command(flatten)]
@@ -456,10 +460,13 @@ pub struct ServeArgs {
     /// resident.
     #[arg(long, env = "PORTFOLIO_MEMORY_BUDGET", value_name = "BYTES", value_parser = parse_budget)]
     pub memory_budget: Option<u64>,
-    /// Object storage: keep the last good object of each workspace in this
-    /// directory, to serve from at a restart while storage is unreachable.
-    /// With --trust-key (any source): remember there the newest signed
-    /// revision accepted per workspace, so a restart refuses older ones.
+    /// A directory on a writable disk for what the replica keeps on disk:
+    /// from an object store, the last good download of each workspace, to
+    /// serve from at a restart while storage is unreachable; with
+    /// --memory-budget, the copies loads on demand read (DIR/copies,
+    /// remade at each start); with --trust-key, the newest signed revision
+    /// accepted per workspace (DIR/accepted), so a restart refuses older
+    /// ones. Default: a temporary directory, and nothing remembered.
     #[arg(long, env = "PORTFOLIO_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     /// Requests per second each workspace may send to this replica: `100`

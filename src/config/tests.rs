@@ -371,3 +371,47 @@ fn a_rate_is_a_plain_number_or_per_second() {
         assert!(shown.contains("like 100 or 100/s"), "{bad:?}: {shown}");
     }
 }
+
+/// The --help text of `subcommand` (`None`: the top level, which is serve).
+fn help_of(subcommand: Option<&str>) -> String {
+    use clap::CommandFactory;
+    let mut cli = Cli::command();
+    cli.build();
+    match subcommand {
+        Some(name) => cli
+            .find_subcommand_mut(name)
+            .expect("a subcommand")
+            .render_help(),
+        None => cli.render_help(),
+    }
+    .to_string()
+}
+
+#[test]
+fn sign_and_cache_dir_help_say_what_they_do_once() {
+    let sign = help_of(Some("sign"));
+    assert!(
+        sign.contains("to sign each file with") && !sign.contains("make current"),
+        "sign --help speaks of publish's versions:\n{sign}"
+    );
+    assert!(sign.contains("The files to sign"), "{sign}");
+    // publish keeps its own words.
+    assert!(help_of(Some("publish")).contains("sign each version they make current"));
+    let serve = help_of(None);
+    let cache_dir = serve
+        .split("--cache-dir <DIR>")
+        .nth(1)
+        .and_then(|rest| rest.split("\n      --").next())
+        .expect("--cache-dir in --help");
+    for says in ["writable disk", "--memory-budget", "DIR/copies", "--trust-key", "DIR/accepted"] {
+        assert!(cache_dir.contains(says), "--cache-dir's help lacks {says:?}:{cache_dir}");
+    }
+    // Each thing once.
+    assert_eq!(cache_dir.matches("--trust-key").count(), 1, "{cache_dir}");
+}
+
+#[test]
+fn the_rate_limits_help_gives_both_forms() {
+    let serve = help_of(None);
+    assert!(serve.contains("--rate-limit <RATE>") && serve.contains("`100` or `100/s`"), "{serve}");
+}
