@@ -207,12 +207,12 @@ start_nginx() {
   LB=127.0.0.1:$(free_port)
   mkdir -p "$NGX/$set"
   # The shipped file, its marked lines substituted (as .ci/nginx.sh); fails
-  # if the markers moved, or if it has fewer `# replica` lines than the fleet.
+  # if the markers moved, or if it has fewer `# @replica` lines than the fleet.
   local rr=
   [ "$mode" = roundrobin ] && rr=--round-robin
   python3 scripts/render-nginx.py "$CONF" "$OUT_ABS/$set.portfolio-replica.conf" "$LB" \
     "$OUT_ABS/$set.access.log" --buffered $rr "${addrs[@]}" ||
-    { echo "cannot render $CONF (its '# replica', '# listen', access_log and hash lines)" >&2; exit 1; }
+    { echo "cannot render $CONF (its '# @replica', '# @listen', access_log and hash lines)" >&2; exit 1; }
   cat >"$OUT_ABS/$set.nginx.conf" <<EOF
 # scripts/fleet-budget.sh: the main context around the shipped http-context file.
 $USER_LINE
