@@ -400,9 +400,10 @@ pub struct ServeArgs {
     #[arg(long, env = "PORTFOLIO_MAX_CONNECTIONS", value_name = "N", default_value_t = 10_000,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
-    /// Largest request head (request line plus headers) in bytes; larger gets 431.
+    /// Largest request head (request line plus headers) in bytes, 1K to
+    /// 1M (K and M suffixes as --memory-limit); larger gets 431.
     #[arg(long, env = "PORTFOLIO_MAX_HEADER_BYTES", value_name = "BYTES", default_value_t = 16_384,
-          value_parser = clap::value_parser!(u32).range(1024..=1_048_576))]
+          value_parser = parse_header_bytes)]
     pub max_header_bytes: u32,
     /// Seconds a client has to send a request's head (against slowloris).
     #[arg(long, env = "PORTFOLIO_HEADER_READ_TIMEOUT", value_name = "SECS", default_value_t = 10,
@@ -612,6 +613,19 @@ fn parse_budget(text: &str) -> Result<u64, String> {
         ));
     }
     Ok(bytes)
+}
+
+/// `--max-header-bytes`: a size, as the memory flags take it, from 1 KiB
+/// (no request line and headers of a real client fit in less) to 1 MiB.
+fn parse_header_bytes(text: &str) -> Result<u32, String> {
+    let bytes = parse_bytes(text).map_err(|e| e.to_string())?;
+    match u32::try_from(bytes) {
+        Ok(bytes) if (1 << 10..=1 << 20).contains(&bytes) => Ok(bytes),
+        _ => Err(format!(
+            "{:?} is not from 1KiB (1024) to 1MiB (1048576) bytes",
+            text.trim()
+        )),
+    }
 }
 
 /// `100/s`, or a plain `100` (what a snapshot's `limits.rate_per_second`

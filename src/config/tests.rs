@@ -334,7 +334,8 @@ fn signing_flags_go_with_the_commands_that_need_them() {
 
 #[test]
 fn sizes_are_whole_numbers_and_a_budget_is_at_least_a_mebibyte() {
-    // One parser for every size flag: the same value reads the same.
+    // One parser for every size flag (--max-header-bytes too, below): the
+    // same value reads the same.
     for flag in ["--memory-limit", "--memory-budget"] {
         let cli = Cli::try_parse_from(["portfolio-replica", flag, "2GiB"]).unwrap();
         let read = [cli.serve.memory_limit, cli.serve.memory_budget];
@@ -345,6 +346,19 @@ fn sizes_are_whole_numbers_and_a_budget_is_at_least_a_mebibyte() {
                 && !shown.contains("unknown unit"),
             "{flag} 1.5G: {shown}"
         );
+    }
+    // --max-header-bytes is a size too, within its range.
+    for (text, bytes) in [("16384", 16_384), ("32K", 32_768), ("1MiB", 1 << 20)] {
+        let cli = Cli::try_parse_from(["portfolio-replica", "--max-header-bytes", text]).unwrap();
+        assert_eq!(cli.serve.max_header_bytes, bytes, "{text}");
+    }
+    for (text, says) in [
+        ("1023", "is not from 1KiB (1024) to 1MiB (1048576) bytes"),
+        ("2M", "is not from 1KiB (1024) to 1MiB (1048576) bytes"),
+        ("1.5K", "sizes take whole numbers; write 1536 instead"),
+    ] {
+        let shown = error_of(&["portfolio-replica", "--max-header-bytes", text]);
+        assert!(shown.contains(says), "{text}: {shown}");
     }
     let shown = error_of(&["portfolio-replica", "--memory-budget", "64"]);
     assert!(
