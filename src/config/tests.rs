@@ -369,7 +369,10 @@ fn sizes_are_whole_numbers_and_a_budget_is_at_least_a_mebibyte() {
         "{shown}"
     );
     let shown = error_of(&["portfolio-replica", "--memory-budget", "512K"]);
-    assert!(shown.contains("below 1 MiB") && shown.contains("give 1MiB or more"), "{shown}");
+    assert!(
+        shown.contains("below 1 MiB") && shown.contains("give 1MiB or more"),
+        "{shown}"
+    );
     let cli = Cli::try_parse_from(["portfolio-replica", "--memory-budget", "1MiB"]).unwrap();
     assert_eq!(cli.serve.memory_budget, Some(1 << 20));
 }
@@ -417,8 +420,17 @@ fn sign_and_cache_dir_help_say_what_they_do_once() {
         .nth(1)
         .and_then(|rest| rest.split("\n      --").next())
         .expect("--cache-dir in --help");
-    for says in ["writable disk", "--memory-budget", "DIR/copies", "--trust-key", "DIR/accepted"] {
-        assert!(cache_dir.contains(says), "--cache-dir's help lacks {says:?}:{cache_dir}");
+    for says in [
+        "writable disk",
+        "--memory-budget",
+        "DIR/copies",
+        "--trust-key",
+        "DIR/accepted",
+    ] {
+        assert!(
+            cache_dir.contains(says),
+            "--cache-dir's help lacks {says:?}:{cache_dir}"
+        );
     }
     // Each thing once.
     assert_eq!(cache_dir.matches("--trust-key").count(), 1, "{cache_dir}");
@@ -427,5 +439,8 @@ fn sign_and_cache_dir_help_say_what_they_do_once() {
 #[test]
 fn the_rate_limits_help_gives_both_forms() {
     let serve = help_of(None);
-    assert!(serve.contains("--rate-limit <RATE>") && serve.contains("`100` or `100/s`"), "{serve}");
+    assert!(
+        serve.contains("--rate-limit <RATE>") && serve.contains("`100` or `100/s`"),
+        "{serve}"
+    );
 }

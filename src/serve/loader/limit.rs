@@ -208,7 +208,9 @@ pub fn parse_bytes(text: &str) -> Result<u64, SizeError> {
             .find(|c: char| !c.is_ascii_digit())
             .unwrap_or(fraction.len());
         let (decimals, unit) = fraction.split_at(decimals);
-        if let (Ok(value), Some(shift)) = (format!("{number}.{decimals}").parse::<f64>(), shift(unit)) {
+        if let (Ok(value), Some(shift)) =
+            (format!("{number}.{decimals}").parse::<f64>(), shift(unit))
+        {
             return Err(SizeError::Fraction {
                 text: text.to_owned(),
                 suggestion: whole_size(value, shift),

@@ -429,10 +429,18 @@ async fn check_shows_a_files_own_limits_and_with_trust_key_reads_its_signature()
     let key = dir.path().join("publisher");
     let made = run(&["keygen", "--out", key.to_str().unwrap()], None, &[]).await;
     assert_eq!(made.code, Some(0), "{made:?}");
-    let (secret, public) = (dir.path().join("publisher.key"), dir.path().join("publisher.pub"));
+    let (secret, public) = (
+        dir.path().join("publisher.key"),
+        dir.path().join("publisher.pub"),
+    );
     let before = std::time::SystemTime::now();
     let signed = run(
-        &["sign", &d.to_string(), "--sign-key", secret.to_str().unwrap()],
+        &[
+            "sign",
+            &d.to_string(),
+            "--sign-key",
+            secret.to_str().unwrap(),
+        ],
         None,
         &[],
     )
@@ -450,7 +458,11 @@ async fn check_shows_a_files_own_limits_and_with_trust_key_reads_its_signature()
         version_of("ws-a"),
         version_of("ws-b"),
     );
-    assert_eq!((out.code, out.stdout.as_str()), (Some(0), want.as_str()), "{out:?}");
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (Some(0), want.as_str()),
+        "{out:?}"
+    );
 
     // With it, a snapshot's signature is read with it, and its revision,
     // a signing time in milliseconds, is shown as a time too.

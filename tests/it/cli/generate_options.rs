@@ -207,7 +207,10 @@ async fn tiny_workspaces_are_about_100_kb_and_workspaces_needs_a_fleet_scale() {
         );
     }
     // Without its number: generate's error, not the top-level usage.
-    for args in [&["--workspaces"][..], &["--scale", "tiny", "--workspaces", "0"]] {
+    for args in [
+        &["--workspaces"][..],
+        &["--scale", "tiny", "--workspaces", "0"],
+    ] {
         let mut all = vec!["generate", "--out", &out_dir];
         all.extend_from_slice(args);
         let out = run(&all, None, &[]).await;

@@ -93,7 +93,10 @@ async fn listen_addresses_are_checked_on_the_command_line() {
         // missing directory.
         (
             vec!["--rate-limit", "5", "--snapshots", "/nonexistent/snapshots"],
-            vec![("PORTFOLIO_LISTEN", "127.0.0.1:0"), ("PORTFOLIO_ADMIN_LISTEN", "127.0.0.1:0")],
+            vec![
+                ("PORTFOLIO_LISTEN", "127.0.0.1:0"),
+                ("PORTFOLIO_ADMIN_LISTEN", "127.0.0.1:0"),
+            ],
             1,
             "snapshot directory /nonexistent/snapshots cannot be read".into(),
         ),
