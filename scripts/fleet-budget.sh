@@ -158,6 +158,9 @@ start_replicas() {
   local set=$1 budget=$2 name
   shift 2
   find "$DATA" -maxdepth 1 -name 'tiny-*.json' -exec cat {} + >/dev/null
+  # Bytes with their unit: plain digits under 1 MiB are refused as a unit
+  # left out, and a share of a small BUDGET may be under it.
+  [[ $budget =~ ^[0-9]+$ ]] && budget=${budget}B
   START_CMD="$BIN serve --snapshots $DATA --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --log-format json ${SERVER_ARGS:+$SERVER_ARGS }--memory-budget $budget"
   for name in "$@"; do
     # shellcheck disable=SC2086 # SERVER_ARGS is a list of flags

@@ -456,9 +456,9 @@ pub struct ServeArgs {
     #[arg(long, env = "PORTFOLIO_MEMORY_LIMIT", value_name = "BYTES", value_parser = parse_bytes)]
     pub memory_limit: Option<u64>,
     /// Hold at most about this many bytes of workspaces in memory (K, M,
-    /// G suffixes; 1 MiB or more); the others are loaded when a request
-    /// needs them and the least useful evicted. Default: every workspace
-    /// resident.
+    /// G suffixes; under 1 MiB only with its unit, so that `64` is not
+    /// taken for 64MiB); the others are loaded when a request needs them
+    /// and the least useful evicted. Default: every workspace resident.
     #[arg(long, env = "PORTFOLIO_MEMORY_BUDGET", value_name = "BYTES", value_parser = parse_budget)]
     pub memory_budget: Option<u64>,
     /// A directory on a writable disk for what the replica keeps on disk:
@@ -594,22 +594,22 @@ impl ServeArgs {
     }
 }
 
-/// The smallest `--memory-budget`: below it no workspace fits, so a value
-/// under it is a unit left out (`64` for `64MiB`), not a budget.
-const MIN_BUDGET: u64 = 1 << 20;
+/// Below this, a `--memory-budget` of plain digits is a unit left out
+/// (`64` for `64MiB`) rather than a budget: no workspace fits in a few
+/// hundred bytes. A smaller budget is meant when its unit is written
+/// (`256KiB` for a fleet of 10 KB workspaces, as the tests run).
+const BARE_BUDGET_MIN: u64 = 1 << 20;
 
-/// `--memory-budget`: a size, as `--memory-limit` takes it, of 1 MiB or more.
+/// `--memory-budget`: a size, as `--memory-limit` takes it; plain digits
+/// below 1 MiB are refused, with the unit they most likely lack.
 fn parse_budget(text: &str) -> Result<u64, String> {
     let bytes = parse_bytes(text).map_err(|e| e.to_string())?;
-    if bytes < MIN_BUDGET {
-        let text = text.trim();
-        let tip = match text.bytes().all(|b| b.is_ascii_digit()) {
-            true => format!("did you mean {text}MiB?"),
-            false => "give 1MiB or more".to_owned(),
-        };
+    let text = text.trim();
+    if bytes < BARE_BUDGET_MIN && text.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!(
-            "--memory-budget {text} (or PORTFOLIO_MEMORY_BUDGET): below 1 MiB, too small to hold \
-             any workspace; {tip}"
+            "--memory-budget {text} (or PORTFOLIO_MEMORY_BUDGET): {text} bytes, below 1 MiB; \
+             did you mean {text}MiB? (a budget under 1 MiB takes its unit: 512KiB, or \
+             {text}B for bytes)"
         ));
     }
     Ok(bytes)

@@ -333,7 +333,7 @@ fn signing_flags_go_with_the_commands_that_need_them() {
 }
 
 #[test]
-fn sizes_are_whole_numbers_and_a_budget_is_at_least_a_mebibyte() {
+fn sizes_are_whole_numbers_and_a_budget_of_bare_digits_is_at_least_a_mebibyte() {
     // One parser for every size flag (--max-header-bytes too, below): the
     // same value reads the same.
     for flag in ["--memory-limit", "--memory-budget"] {
@@ -363,18 +363,22 @@ fn sizes_are_whole_numbers_and_a_budget_is_at_least_a_mebibyte() {
     let shown = error_of(&["portfolio-replica", "--memory-budget", "64"]);
     assert!(
         shown.contains(
-            "--memory-budget 64 (or PORTFOLIO_MEMORY_BUDGET): below 1 MiB, too small to hold \
-             any workspace; did you mean 64MiB?"
+            "--memory-budget 64 (or PORTFOLIO_MEMORY_BUDGET): 64 bytes, below 1 MiB; did you \
+             mean 64MiB? (a budget under 1 MiB takes its unit: 512KiB, or 64B for bytes)"
         ),
         "{shown}"
     );
-    let shown = error_of(&["portfolio-replica", "--memory-budget", "512K"]);
-    assert!(
-        shown.contains("below 1 MiB") && shown.contains("give 1MiB or more"),
-        "{shown}"
-    );
-    let cli = Cli::try_parse_from(["portfolio-replica", "--memory-budget", "1MiB"]).unwrap();
-    assert_eq!(cli.serve.memory_budget, Some(1 << 20));
+    // With its unit a small budget is meant (a fleet of 10 KB workspaces),
+    // and plain digits from 1 MiB on are bytes.
+    for (text, bytes) in [
+        ("512K", 512 << 10),
+        ("65536B", 65_536),
+        ("1048576", 1 << 20),
+        ("64MiB", 64 << 20),
+    ] {
+        let cli = Cli::try_parse_from(["portfolio-replica", "--memory-budget", text]).unwrap();
+        assert_eq!(cli.serve.memory_budget, Some(bytes), "{text}");
+    }
 }
 
 #[test]

@@ -73,8 +73,8 @@ async fn listen_addresses_are_checked_on_the_command_line() {
             vec!["--memory-budget", "64"],
             vec![],
             2,
-            "--memory-budget 64 (or PORTFOLIO_MEMORY_BUDGET): below 1 MiB, too small to hold \
-             any workspace; did you mean 64MiB?"
+            "--memory-budget 64 (or PORTFOLIO_MEMORY_BUDGET): 64 bytes, below 1 MiB; did you \
+             mean 64MiB?"
                 .into(),
         ),
         (
