@@ -456,9 +456,10 @@ pub struct ServeArgs {
     #[arg(long, env = "PORTFOLIO_MEMORY_LIMIT", value_name = "BYTES", value_parser = parse_bytes)]
     pub memory_limit: Option<u64>,
     /// Hold at most about this many bytes of workspaces in memory (K, M,
-    /// G suffixes; under 1 MiB only with its unit, so that `64` is not
-    /// taken for 64MiB); the others are loaded when a request needs them
-    /// and the least useful evicted. Default: every workspace resident.
+    /// G suffixes; under 1 MiB only with its unit, so that a forgotten one,
+    /// `64` for 64MiB, is not taken for bytes); the others are loaded when
+    /// a request needs them and the least useful evicted. Default: every
+    /// workspace resident.
     #[arg(long, env = "PORTFOLIO_MEMORY_BUDGET", value_name = "BYTES", value_parser = parse_budget)]
     pub memory_budget: Option<u64>,
     /// A directory on a writable disk for what the replica keeps on disk:

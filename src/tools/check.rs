@@ -184,9 +184,11 @@ impl Checker {
         if self.signatures {
             let before = ignored.len();
             ignored.retain(|name| {
-                !name.strip_suffix(".sig").is_some_and(|file| {
-                    snapshots.binary_search_by(|s| s.as_str().cmp(file)).is_ok()
-                })
+                !name
+                    .strip_suffix(trust::SIGNATURE_SUFFIX)
+                    .is_some_and(|file| {
+                        snapshots.binary_search_by(|s| s.as_str().cmp(file)).is_ok()
+                    })
             });
             signatures = before - ignored.len();
         }
