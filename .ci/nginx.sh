@@ -17,8 +17,8 @@
 #    about a fifth of them (`--memory-budget 128KiB`), so that a key's
 #    workspace is loaded on demand on the replica it lands on, and on the
 #    survivor once the other dies;
-# 2. renders the shipped config: the `# replica` lines become the two
-#    replicas, the `# listen` line a free port, the access log a scratch
+# 2. renders the shipped config: the `# @replica` lines become the two
+#    replicas, the `# @listen` line a free port, the access log a scratch
 #    file; wraps it in a minimal main context (pid, error log and temp
 #    paths in the scratch directory, `daemon off`) and runs `nginx -t`,
 #    then nginx itself, in the foreground, as a child of this script;
@@ -129,7 +129,7 @@ mkdir -p "$NGX/logs"
 # The shipped file, with its marked lines substituted. Fails if the markers
 # moved, so that this check and the file cannot drift apart unnoticed.
 python3 scripts/render-nginx.py "$CONF" "$NGX/portfolio-replica.conf" "$LB" "$NGX/logs/access.log" \
-  "${REPLICA_ADDR[a]}" "${REPLICA_ADDR[b]}" || die "cannot render $CONF (its '# replica' and '# listen' markers)"
+  "${REPLICA_ADDR[a]}" "${REPLICA_ADDR[b]}" || die "cannot render $CONF (its '# @replica' and '# @listen' markers)"
 USER_LINE=
 if [ "$(id -u)" -eq 0 ]; then
   # Workers of a root master drop to this user; it must reach the scratch

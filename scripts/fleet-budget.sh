@@ -158,6 +158,9 @@ start_replicas() {
   local set=$1 budget=$2 name
   shift 2
   find "$DATA" -maxdepth 1 -name 'tiny-*.json' -exec cat {} + >/dev/null
+  # Bytes with their unit: plain digits under 1 MiB are refused as a unit
+  # left out, and a share of a small BUDGET may be under it.
+  [[ $budget =~ ^[0-9]+$ ]] && budget=${budget}B
   START_CMD="$BIN serve --snapshots $DATA --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --log-format json ${SERVER_ARGS:+$SERVER_ARGS }--memory-budget $budget"
   for name in "$@"; do
     # shellcheck disable=SC2086 # SERVER_ARGS is a list of flags
@@ -207,12 +210,12 @@ start_nginx() {
   LB=127.0.0.1:$(free_port)
   mkdir -p "$NGX/$set"
   # The shipped file, its marked lines substituted (as .ci/nginx.sh); fails
-  # if the markers moved, or if it has fewer `# replica` lines than the fleet.
+  # if the markers moved, or if it has fewer `# @replica` lines than the fleet.
   local rr=
   [ "$mode" = roundrobin ] && rr=--round-robin
   python3 scripts/render-nginx.py "$CONF" "$OUT_ABS/$set.portfolio-replica.conf" "$LB" \
     "$OUT_ABS/$set.access.log" --buffered $rr "${addrs[@]}" ||
-    { echo "cannot render $CONF (its '# replica', '# listen', access_log and hash lines)" >&2; exit 1; }
+    { echo "cannot render $CONF (its '# @replica', '# @listen', access_log and hash lines)" >&2; exit 1; }
   cat >"$OUT_ABS/$set.nginx.conf" <<EOF
 # scripts/fleet-budget.sh: the main context around the shipped http-context file.
 $USER_LINE

@@ -40,6 +40,21 @@ impl Cli {
     }
 }
 
+/// A usage error (exit 2) found after parsing, as clap reports its own: in
+/// the terms, and with the usage line, of `subcommand` (`None`: the
+/// top-level command, that is `serve`).
+pub fn usage_error(subcommand: Option<&str>, message: impl std::fmt::Display) -> clap::Error {
+    use clap::CommandFactory;
+    let kind = clap::error::ErrorKind::ArgumentConflict;
+    let mut cli = Cli::command();
+    // Built, so that a subcommand's usage names the binary before it.
+    cli.build();
+    match subcommand.and_then(|name| cli.find_subcommand_mut(name)) {
+        Some(command) => command.error(kind, message),
+        None => cli.error(kind, message),
+    }
+}
+
 /// `error` with a tip added when it is an unknown flag that `tip_for` knows.
 pub fn with_tip(mut error: clap::Error, args: &[std::ffi::OsString]) -> clap::Error {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
@@ -271,13 +286,17 @@ pub enum Command {
         #[arg(long, value_name = "PATH")]
         out: PathBuf,
     },
-    /// Sign snapshot files of a directory: each is checked as `check` does
-    /// and its signature written beside it, as FILE.sig.
-    // `--sign-key` is optional for publish and rollback, not here.
-    #[command(mut_arg("sign_key", |a| a.required(true)))]
+    /// Sign snapshot files for replicas that serve a directory with
+    /// --trust-key: each file is checked as `check` does, then its
+    /// signature written beside it as FILE.sig.
+    // `--sign-key` is optional for publish and rollback, not here, and
+    // signs files, not the versions those two make current.
+    #[command(mut_arg("sign_key", |a| a.required(true).help(
+        "The secret key file (from `keygen`) to sign each file with"
+    )))]
     Sign {
-        /// Snapshot files (`.json` or `.json.gz`), or directories: a
-        /// directory stands for the files the server would read in it.
+        /// The files to sign (`.json` or `.json.gz`), or directories: each
+        /// file the server would read in a directory is signed.
         #[arg(required = true, value_name = "FILE|DIR")]
         files: Vec<PathBuf>,
         #[command(flatten)]
@@ -381,9 +400,10 @@ pub struct ServeArgs {
     #[arg(long, env = "PORTFOLIO_MAX_CONNECTIONS", value_name = "N", default_value_t = 10_000,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
-    /// Largest request head (request line plus headers) in bytes; larger gets 431.
+    /// Largest request head (request line plus headers) in bytes, 1K to
+    /// 1M (K and M suffixes as --memory-limit); larger gets 431.
     #[arg(long, env = "PORTFOLIO_MAX_HEADER_BYTES", value_name = "BYTES", default_value_t = 16_384,
-          value_parser = clap::value_parser!(u32).range(1024..=1_048_576))]
+          value_parser = parse_header_bytes)]
     pub max_header_bytes: u32,
     /// Seconds a client has to send a request's head (against slowloris).
     #[arg(long, env = "PORTFOLIO_HEADER_READ_TIMEOUT", value_name = "SECS", default_value_t = 10,
@@ -436,19 +456,24 @@ pub struct ServeArgs {
     #[arg(long, env = "PORTFOLIO_MEMORY_LIMIT", value_name = "BYTES", value_parser = parse_bytes)]
     pub memory_limit: Option<u64>,
     /// Hold at most about this many bytes of workspaces in memory (K, M,
-    /// G suffixes); the others are loaded when a request needs them and
-    /// the least useful evicted. Default: every workspace resident.
-    #[arg(long, env = "PORTFOLIO_MEMORY_BUDGET", value_name = "BYTES", value_parser = parse_bytes)]
+    /// G suffixes; under 1 MiB only with its unit, so that a forgotten one,
+    /// `64` for 64MiB, is not taken for bytes); the others are loaded when
+    /// a request needs them and the least useful evicted. Default: every
+    /// workspace resident.
+    #[arg(long, env = "PORTFOLIO_MEMORY_BUDGET", value_name = "BYTES", value_parser = parse_budget)]
     pub memory_budget: Option<u64>,
-    /// Object storage: keep the last good object of each workspace in this
-    /// directory, to serve from at a restart while storage is unreachable.
-    /// With --trust-key (any source): remember there the newest signed
-    /// revision accepted per workspace, so a restart refuses older ones.
+    /// A directory on a writable disk for what the replica keeps on disk:
+    /// from an object store, the last good download of each workspace, to
+    /// serve from at a restart while storage is unreachable; with
+    /// --memory-budget, the copies loads on demand read (DIR/copies,
+    /// remade at each start); with --trust-key, the newest signed revision
+    /// accepted per workspace (DIR/accepted), so a restart refuses older
+    /// ones. Default: a temporary directory, and nothing remembered.
     #[arg(long, env = "PORTFOLIO_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// Requests per second each workspace may send to this replica
-    /// (`100/s`); over it, 429 with Retry-After. Default: no limit.
-    #[arg(long, env = "PORTFOLIO_RATE_LIMIT", value_name = "RATE/s", value_parser = parse_rate)]
+    /// Requests per second each workspace may send to this replica: `100`
+    /// or `100/s`; over it, 429 with Retry-After. Default: no limit.
+    #[arg(long, env = "PORTFOLIO_RATE_LIMIT", value_name = "RATE", value_parser = parse_rate)]
     pub rate_limit: Option<std::num::NonZeroU32>,
     /// Requests a workspace may send at once under --rate-limit. Default:
     /// one second's worth.
@@ -570,11 +595,48 @@ impl ServeArgs {
     }
 }
 
-/// `100/s`: requests per second.
+/// Below this, a `--memory-budget` of plain digits is a unit left out
+/// (`64` for `64MiB`) rather than a budget: no workspace fits in a few
+/// hundred bytes. A smaller budget is meant when its unit is written
+/// (`256KiB` for a fleet of 10 KB workspaces, as the tests run).
+const BARE_BUDGET_MIN: u64 = 1 << 20;
+
+/// `--memory-budget`: a size, as `--memory-limit` takes it; plain digits
+/// below 1 MiB are refused, with the unit they most likely lack.
+fn parse_budget(text: &str) -> Result<u64, String> {
+    let bytes = parse_bytes(text).map_err(|e| e.to_string())?;
+    let text = text.trim();
+    if bytes < BARE_BUDGET_MIN && text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "--memory-budget {text} (or PORTFOLIO_MEMORY_BUDGET): {text} bytes, below 1 MiB; \
+             did you mean {text}MiB? (a budget under 1 MiB takes its unit: 512KiB, or \
+             {text}B for bytes)"
+        ));
+    }
+    Ok(bytes)
+}
+
+/// `--max-header-bytes`: a size, as the memory flags take it, from 1 KiB
+/// (no request line and headers of a real client fit in less) to 1 MiB.
+fn parse_header_bytes(text: &str) -> Result<u32, String> {
+    let bytes = parse_bytes(text).map_err(|e| e.to_string())?;
+    match u32::try_from(bytes) {
+        Ok(bytes) if (1 << 10..=1 << 20).contains(&bytes) => Ok(bytes),
+        _ => Err(format!(
+            "{:?} is not from 1KiB (1024) to 1MiB (1048576) bytes",
+            text.trim()
+        )),
+    }
+}
+
+/// `100/s`, or a plain `100` (what a snapshot's `limits.rate_per_second`
+/// holds): requests per second.
 fn parse_rate(text: &str) -> Result<std::num::NonZeroU32, String> {
-    text.strip_suffix("/s")
-        .and_then(|n| n.trim().parse().ok())
-        .ok_or_else(|| format!("{text:?} is not a rate: give requests per second, like 100/s"))
+    let number = text.trim();
+    let number = number.strip_suffix("/s").unwrap_or(number);
+    number.trim().parse().map_err(|_| {
+        format!("{text:?} is not a rate: give requests per second, more than 0, like 100 or 100/s")
+    })
 }
 
 fn parse_timeout(text: &str) -> Result<Duration, String> {

@@ -3,10 +3,9 @@
 
 use std::process::ExitCode;
 
-use clap::CommandFactory;
 use portfolio_generate as generate;
 use portfolio_replica::ServeConfig;
-use portfolio_replica::config::{Cli, Command, LogFormat, ServeArgs, SignArgs};
+use portfolio_replica::config::{Cli, Command, LogFormat, ServeArgs, SignArgs, usage_error};
 use portfolio_replica::tools::sign::{self, Signer};
 use portfolio_replica::tools::{commands, publish};
 
@@ -16,9 +15,7 @@ fn main() -> ExitCode {
     if let Command::Serve(args) = &command
         && let Some(conflict) = args.listeners_conflict()
     {
-        Cli::command()
-            .error(clap::error::ErrorKind::ArgumentConflict, conflict)
-            .exit();
+        usage_error(None, conflict).exit();
     }
     // Every tool reports on the process's own streams.
     let (out, err) = (&mut std::io::stdout(), &mut std::io::stderr());
@@ -36,7 +33,7 @@ fn main() -> ExitCode {
                     }
                 },
             };
-            let checked = check::check(&files, out, err);
+            let checked = check::check_with(&files, trust.is_some(), out, err);
             let signed = match (&checked, &trust) {
                 (Some(checked), Some(trust)) => check::signatures(checked, trust, out, err),
                 _ => true,
@@ -190,13 +187,18 @@ fn main() -> ExitCode {
             if workspaces.is_some()
                 && !matches!(scale, generate::Scale::Micro | generate::Scale::Tiny)
             {
-                // A usage error (exit 2), like the ones clap reports itself.
-                Cli::command()
-                    .error(
-                        clap::error::ErrorKind::ArgumentConflict,
-                        "--workspaces needs --scale micro or tiny: the other scales have fixed workspaces",
-                    )
-                    .exit();
+                // A usage error (exit 2) of `generate`, like the ones clap
+                // reports itself: clap cannot say "only with these values".
+                usage_error(
+                    Some("generate"),
+                    format!(
+                        "--workspaces needs --scale micro or tiny, not --scale {}: the other \
+                         scales have fixed workspaces",
+                        clap::ValueEnum::to_possible_value(&scale)
+                            .map_or_else(String::new, |v| v.get_name().to_owned())
+                    ),
+                )
+                .exit();
             }
             let options = generate::Options {
                 scale,

@@ -331,3 +331,120 @@ fn signing_flags_go_with_the_commands_that_need_them() {
     let err = parse(&["rollback", "ws", "--to", to, "--sign-valid-for", "0s"]).unwrap_err();
     assert!(err.contains("more than 0"), "{err}");
 }
+
+#[test]
+fn sizes_are_whole_numbers_and_a_budget_of_bare_digits_is_at_least_a_mebibyte() {
+    // One parser for every size flag (--max-header-bytes too, below): the
+    // same value reads the same.
+    for flag in ["--memory-limit", "--memory-budget"] {
+        let cli = Cli::try_parse_from(["portfolio-replica", flag, "2GiB"]).unwrap();
+        let read = [cli.serve.memory_limit, cli.serve.memory_budget];
+        assert!(read.contains(&Some(2 << 30)), "{flag}: {read:?}");
+        let shown = error_of(&["portfolio-replica", flag, "1.5G"]);
+        assert!(
+            shown.contains("sizes take whole numbers; write 1536MiB instead")
+                && !shown.contains("unknown unit"),
+            "{flag} 1.5G: {shown}"
+        );
+    }
+    // --max-header-bytes is a size too, within its range.
+    for (text, bytes) in [("16384", 16_384), ("32K", 32_768), ("1MiB", 1 << 20)] {
+        let cli = Cli::try_parse_from(["portfolio-replica", "--max-header-bytes", text]).unwrap();
+        assert_eq!(cli.serve.max_header_bytes, bytes, "{text}");
+    }
+    for (text, says) in [
+        ("1023", "is not from 1KiB (1024) to 1MiB (1048576) bytes"),
+        ("2M", "is not from 1KiB (1024) to 1MiB (1048576) bytes"),
+        ("1.5K", "sizes take whole numbers; write 1536 instead"),
+    ] {
+        let shown = error_of(&["portfolio-replica", "--max-header-bytes", text]);
+        assert!(shown.contains(says), "{text}: {shown}");
+    }
+    let shown = error_of(&["portfolio-replica", "--memory-budget", "64"]);
+    assert!(
+        shown.contains(
+            "--memory-budget 64 (or PORTFOLIO_MEMORY_BUDGET): 64 bytes, below 1 MiB; did you \
+             mean 64MiB? (a budget under 1 MiB takes its unit: 512KiB, or 64B for bytes)"
+        ),
+        "{shown}"
+    );
+    // With its unit a small budget is meant (a fleet of 10 KB workspaces),
+    // and plain digits from 1 MiB on are bytes.
+    for (text, bytes) in [
+        ("512K", 512 << 10),
+        ("65536B", 65_536),
+        ("1048576", 1 << 20),
+        ("64MiB", 64 << 20),
+    ] {
+        let cli = Cli::try_parse_from(["portfolio-replica", "--memory-budget", text]).unwrap();
+        assert_eq!(cli.serve.memory_budget, Some(bytes), "{text}");
+    }
+}
+
+#[test]
+fn a_rate_is_a_plain_number_or_per_second() {
+    for text in ["5", "5/s", " 5 /s"] {
+        let cli = Cli::try_parse_from(["portfolio-replica", "--rate-limit", text]).unwrap();
+        assert_eq!(cli.serve.rate_limit.map(|r| r.get()), Some(5), "{text:?}");
+    }
+    for bad in ["0", "0/s", "5/m", "five", "1.5", ""] {
+        let shown = error_of(&["portfolio-replica", "--rate-limit", bad]);
+        assert!(shown.contains("like 100 or 100/s"), "{bad:?}: {shown}");
+    }
+}
+
+/// The --help text of `subcommand` (`None`: the top level, which is serve).
+fn help_of(subcommand: Option<&str>) -> String {
+    use clap::CommandFactory;
+    let mut cli = Cli::command();
+    cli.build();
+    match subcommand {
+        Some(name) => cli
+            .find_subcommand_mut(name)
+            .expect("a subcommand")
+            .render_help(),
+        None => cli.render_help(),
+    }
+    .to_string()
+}
+
+#[test]
+fn sign_and_cache_dir_help_say_what_they_do_once() {
+    let sign = help_of(Some("sign"));
+    assert!(
+        sign.contains("to sign each file with") && !sign.contains("make current"),
+        "sign --help speaks of publish's versions:\n{sign}"
+    );
+    assert!(sign.contains("The files to sign"), "{sign}");
+    // publish keeps its own words.
+    assert!(help_of(Some("publish")).contains("sign each version they make current"));
+    let serve = help_of(None);
+    let cache_dir = serve
+        .split("--cache-dir <DIR>")
+        .nth(1)
+        .and_then(|rest| rest.split("\n      --").next())
+        .expect("--cache-dir in --help");
+    for says in [
+        "writable disk",
+        "--memory-budget",
+        "DIR/copies",
+        "--trust-key",
+        "DIR/accepted",
+    ] {
+        assert!(
+            cache_dir.contains(says),
+            "--cache-dir's help lacks {says:?}:{cache_dir}"
+        );
+    }
+    // Each thing once.
+    assert_eq!(cache_dir.matches("--trust-key").count(), 1, "{cache_dir}");
+}
+
+#[test]
+fn the_rate_limits_help_gives_both_forms() {
+    let serve = help_of(None);
+    assert!(
+        serve.contains("--rate-limit <RATE>") && serve.contains("`100` or `100/s`"),
+        "{serve}"
+    );
+}

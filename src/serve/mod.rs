@@ -155,6 +155,7 @@ pub async fn run(
         });
     }
     let limits = config.limits;
+    log_limits(&config, memory);
     // Said once everything that can fail at startup has not.
     tracing::info!(
         listen = %api.local_addr()?,
@@ -189,6 +190,36 @@ pub async fn run(
     }
     drop(reloader);
     Ok(())
+}
+
+/// One line at start with every limit in force, whichever set it, so that an
+/// operator reads them in the log rather than working them out from the
+/// flags, the variables and the cgroup. Every field is always there (`none`
+/// when off), in words: it is read by people, and its fields stay the same
+/// from one start to the next.
+fn log_limits(config: &crate::config::ServeConfig, memory: loader::MemoryLimit) {
+    let size = |bytes: u64| match bytes % (1 << 20) {
+        0 => format!("{} MiB", bytes >> 20),
+        _ => format!("{bytes} bytes"),
+    };
+    let or_none = |value: Option<String>| value.unwrap_or_else(|| "none".to_owned());
+    let memory_limit_from = match (config.memory_limit, memory.bytes()) {
+        (Some(_), _) => "--memory-limit",
+        (None, Some(_)) => "cgroup",
+        (None, None) => "none",
+    };
+    let policy = config.workspace_limits.as_ref();
+    let rate = policy.and_then(|p| p.rate);
+    tracing::info!(
+        memory_budget = %or_none(config.memory_budget.map(size)),
+        memory_limit = %or_none(memory.bytes().map(size)),
+        memory_limit_from,
+        rate_limit = %or_none(rate.map(|(per_second, _)| format!("{per_second}/s"))),
+        rate_burst = %or_none(rate.map(|(_, burst)| burst.to_string())),
+        max_in_flight = %or_none(policy.and_then(|p| p.max_in_flight).map(|n| n.to_string())),
+        trusted_key_count = config.storage.trust.key_ids().len(),
+        "limits in force (a snapshot's own limits hold for its workspace, member by member)"
+    );
 }
 
 /// Forwards every SIGHUP to the reloader as a full rescan.

@@ -173,8 +173,9 @@ pub enum OpenError {
     /// the snapshots cannot be made (`<--cache-dir>/copies`, or one in the
     /// system's temporary directory).
     #[error(
-        "cannot keep copies of the snapshots for loads on demand (--memory-budget) in {}: {source}",
-        .dir.as_ref().map_or_else(|| "the temporary directory".to_owned(), |d| d.join("copies").display().to_string())
+        "cannot keep copies of the snapshots for loads on demand (--memory-budget) in {}: {source}; \
+         {WRITABLE_CACHE_DIR}",
+        copies_dir(.dir.as_deref())
     )]
     CopiesUnwritable {
         dir: Option<PathBuf>,
@@ -197,7 +198,7 @@ pub enum OpenError {
     )]
     NotADirectory(PathBuf),
     /// `--cache-dir` (or the temporary directory) cannot be made.
-    #[error("cache directory {}: {source}", .dir.display())]
+    #[error("cache directory {}: {source}; {WRITABLE_CACHE_DIR}", .dir.display())]
     CacheDir {
         dir: PathBuf,
         source: std::io::Error,
@@ -216,6 +217,24 @@ fn first_start_hint(dir: &std::path::Path, error: &std::io::Error) -> String {
          snapshots there with `portfolio-replica generate --out {}`",
         dir.display()
     )
+}
+
+/// What to do about a directory the replica must write and cannot: both
+/// the copies of a memory budget and an object store's downloads go under
+/// `--cache-dir` when it is given.
+const WRITABLE_CACHE_DIR: &str =
+    "give --cache-dir DIR (PORTFOLIO_CACHE_DIR) with a directory on a writable disk";
+
+/// Where the copies were to go: `<cache_dir>/copies`, or a new directory in
+/// the system's temporary directory, named so that its disk can be found.
+fn copies_dir(cache_dir: Option<&std::path::Path>) -> String {
+    match cache_dir {
+        Some(dir) => dir.join("copies").display().to_string(),
+        None => format!(
+            "a new directory in {} (the temporary directory)",
+            std::env::temp_dir().display()
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -265,7 +284,11 @@ mod tests {
                     dir: "$TMPDIR".into(),
                     source: io(),
                 }),
-                format!("cache directory $TMPDIR: {}", io()),
+                format!(
+                    "cache directory $TMPDIR: {}; give --cache-dir DIR (PORTFOLIO_CACHE_DIR) \
+                     with a directory on a writable disk",
+                    io()
+                ),
             ),
             (
                 Box::new(OpenError::Runtime(io())),

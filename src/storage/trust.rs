@@ -128,6 +128,23 @@ impl std::fmt::Debug for Trust {
     }
 }
 
+/// A directory signature's revision as people read it: the number, and the
+/// signing time it is (`sign` makes it of the time in milliseconds since
+/// the Unix epoch): `1795428000412 (2026-11-23T10:00:00.412Z)`. Machine
+/// output (`/snapshots`) keeps the number alone.
+pub fn file_revision(revision: u64) -> String {
+    // Past the year 9999 no time is written in RFC 3339 (and none was
+    // signed): the number alone.
+    const LAST_MS: u64 = 253_402_300_799_999;
+    match revision {
+        0..=LAST_MS => {
+            let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(revision);
+            format!("{revision} ({})", crate::store::time::utc_millis(at))
+        }
+        _ => revision.to_string(),
+    }
+}
+
 /// Why verification cannot start: a key file, or what was accepted before.
 #[derive(Debug, thiserror::Error)]
 pub enum TrustError {
@@ -245,18 +262,26 @@ impl Trust {
                 revision: None,
             },
         })?;
+        // A file's revision is a signing time, shown as one; a record's
+        // is the manifest's counter.
+        let shown = |revision: u64| match &claim {
+            Claim::File(_) => file_revision(revision),
+            Claim::Listed(_) => revision.to_string(),
+        };
         if let Some(before) = self.accepted().get(&statement.workspace) {
             if statement.revision < before.revision {
                 return Err(Refusal::Replayed(format!(
                     "signed revision {} is older than revision {} accepted before for workspace {:?}",
-                    statement.revision, before.revision, statement.workspace
+                    shown(statement.revision),
+                    shown(before.revision),
+                    statement.workspace
                 )));
             }
             if statement.revision == before.revision {
                 if statement.sha256 != before.sha256 {
                     return Err(Refusal::Replayed(format!(
                         "signed revision {} of workspace {:?} was accepted before with other content ({})",
-                        statement.revision,
+                        shown(statement.revision),
                         statement.workspace,
                         short(&before.sha256)
                     )));

@@ -29,7 +29,22 @@ pub fn check(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> Option<Vec<Checked>> {
-    let mut checker = Checker::default();
+    check_with(paths, false, out, err)
+}
+
+/// [`check`], saying of a directory's `<file>.sig` names that they are
+/// read, not ignored, when `signatures` (`check --trust-key`: a replica
+/// with `--trust-key` reads them).
+pub fn check_with(
+    paths: &[PathBuf],
+    signatures: bool,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> Option<Vec<Checked>> {
+    let mut checker = Checker {
+        signatures,
+        ..Checker::default()
+    };
     for path in paths {
         if path.is_dir() {
             checker.dir(path, out, err);
@@ -68,7 +83,10 @@ pub fn signatures(
                 let _ = writeln!(
                     out,
                     "{}: signed by key {}, revision {}, expires {}",
-                    file.name, signed.verified.key_id, statement.revision, statement.expires_at
+                    file.name,
+                    signed.verified.key_id,
+                    trust::file_revision(statement.revision),
+                    statement.expires_at
                 );
             }
             Err(refusal) => {
@@ -92,6 +110,8 @@ struct Checker {
     valid: Vec<Valid>,
     /// Files already checked (a directory and one of its files both given).
     seen: HashSet<PathBuf>,
+    /// Signature files are read beside the snapshots (`--trust-key`).
+    signatures: bool,
 }
 
 /// A file that loaded: what it claims, and what `check` says of it once
@@ -122,6 +142,7 @@ impl Default for Checker {
             ok: true,
             valid: Vec::new(),
             seen: HashSet::new(),
+            signatures: false,
         }
     }
 }
@@ -157,11 +178,30 @@ impl Checker {
         }
         snapshots.sort();
         ignored.sort();
-        let mut line = format!(
-            "{shown}: {} snapshot name(s) to check; {} other name(s) ignored, as the server ignores them ({SNAPSHOT_NAMES})",
-            snapshots.len(),
+        // With --trust-key, a snapshot's `<name>.sig` is read with it, as a
+        // replica verifying signatures reads it: not an ignored name.
+        let mut signatures = 0;
+        if self.signatures {
+            let before = ignored.len();
+            ignored.retain(|name| {
+                !name
+                    .strip_suffix(trust::SIGNATURE_SUFFIX)
+                    .is_some_and(|file| {
+                        snapshots.binary_search_by(|s| s.as_str().cmp(file)).is_ok()
+                    })
+            });
+            signatures = before - ignored.len();
+        }
+        let mut line = format!("{shown}: {} snapshot name(s) to check; ", snapshots.len());
+        if self.signatures {
+            line.push_str(&format!(
+                "{signatures} signature(s) (<name>.sig) read with them (--trust-key); "
+            ));
+        }
+        line.push_str(&format!(
+            "{} other name(s) ignored, as the server ignores them ({SNAPSHOT_NAMES})",
             ignored.len()
-        );
+        ));
         if !ignored.is_empty() {
             const LISTED: usize = 10;
             line.push_str(": ");
@@ -229,11 +269,12 @@ impl Checker {
         };
         let ds = &loaded.dataset;
         let mut lines = vec![format!(
-            "ok: {name}: workspace {}, version {}, {} records, {} warning(s)",
+            "ok: {name}: workspace {}, version {}, {} records, {} warning(s){}",
             ds.workspace_id,
             ds.version,
             ds.counts.total(),
-            loaded.warnings.len()
+            loaded.warnings.len(),
+            ds.limits.as_ref().map(limits_text).unwrap_or_default()
         )];
         lines.extend(
             loaded
@@ -286,5 +327,24 @@ impl Checker {
             }
         }
         ok.then(|| self.valid.into_iter().map(|v| v.checked).collect())
+    }
+}
+
+/// A snapshot's own `limits`, as the end of its `ok:` line: what its
+/// workspace is held to over the replica's flags, member by member.
+fn limits_text(limits: &crate::store::limits::WorkspaceLimits) -> String {
+    let mut parts = Vec::new();
+    if let Some(rate) = limits.rate_per_second {
+        parts.push(format!("rate {rate}/s"));
+    }
+    if let Some(burst) = limits.burst {
+        parts.push(format!("burst {burst}"));
+    }
+    if let Some(cap) = limits.max_in_flight {
+        parts.push(format!("max in flight {cap}"));
+    }
+    match parts.is_empty() {
+        true => "; its own limits: none set (the replica's flags hold)".to_owned(),
+        false => format!("; its own limits: {}", parts.join(", ")),
     }
 }

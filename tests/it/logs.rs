@@ -169,6 +169,7 @@ async fn every_log_line_is_documented_with_its_fields() {
 
     let seen = assert_documented(&json_lines(&bin.stderr_text()));
     for message in [
+        LIMITS_LINE,
         "serving",
         "first scan finished",
         "snapshot loaded",
@@ -185,6 +186,82 @@ async fn every_log_line_is_documented_with_its_fields() {
             "no {message:?} line in {seen:?}"
         );
     }
+}
+
+/// The start-up line of the limits in force.
+const LIMITS_LINE: &str =
+    "limits in force (a snapshot's own limits hold for its workspace, member by member)";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_limits_in_force_are_one_line_at_start_saying_where_they_come_from() {
+    let dir = tempdir();
+    write_json(dir.path(), "acme.json", &fixture("ws-acme", &[KEY], 0));
+    let keys = tempdir();
+    let out = keys.path().join("fleet");
+    let made = cli(&["keygen", "--out", out.to_str().unwrap()]).await;
+    assert_eq!(made.code, Some(0), "{made:?}");
+    let public = keys.path().join("fleet.pub").display().to_string();
+    let limits_of = |stderr: &str| -> Vec<Value> {
+        json_lines(stderr)
+            .into_iter()
+            .filter(|e| message(e) == LIMITS_LINE)
+            .map(|e| e["fields"].clone())
+            .collect()
+    };
+    let flags = [
+        "--log-format",
+        "json",
+        "--memory-budget",
+        "64MiB",
+        "--memory-limit",
+        "1GiB",
+        "--rate-limit",
+        "5",
+        "--rate-burst",
+        "10",
+        "--max-in-flight",
+        "3",
+        "--trust-key",
+        &public,
+    ];
+    let bin = Binary::start(dir.path(), &flags, &[]).await;
+    let said = limits_of(&bin.stderr_text());
+    drop(bin);
+    assert_eq!(
+        said,
+        vec![json!({
+            "message": LIMITS_LINE,
+            "memory_budget": "64 MiB",
+            "memory_limit": "1024 MiB",
+            "memory_limit_from": "--memory-limit",
+            "rate_limit": "5/s",
+            "rate_burst": "10",
+            "max_in_flight": "3",
+            "trusted_key_count": 1,
+        })],
+        "with every flag"
+    );
+    // With none: each limit off, the memory limit the cgroup's if any.
+    let bin = Binary::start(dir.path(), &["--log-format", "json"], &[]).await;
+    let said = limits_of(&bin.stderr_text());
+    drop(bin);
+    let [line] = said.as_slice() else {
+        panic!("not one limits line: {said:?}");
+    };
+    for (field, value) in [
+        ("memory_budget", json!("none")),
+        ("rate_limit", json!("none")),
+        ("rate_burst", json!("none")),
+        ("max_in_flight", json!("none")),
+        ("trusted_key_count", json!(0)),
+    ] {
+        assert_eq!(line[field], value, "{field}: {line}");
+    }
+    let from = match line["memory_limit"].as_str() {
+        Some("none") => "none",
+        _ => "cgroup",
+    };
+    assert_eq!(line["memory_limit_from"], from, "{line}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -251,7 +251,13 @@ mod tests {
             revision: Some(2),
         };
         let day = Duration::from_secs(86_400);
-        let mut statement = Statement::new(&named, &[key_hash.clone()], 2, SystemTime::now(), day);
+        let mut statement = Statement::new(
+            &named,
+            std::slice::from_ref(&key_hash),
+            2,
+            SystemTime::now(),
+            day,
+        );
         statement.limits = limits(5);
         let listed = Listed {
             envelope: Some(statement.sign(&key)),

@@ -218,50 +218,87 @@ impl Ledger {
     }
 }
 
-/// Why `--memory-limit` is not a size. Clap prints it after "invalid
-/// value"; `text` is the value trimmed. Typed so that the parser's
-/// boundary says what can be wrong; the messages are the ones users saw.
+/// Why a size flag (`--memory-limit`, `--memory-budget`) is not a size.
+/// Clap prints it after "invalid value" and the flag; `text` is the value
+/// trimmed. Typed so that the parser's boundary says what can be wrong;
+/// the messages are the ones users saw.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SizeError {
     #[error("{text:?} is not a size: expected bytes like 2147483648 or 2G")]
     NotASize { text: String },
+    /// A decimal such as `1.5G`: said apart from a wrong unit, since the
+    /// unit is fine and only the number needs rewriting.
+    #[error("{text:?}: sizes take whole numbers; write {suggestion} instead")]
+    Fraction { text: String, suggestion: String },
     #[error("{text:?}: unknown unit (use K, M, G or T)")]
     UnknownUnit { text: String },
     /// Zero, or more bytes than a `u64` holds.
-    #[error("{text:?} is not a usable memory limit")]
+    #[error("{text:?} is not a usable size: more than 0 bytes, and less than 16 EiB")]
     Unusable { text: String },
 }
 
-/// Parses `--memory-limit`: bytes, or a number with K, M, G or T (powers of
-/// 1024, an optional `i` and `B`: `512M`, `2GiB`).
+/// The binary unit letters a size takes, with their power of two.
+const UNITS: [(&str, u32); 5] = [("", 0), ("K", 10), ("M", 20), ("G", 30), ("T", 40)];
+
+/// Parses a size flag (`--memory-limit`, `--memory-budget`: the one parser
+/// of both): bytes, or a whole number with K, M, G or T (powers of 1024,
+/// an optional `i` and `B`: `512M`, `2GiB`).
 pub fn parse_bytes(text: &str) -> Result<u64, SizeError> {
     let text = text.trim();
     let digits = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(digits);
+    let shift = |unit: &str| {
+        let unit = unit.trim().to_ascii_uppercase();
+        let letter = unit.trim_end_matches('B').trim_end_matches('I').to_owned();
+        UNITS.iter().find(|(u, _)| *u == letter).map(|&(_, s)| s)
+    };
+    if let Some(fraction) = unit.strip_prefix('.') {
+        let decimals = fraction
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(fraction.len());
+        let (decimals, unit) = fraction.split_at(decimals);
+        if let (Ok(value), Some(shift)) =
+            (format!("{number}.{decimals}").parse::<f64>(), shift(unit))
+        {
+            return Err(SizeError::Fraction {
+                text: text.to_owned(),
+                suggestion: whole_size(value, shift),
+            });
+        }
+    }
     let number: u64 = number.parse().map_err(|_| SizeError::NotASize {
         text: text.to_owned(),
     })?;
-    let unit = unit.trim().to_ascii_uppercase();
-    let shift = match unit.trim_end_matches('B').trim_end_matches('I') {
-        "" => 0,
-        "K" => 10,
-        "M" => 20,
-        "G" => 30,
-        "T" => 40,
-        _ => {
-            return Err(SizeError::UnknownUnit {
-                text: text.to_owned(),
-            });
-        }
-    };
+    let shift = shift(unit).ok_or_else(|| SizeError::UnknownUnit {
+        text: text.to_owned(),
+    })?;
     number
         .checked_mul(1 << shift)
         .filter(|&b| b > 0)
         .ok_or_else(|| SizeError::Unusable {
             text: text.to_owned(),
         })
+}
+
+/// `value` units of `1 << shift` bytes as a whole number of the largest
+/// smaller unit that holds it exactly (`1.5` G is `1536MiB`), else as
+/// bytes rounded.
+fn whole_size(value: f64, shift: u32) -> String {
+    let bytes = value * (1u64 << shift) as f64;
+    UNITS
+        .iter()
+        .rev()
+        .filter(|&&(_, s)| s < shift)
+        .find_map(|&(unit, s)| {
+            let n = bytes / (1u64 << s) as f64;
+            (n.fract() == 0.0 && n >= 1.0).then(|| match unit {
+                "" => format!("{n}"),
+                unit => format!("{n}{unit}iB"),
+            })
+        })
+        .unwrap_or_else(|| format!("{}", bytes.round()))
 }
 
 /// What building `file` will take at its peak.
@@ -396,7 +433,7 @@ mod tests {
         assert_eq!(parse_bytes("512M"), Ok(512 << 20));
         assert_eq!(parse_bytes("2GiB"), Ok(2 << 30));
         assert_eq!(parse_bytes("3gb"), Ok(3 << 30));
-        for bad in ["", "0", "M", "12Q", "-1", "1.5G"] {
+        for bad in ["", "0", "M", "12Q", "-1", "1.5G", "0.5"] {
             assert!(parse_bytes(bad).is_err(), "{bad:?}");
         }
         // The messages users saw when the errors were text.
@@ -406,6 +443,22 @@ mod tests {
             message("G"),
             "\"G\" is not a size: expected bytes like 2147483648 or 2G"
         );
-        assert_eq!(message("0"), "\"0\" is not a usable memory limit");
+        assert_eq!(
+            message("0"),
+            "\"0\" is not a usable size: more than 0 bytes, and less than 16 EiB"
+        );
+        // A decimal is refused for being one, with the whole number to write.
+        for (text, suggestion) in [
+            ("1.5G", "1536MiB"),
+            ("1.5GiB", "1536MiB"),
+            ("0.5m", "512KiB"),
+            ("2.25K", "2304"),
+            ("1.0001K", "1024"),
+        ] {
+            assert_eq!(
+                message(text),
+                format!("{text:?}: sizes take whole numbers; write {suggestion} instead"),
+            );
+        }
     }
 }

@@ -442,9 +442,13 @@ pub(super) mod seam {
         Judge,
     }
 
+    /// What a test runs at each step.
+    #[cfg(test)]
+    pub type Hook = Box<dyn Fn(Step)>;
+
     #[cfg(test)]
     thread_local! {
-        pub static HOOK: std::cell::RefCell<Option<Box<dyn Fn(Step)>>> =
+        pub static HOOK: std::cell::RefCell<Option<Hook>> =
             const { std::cell::RefCell::new(None) };
     }
 

@@ -88,7 +88,7 @@ impl Ledger {
 
     /// Writes `batch` durably; every [`COMPACT_EVERY`] batches, the journal
     /// is rewritten as one file of `all`.
-    pub fn append<'a>(
+    pub fn append(
         &self,
         batch: &[Accepted],
         all: impl FnOnce() -> Vec<Accepted>,

@@ -4,6 +4,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -409,5 +410,95 @@ async fn check_of_a_name_the_server_ignores_says_so_and_still_checks_it() {
         out.stderr
             .starts_with(&format!("error: {h}: file is truncated")),
         "{out:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_shows_a_files_own_limits_and_with_trust_key_reads_its_signature() {
+    let dir = tempdir();
+    let snapshots = dir.path().join("snapshots");
+    std::fs::create_dir(&snapshots).expect("mkdir snapshots");
+    let mut limited = fixture("ws-a", &[KEY], 0);
+    limited["limits"] = json!({"rate_per_second": 100, "burst": 200, "max_in_flight": 8});
+    write_json(&snapshots, "a.json", &limited);
+    write_json(&snapshots, "b.json", &fixture("ws-b", &[OTHER_KEY], 1000));
+    write_bytes(&snapshots, "notes.txt", b"not a snapshot");
+    // A signature of no snapshot the server reads: ignored, key or not.
+    write_bytes(&snapshots, "gone.json.sig", b"{}");
+    let d = snapshots.display();
+    let key = dir.path().join("publisher");
+    let made = run(&["keygen", "--out", key.to_str().unwrap()], None, &[]).await;
+    assert_eq!(made.code, Some(0), "{made:?}");
+    let (secret, public) = (
+        dir.path().join("publisher.key"),
+        dir.path().join("publisher.pub"),
+    );
+    let before = std::time::SystemTime::now();
+    let signed = run(
+        &[
+            "sign",
+            &d.to_string(),
+            "--sign-key",
+            secret.to_str().unwrap(),
+        ],
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(signed.code, Some(0), "{signed:?}");
+
+    // Without --trust-key the .sig files are names the server ignores.
+    let limits = "; its own limits: rate 100/s, burst 200, max in flight 8";
+    let out = check(&[&snapshots]).await;
+    let want = format!(
+        "{d}: 2 snapshot name(s) to check; 4 other name(s) ignored, as the server ignores them \
+         ({SNAPSHOT_NAMES}): a.json.sig, b.json.sig, gone.json.sig, notes.txt\n\
+         ok: {d}/a.json: workspace ws-a, version {}, 8 records, 0 warning(s){limits}\n\
+         ok: {d}/b.json: workspace ws-b, version {}, 8 records, 0 warning(s)\n",
+        version_of("ws-a"),
+        version_of("ws-b"),
+    );
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (Some(0), want.as_str()),
+        "{out:?}"
+    );
+
+    // With it, a snapshot's signature is read with it, and its revision,
+    // a signing time in milliseconds, is shown as a time too.
+    let args = [
+        "check",
+        &d.to_string(),
+        "--trust-key",
+        public.to_str().unwrap(),
+    ];
+    let out = run(&args, None, &[]).await;
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let head = format!(
+        "{d}: 2 snapshot name(s) to check; 2 signature(s) (<name>.sig) read with them \
+         (--trust-key); 2 other name(s) ignored, as the server ignores them \
+         ({SNAPSHOT_NAMES}): gone.json.sig, notes.txt\n"
+    );
+    assert!(out.stdout.starts_with(&head), "{}", out.stdout);
+    assert!(out.stdout.contains(limits), "{}", out.stdout);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{d}/a.json: signed by key ")))
+        .unwrap_or_else(|| panic!("no signed line for a.json:\n{}", out.stdout));
+    let revision = line
+        .split_once(", revision ")
+        .and_then(|(_, rest)| rest.split_once(' '))
+        .and_then(|(n, _)| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no revision number: {line}"));
+    let at = std::time::UNIX_EPOCH + Duration::from_millis(revision);
+    assert!(
+        at >= before - Duration::from_secs(1) && at <= std::time::SystemTime::now(),
+        "revision {revision} is not the signing time: {line}"
+    );
+    let time = portfolio_replica::store::time::utc_millis(at);
+    assert!(
+        line.contains(&format!(", revision {revision} ({time}), expires ")),
+        "{line}"
     );
 }

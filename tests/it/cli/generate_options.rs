@@ -195,7 +195,31 @@ async fn tiny_workspaces_are_about_100_kb_and_workspaces_needs_a_fleet_scale() {
         )
         .await;
         assert_eq!(out.code, Some(2), "--scale {scale} --workspaces 3: {out:?}");
-        assert!(out.stderr.contains("--workspaces"), "{}", out.stderr);
+        // In generate's terms, with its usage, not the server's.
+        let says = format!(
+            "error: --workspaces needs --scale micro or tiny, not --scale {scale}: the other \
+             scales have fixed workspaces\n\nUsage: portfolio-replica generate "
+        );
+        assert!(
+            out.stderr.contains(&says) && !out.stderr.contains("<COMMAND>"),
+            "{}",
+            out.stderr
+        );
+    }
+    // Without its number: generate's error, not the top-level usage.
+    for args in [
+        &["--workspaces"][..],
+        &["--scale", "tiny", "--workspaces", "0"],
+    ] {
+        let mut all = vec!["generate", "--out", &out_dir];
+        all.extend_from_slice(args);
+        let out = run(&all, None, &[]).await;
+        assert!(
+            out.code == Some(2)
+                && out.stderr.contains("for '--workspaces <N>'")
+                && !out.stderr.contains("<COMMAND>"),
+            "{all:?}: {out:?}"
+        );
     }
     assert!(!other.path().join("out").exists(), "nothing is written");
 }

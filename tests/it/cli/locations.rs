@@ -3,7 +3,8 @@
 //! the read-only commands (`versions`, `rollback`), which create nothing;
 //! only `publish` creates it. A missing directory says how to get one, a
 //! file given for a directory says so, and a `--to` that is no object store
-//! URL is a bad command line (exit 2) said before any file is checked.
+//! URL is a bad command line (exit 2) said before any file is checked. A
+//! `--cache-dir` that cannot be made is named, with what to do.
 
 use std::path::Path;
 
@@ -163,6 +164,52 @@ async fn a_to_that_is_not_an_object_store_url_is_a_bad_command_line() {
             failures.push(format!(
                 "{args:?}: exit {:?}, stdout {:?}, stderr {:?}; expected exit 2, no stdout and {says:?}",
                 out.code, out.stdout, out.stderr
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_dir_that_cannot_be_made_is_named_with_what_to_do() {
+    let root = tempdir();
+    let snapshots = root.path().join("snapshots");
+    std::fs::create_dir(&snapshots).expect("mkdir snapshots");
+    write_json(&snapshots, "acme.json", &fixture("ws-acme", &[KEY], 0));
+    // Tests run as root, whom no mode stops: a directory under a regular
+    // file cannot be made by anyone.
+    let blocker = root.path().join("a-file");
+    std::fs::write(&blocker, b"not a directory").expect("write a file");
+    let cache = blocker.join("cache");
+    let cache_arg = cache.display().to_string();
+    let (dir, url) = (snapshots.display().to_string(), file_url(&snapshots));
+    let tip = "give --cache-dir DIR (PORTFOLIO_CACHE_DIR) with a directory on a writable disk";
+    // (--snapshots, extra flags, what stderr says)
+    let cases = [
+        (
+            dir.as_str(),
+            vec!["--memory-budget", "64MiB"],
+            format!(
+                "cannot keep copies of the snapshots for loads on demand (--memory-budget) in \
+                 {cache_arg}/copies: Not a directory (os error 20); {tip}"
+            ),
+        ),
+        (
+            url.as_str(),
+            vec![],
+            format!("cache directory {cache_arg}: Not a directory (os error 20); {tip}"),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (snapshots, extra, says) in &cases {
+        let mut args = serve_args(snapshots);
+        args.extend(["--cache-dir", &cache_arg]);
+        args.extend(extra.iter().copied());
+        let out = run(&args, None, &[]).await;
+        if out.code != Some(1) || !out.stderr.contains(says.as_str()) {
+            failures.push(format!(
+                "{args:?}: exit {:?}, stderr {:?}; expected exit 1 and {says:?}",
+                out.code, out.stderr
             ));
         }
     }

@@ -68,6 +68,38 @@ async fn listen_addresses_are_checked_on_the_command_line() {
             2,
             "tip: there is no --port: give the API's address with --listen 127.0.0.1:18620".into(),
         ),
+        // Sizes and rates are said in the flags' terms, the variable's too.
+        (
+            vec!["--memory-budget", "64"],
+            vec![],
+            2,
+            "--memory-budget 64 (or PORTFOLIO_MEMORY_BUDGET): 64 bytes, below 1 MiB; did you \
+             mean 64MiB?"
+                .into(),
+        ),
+        (
+            vec!["serve"],
+            vec![("PORTFOLIO_MEMORY_BUDGET", "64")],
+            2,
+            "did you mean 64MiB?".into(),
+        ),
+        (
+            vec!["--memory-limit", "1.5G"],
+            vec![],
+            2,
+            "\"1.5G\": sizes take whole numbers; write 1536MiB instead".into(),
+        ),
+        // A plain rate is per second: accepted, the start goes on to the
+        // missing directory.
+        (
+            vec!["--rate-limit", "5", "--snapshots", "/nonexistent/snapshots"],
+            vec![
+                ("PORTFOLIO_LISTEN", "127.0.0.1:0"),
+                ("PORTFOLIO_ADMIN_LISTEN", "127.0.0.1:0"),
+            ],
+            1,
+            "snapshot directory /nonexistent/snapshots cannot be read".into(),
+        ),
         // Host names still work: the command line accepts localhost, binds,
         // and stops at the missing snapshot directory.
         (
