@@ -68,7 +68,7 @@ async fn a_small_budget_answers_every_key_as_a_replica_holding_everything() {
         .as_array()
         .expect("files")
         .iter()
-        .filter(|f| f["resident"] == true)
+        .filter(|f| f["residency"] == "resident")
         .count();
     assert_eq!(resident, 0, "ready before any workspace is resident");
 
