@@ -413,7 +413,18 @@ pub(super) fn on_demand(
 ) -> Result<Loaded, SnapshotError> {
     let opened = crate::storage::OpenFile::open(path)
         .map_err(|e| SnapshotError::new(label, format!("cannot read {}: {e}", path.display())))?;
-    let mut file = SnapshotFile::opened(Arc::new(opened), path, label);
+    on_demand_opened(label, Arc::new(opened), path, signed, metrics)
+}
+
+/// [`on_demand`] of a file already open (at `path`).
+pub(super) fn on_demand_opened(
+    label: &str,
+    opened: Arc<crate::storage::OpenFile>,
+    path: &std::path::Path,
+    signed: Option<&Signed>,
+    metrics: &Metrics,
+) -> Result<Loaded, SnapshotError> {
+    let mut file = SnapshotFile::opened(opened, path, label);
     if signed.is_some() {
         file = file.digesting();
     }
