@@ -330,7 +330,10 @@ async fn a_deleted_private_copy_is_made_again_from_the_same_version() {
         .await
         .expect("/portfolio");
     assert_eq!(response.status, 200, "{}", response.text());
-    assert_eq!(response.header("x-snapshot-version"), Some(version.as_str()));
+    assert_eq!(
+        response.header("x-snapshot-version"),
+        Some(version.as_str())
+    );
     let log = bin.stderr_text();
     let line = log
         .lines()

@@ -78,7 +78,10 @@ async fn snapshots_says_and_filters_what_is_resident() {
     };
     let names = |body: &Value| -> Vec<String> {
         let files = body["files"].as_array().expect("files");
-        files.iter().map(|f| f["file"].as_str().unwrap().to_owned()).collect()
+        files
+            .iter()
+            .map(|f| f["file"].as_str().unwrap().to_owned())
+            .collect()
     };
 
     let dir = tempdir();

@@ -21,9 +21,9 @@ use std::sync::Arc;
 
 use super::load;
 use crate::metrics::Metrics;
+use crate::snapshot::Loaded;
 use crate::storage::trust::Signed;
 use crate::storage::{Fetch, Fingerprint, OpenFile, Origin};
-use crate::snapshot::Loaded;
 use crate::store::Dataset;
 
 /// Where the bytes of a version lie, for a load on demand.
@@ -110,13 +110,18 @@ pub fn load(
             // operator): the snapshot directory's file may still be that
             // version, and a load from it is checked to be exactly that.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let gone = || format!("its private copy {} of {label} is gone ({e})", path.display());
+                let gone = || {
+                    format!(
+                        "its private copy {} of {label} is gone ({e})",
+                        path.display()
+                    )
+                };
                 let Some((name, fingerprint)) = copied_from else {
                     return Err(cannot(gone()));
                 };
-                let again = copy_again(name, fingerprint, path, hollow, origin, signed, metrics)
-                    .map_err(|why| cannot(format!("{}, and {name} cannot stand in: {why}", gone())))?;
-                again
+                copy_again(name, fingerprint, path, hollow, origin, signed, metrics).map_err(
+                    |why| cannot(format!("{}, and {name} cannot stand in: {why}", gone())),
+                )?
             }
             Err(e) => {
                 return Err(cannot(format!(

@@ -46,7 +46,6 @@ use std::time::{Duration, Instant as Clock, SystemTime};
 use crate::metrics::{Fleet, Metrics};
 use crate::storage::{Fingerprint, ListError, Listing, Origin};
 use crate::store::{Dataset, Store};
-use portfolio_wire::status::Residency;
 use batch::{Batch, SETTLE_SHARE};
 use changed::Removed;
 pub use files::FileStatus;
@@ -54,6 +53,7 @@ use files::Files;
 use limit::Ledger;
 pub use limit::{MemoryLimit, PROCESS_BYTES, SizeError, parse_bytes, resident_bytes};
 use load::{Loading, Read, ReadResult};
+use portfolio_wire::status::Residency;
 use resident::Resident;
 use settle::Settled;
 
