@@ -85,7 +85,11 @@ async fn only_versions_a_trusted_key_signed_for_exactly_their_bytes_serve() {
             assert_eq!(entry["signature"]["key_id"], trusted.id.as_str(), "{entry}");
             assert_eq!(entry["signature"]["expired"], false, "{entry}");
         } else {
-            assert_eq!(status, 401, "{name} must not serve");
+            // An expired statement is authentic and names these keys: they
+            // are told the data is unavailable (503), not that they are
+            // wrong; no other refusal vouches for its keys.
+            let unavailable = if *expect == "expired" { 503 } else { 401 };
+            assert_eq!(status, unavailable, "{name} must not serve");
             assert_eq!(
                 &refused(&server, &format!("{name}.json")).await,
                 expect,
@@ -177,7 +181,45 @@ async fn a_forged_stripped_or_replayed_replacement_keeps_the_signed_version_serv
     let trust = trusting(&[&signer], Some(cache.path()));
     let restarted = TestServer::start_in(copy, |c| c.storage.trust = trust).await;
     assert_eq!(refused(&restarted, "r.json").await, "replayed");
-    assert_eq!(restarted.get("/portfolio", Some(api_key)).await.status, 401);
+    // Its key is right, its workspace's data unavailable: a 503 to retry,
+    // not the 401 of a wrong key (the statement, authentic, names the
+    // key); why is for the operator, in /snapshots under its workspace.
+    let answer = restarted.get("/portfolio", Some(api_key)).await;
+    assert_eq!(answer.status, 503, "{}", answer.text());
+    assert_eq!(answer.header("retry-after"), Some("30"));
+    assert!(!answer.text().contains("replay"), "{}", answer.text());
+    let listed = restarted
+        .admin_get("/snapshots?workspace=ws-r")
+        .await
+        .json();
+    let entry = &listed["files"][0];
+    assert_eq!(entry["file"], "r.json", "{listed}");
+    assert_eq!(entry["refused"], "replayed", "{listed}");
+    assert_eq!(entry["residency"], "not_resident", "{listed}");
+
+    // A writer of the directory adds a key to the file under the replayed
+    // signature: keys the statement does not name are not believed, and
+    // none of the file's claims count.
+    let mut forged = versioned("ws-r", api_key, "v1");
+    forged["api_keys"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "sha256": crate::util::key_hash("cura_intruder"), "label": "x" }));
+    write(restarted.dir(), "r.json", &forged);
+    eventually("the forged claims count for nothing", async || {
+        let (ours, theirs) = (
+            restarted.get("/portfolio", Some(api_key)).await.status,
+            restarted
+                .get("/portfolio", Some("cura_intruder"))
+                .await
+                .status,
+        );
+        match (ours, theirs) {
+            (401, 401) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
 }
 
 #[tokio::test]
