@@ -442,5 +442,8 @@ async fn a_file_larger_than_the_free_memory_is_refused_with_its_keys_known() {
         let error = entry["error"].as_str().unwrap_or_default();
         assert!(error.contains("memory limit"), "{error}");
         assert!(error.contains(advice), "budget {budget:?}: {error}");
+        // Its keys are known, but it serves nothing.
+        let series = "portfolio_replica_workspaces{state=\"serving\"}";
+        assert_eq!(metric_at(server.admin, series).await, 0.0);
     }
 }

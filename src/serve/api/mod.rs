@@ -482,7 +482,9 @@ fn readiness(state: &ApiState) -> Response {
         }
         state.warm.store(true, Ordering::Release);
     }
-    let serving = catalog.len();
+    // A refused version's claims are in the catalog for their keys' 503,
+    // but serve nothing.
+    let serving = catalog.workspaces().filter(|d| !d.is_refused()).count();
     drop(catalog);
     if serving >= state.require_workspaces {
         return json(

@@ -287,7 +287,10 @@ async fn an_old_record_put_back_is_refused_by_a_replica_that_remembers() {
     let answer = restarted.get("/portfolio", Some(KEY)).await;
     assert_eq!(answer.status, 503, "{}", answer.text());
     assert_eq!(answer.header("retry-after"), Some("30"));
-    let listed = restarted.admin_get("/snapshots?workspace=ws-r").await.json();
+    let listed = restarted
+        .admin_get("/snapshots?workspace=ws-r")
+        .await
+        .json();
     assert_eq!(listed["files"][0]["refused"], "replayed", "{listed}");
     // What a replica that remembers nothing cannot tell: it takes the
     // old version, whose signature has not expired.
