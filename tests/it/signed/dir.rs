@@ -319,3 +319,58 @@ async fn check_says_what_a_replica_with_the_key_would_say() {
     let line = format!("c.json: signed by key {}, revision 7, expires ", signer.id);
     assert!(out.stdout.contains(&line), "{}", out.stdout);
 }
+
+/// Under a budget, a private copy deleted under the server is made again
+/// from the snapshot file only if what that file holds is the signed
+/// content: the same records with blanks after them (the same version and
+/// fingerprint, other bytes) fail the fallback's hash, and its key gets a
+/// 503 rather than an answer from unsigned bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_private_copy_is_made_again_only_from_the_signed_bytes() {
+    let dir = tempdir();
+    let cache = tempdir();
+    let signer = key(1);
+    let mut written = Vec::new();
+    for name in ["c", "d"] {
+        // Records, so that each weighs more than the budget.
+        let key = format!("cura_copy_{name}");
+        let mut value = crate::util::fixture(&format!("ws-{name}"), &[&key], 0);
+        value["version"] = json!("v1");
+        let file = write(dir.path(), &format!("{name}.json"), &value);
+        sign_file(&file, &value, &signer, 1, SystemTime::now(), DAY);
+        written.push(value);
+    }
+    let trust = trusting(&[&signer], Some(cache.path()));
+    let cache_dir = cache.path().to_owned();
+    // A budget smaller than either: the one loaded last is held alone.
+    let server = TestServer::start_in(dir, |c| {
+        c.storage.trust = trust;
+        c.storage.cache_dir = Some(cache_dir.clone());
+        c.memory_budget = Some(1);
+    })
+    .await;
+    let delete_copies = || {
+        for copy in std::fs::read_dir(cache_dir.join("copies")).expect("copies") {
+            std::fs::remove_file(copy.unwrap().path()).unwrap();
+        }
+    };
+    let status = async |key: &str| server.get("/portfolio", Some(key)).await.status;
+
+    delete_copies();
+    server.wait_version("/portfolio", "cura_copy_c", "v1").await;
+
+    // The same content with blanks after it: the same version and
+    // fingerprint (layout is not content), other bytes than signed;
+    // refused by the scan, and v1 keeps serving, from memory.
+    let mut padded = serde_json::to_vec(&written[0]).unwrap();
+    padded.extend_from_slice(b"\n\n  \n");
+    replace(&server.dir().join("c.json"), &padded);
+    assert_eq!(refused(&server, "c.json").await, "mismatch");
+    assert_eq!(status("cura_copy_c").await, 200);
+    // Its copy gone, and evicted by the other: its next load falls back
+    // to the file, whose bytes fail the signature's hash.
+    delete_copies();
+    assert_eq!(status("cura_copy_d").await, 200, "made again from d.json");
+    let answer = server.get("/portfolio", Some("cura_copy_c")).await;
+    assert_eq!(answer.status, 503, "{}", answer.text());
+}
