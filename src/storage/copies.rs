@@ -169,6 +169,23 @@ impl Source for Copies {
     fn kept(&self, name: &str) -> Option<PathBuf> {
         self.kept_copies().get(name)?.last().cloned()
     }
+
+    fn kept_instead(&self, name: &str, gone: &Path, copy: Local) -> bool {
+        let mut kept = self.kept_copies();
+        let slot = kept
+            .get_mut(name)
+            .and_then(|copies| copies.iter_mut().find(|c| c.as_path() == gone));
+        match slot {
+            Some(slot) => {
+                *slot = copy.path;
+                true
+            }
+            None => {
+                let _ = std::fs::remove_file(&copy.path);
+                false
+            }
+        }
+    }
 }
 
 impl Drop for Copies {

@@ -77,6 +77,16 @@ pub trait Source: Send + Sync {
         None
     }
 
+    /// Under a budget, once the kept bytes at `gone` were found deleted
+    /// under the server and `copy` was fetched afresh from the entry and
+    /// loaded as the same version: `copy` is kept in their place. False
+    /// (and `copy` not kept) where nothing is kept, or where `gone` no
+    /// longer stands for `name`'s content (a newer version took its
+    /// place meanwhile: `copy` would then be taken for it).
+    fn kept_instead(&self, _name: &str, _gone: &Path, _copy: Local) -> bool {
+        false
+    }
+
     /// How long to wait before the next poll, for a poll interval of
     /// `interval`: by default exactly that.
     fn next_poll(&self, interval: Duration) -> Duration {

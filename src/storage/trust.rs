@@ -237,16 +237,24 @@ impl Trust {
         Some(self.verdict(keys, claim, now))
     }
 
+    /// The statement of a claim that a trusted key signed, whatever the
+    /// verdict on it: a replayed or expired version's statement is
+    /// authentic (only its revision or expiry is refused), so what it
+    /// names (a workspace, the digest of its keys) may be believed of it.
+    /// `None` when nothing is verified, or when no trusted key signed it.
+    pub fn authentic(&self, claim: Claim<'_>) -> Option<Statement> {
+        let keys = self.keys.as_ref()?;
+        let verified = keys.verify(envelope_of(&claim).ok()?).ok()?;
+        Some(verified.statement)
+    }
+
     fn verdict(
         &self,
         keys: &TrustedKeys,
         claim: Claim<'_>,
         now: SystemTime,
     ) -> Result<Signed, Refusal> {
-        let envelope = match &claim {
-            Claim::Listed(listed) => listed.envelope.as_ref().ok_or(Refusal::Unsigned)?,
-            Claim::File(file) => file.envelope.as_ref().map_err(Clone::clone)?,
-        };
+        let envelope = envelope_of(&claim)?;
         let verified = keys.verify(envelope)?;
         let statement = &verified.statement;
         statement.covers(&match &claim {
@@ -369,6 +377,14 @@ impl Trust {
                 "cannot remember the accepted revisions; after a restart, this replica may accept an older signed version of these workspaces until it expires"
             );
         }
+    }
+}
+
+/// The envelope a claim carries, or why it has none to verify.
+fn envelope_of<'a>(claim: &Claim<'a>) -> Result<&'a Envelope, Refusal> {
+    match claim {
+        Claim::Listed(listed) => listed.envelope.as_ref().ok_or(Refusal::Unsigned),
+        Claim::File(file) => file.envelope.as_ref().map_err(Clone::clone),
     }
 }
 

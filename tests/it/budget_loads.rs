@@ -296,3 +296,70 @@ async fn readers_of_resident_workspaces_get_no_503_during_reloads_under_a_budget
         "{answers:?}"
     );
 }
+
+/// The private copies under `cache`, by path.
+fn copies_in(cache: &Path) -> Vec<std::path::PathBuf> {
+    let mut copies: Vec<_> = std::fs::read_dir(cache.join("copies"))
+        .expect("the copies directory")
+        .map(|e| e.expect("an entry").path())
+        .collect();
+    copies.sort();
+    copies
+}
+
+/// A private copy deleted under the server (a cleaner of temporary
+/// files): the workspace loads from the snapshot directory's file, still
+/// the same version, and is copied again; the log names the copy that was
+/// gone. A copy that cannot be read is named in the 503's reason
+/// (`/snapshots`), not the intact snapshot file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_private_copy_is_made_again_from_the_same_version() {
+    let dir = tempdir();
+    let snapshot = fixture("ws-copied", &["cura_copied"], 0);
+    let version = snapshot["version"].as_str().unwrap().to_owned();
+    write_json(dir.path(), "copied.json", &snapshot);
+    let cache = tempdir();
+    let cache_dir = cache.path().to_str().unwrap();
+    let args = ["--memory-budget", "64MiB", "--cache-dir", cache_dir];
+    let bin = Binary::start(dir.path(), &args, &[]).await;
+
+    let gone = copies_in(cache.path());
+    assert_eq!(gone.len(), 1, "one private copy: {gone:?}");
+    std::fs::remove_file(&gone[0]).unwrap();
+    let response = get_from(bin.api, "/portfolio", Some("cura_copied"))
+        .await
+        .expect("/portfolio");
+    assert_eq!(response.status, 200, "{}", response.text());
+    assert_eq!(
+        response.header("x-snapshot-version"),
+        Some(version.as_str())
+    );
+    let log = bin.stderr_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("private copy of a snapshot was deleted"))
+        .unwrap_or_else(|| panic!("no line on the copy gone:\n{log}"));
+    assert!(line.contains(&*gone[0].to_string_lossy()), "{line}");
+    let again = copies_in(cache.path());
+    assert_eq!(again.len(), 1, "copied again: {again:?}");
+    assert_ne!(again, gone);
+
+    // Evicted by a restart's budget, then its copy made unreadable: the
+    // reason names the copy.
+    drop(bin);
+    let bin = Binary::start(dir.path(), &args, &[]).await;
+    let copy = copies_in(cache.path()).remove(0);
+    std::fs::remove_file(&copy).unwrap();
+    std::fs::create_dir(&copy).unwrap();
+    let response = get_from(bin.api, "/portfolio", Some("cura_copied"))
+        .await
+        .expect("/portfolio");
+    assert_eq!(response.status, 503, "{}", response.text());
+    let status: Value = get_from(bin.admin, "/snapshots", None)
+        .await
+        .expect("/snapshots")
+        .json();
+    let error = status["files"][0]["error"].as_str().unwrap_or_default();
+    assert!(error.contains(&*copy.to_string_lossy()), "{status}");
+    assert!(error.contains("private copy"), "{status}");
+}

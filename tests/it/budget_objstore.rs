@@ -92,7 +92,7 @@ async fn a_manifest_catalog_serves_without_downloading_until_asked() {
     assert!(
         serving
             .iter()
-            .all(|f| f["resident"] == false && f["error"].is_null())
+            .all(|f| f["residency"] == "not_resident" && f["error"].is_null())
     );
 
     // One workspace's object damaged in storage before anyone asked for it.

@@ -49,6 +49,10 @@ pub const OPENAPI: &[u8] = include_bytes!("openapi.json");
 /// The message of every 401, the public service's own text.
 pub const UNAUTHORIZED_MESSAGE: &str = "Invalid or missing API key";
 
+/// The message of the 503 for a workspace whose version this replica
+/// refused (for memory, or for its signature) while knowing its keys.
+pub const UNAVAILABLE_MESSAGE: &str = "The workspace's data is not available on this replica";
+
 /// What the API needs to answer requests.
 pub struct ApiState {
     pub store: Arc<Store>,
@@ -360,15 +364,22 @@ fn step(
     {
         return json(err.status, err.body().into()).into();
     }
-    let Some(resident) = &state.resident else {
-        // Without a budget, a hollow dataset is a snapshot refused for
-        // memory: its keys are known, its records were never built.
-        return json_error_with(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "The workspace's data is not loaded: it does not fit in the replica's memory limit",
-            (RETRY_AFTER, "30"),
-        )
-        .into();
+    let resident = match &state.resident {
+        Some(resident) if !dataset.is_refused() => resident,
+        // A version refused (for memory, or for its signature) whose keys
+        // are known: its records are not here, and a load would not make
+        // them so. Why is in the log and /snapshots (it names the
+        // replica's files and limits); the client learns only that its
+        // key is right and the data unavailable for now. (Without a
+        // budget, every hollow dataset is one.)
+        _ => {
+            return json_error_with(
+                StatusCode::SERVICE_UNAVAILABLE,
+                UNAVAILABLE_MESSAGE,
+                (RETRY_AFTER, "30"),
+            )
+            .into();
+        }
     };
     match resident.get(dataset) {
         Some(full) => from_dataset(state, &full, route, path, id, query, headers).into(),
@@ -471,7 +482,9 @@ fn readiness(state: &ApiState) -> Response {
         }
         state.warm.store(true, Ordering::Release);
     }
-    let serving = catalog.len();
+    // A refused version's claims are in the catalog for their keys' 503,
+    // but serve nothing.
+    let serving = catalog.workspaces().filter(|d| !d.is_refused()).count();
     drop(catalog);
     if serving >= state.require_workspaces {
         return json(

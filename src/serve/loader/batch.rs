@@ -75,6 +75,7 @@ mod tests {
             source: None,
             need: 0,
             refused: None,
+            claims: None,
             signed: None,
             refusal: None,
         }

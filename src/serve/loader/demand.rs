@@ -16,13 +16,14 @@
 //! names, and the bytes the load reads are hashed as it reads them and must
 //! be that content (`verify::read`), whatever the manifest says by then.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::load;
 use crate::metrics::Metrics;
+use crate::snapshot::Loaded;
 use crate::storage::trust::Signed;
-use crate::storage::{Fetch, Fingerprint, Origin};
+use crate::storage::{Fetch, Fingerprint, OpenFile, Origin};
 use crate::store::Dataset;
 
 /// Where the bytes of a version lie, for a load on demand.
@@ -38,6 +39,10 @@ pub enum Kept {
         listed: bool,
         /// Under `--trust-key`: the signature its version was accepted with.
         signed: Option<Signed>,
+        /// A directory's private copy: the entry and fingerprint it was
+        /// copied from, to copy again should the copy be deleted under the
+        /// server (`None` elsewhere: nothing to fall back to).
+        copied_from: Option<(String, Fingerprint)>,
     },
     /// Not read yet: the entry `name` of the source at `fingerprint`, as a
     /// manifest lists it.
@@ -90,11 +95,41 @@ pub fn load(
         return Err(cannot("no accepted signature for it".into()));
     }
     let (loaded, now_kept) = match kept {
-        Kept::File { path, label, .. } => {
-            let loaded =
-                load::on_demand(label, path, signed, metrics).map_err(|e| cannot(e.to_string()))?;
-            (loaded, None)
-        }
+        Kept::File {
+            path,
+            label,
+            copied_from,
+            ..
+        } => match OpenFile::open(path) {
+            Ok(file) => {
+                let loaded = load::on_demand_opened(label, Arc::new(file), path, signed, metrics)
+                    .map_err(|e| cannot(e.to_string()))?;
+                (loaded, None)
+            }
+            // Deleted under the server (a cleaner of temporary files, an
+            // operator): the snapshot directory's file may still be that
+            // version, and a load from it is checked to be exactly that.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let gone = || {
+                    format!(
+                        "its private copy {} of {label} is gone ({e})",
+                        path.display()
+                    )
+                };
+                let Some((name, fingerprint)) = copied_from else {
+                    return Err(cannot(gone()));
+                };
+                copy_again(name, fingerprint, path, hollow, origin, signed, metrics).map_err(
+                    |why| cannot(format!("{}, and {name} cannot stand in: {why}", gone())),
+                )?
+            }
+            Err(e) => {
+                return Err(cannot(format!(
+                    "its private copy {} of {label} cannot be read: {e}",
+                    path.display()
+                )));
+            }
+        },
         Kept::Listed {
             name, fingerprint, ..
         } => {
@@ -116,6 +151,7 @@ pub fn load(
                 label,
                 listed: true,
                 signed: signed.cloned(),
+                copied_from: None,
             });
             (loaded, kept)
         }
@@ -141,4 +177,78 @@ pub fn load(
         dataset: super::warm::start_on_demand(dataset, precompress),
         kept: now_kept,
     })
+}
+
+/// A directory's file copied again, for a version whose private copy
+/// `gone` was deleted: loaded (hashed against `signed` under
+/// `--trust-key`), and, if it is the very version `hollow` names, kept in
+/// the place of the copy that is gone. Returns what loaded and where the
+/// version is kept from now on; or why the file cannot stand in (another
+/// version by now, gone too, being written).
+fn copy_again(
+    name: &str,
+    fingerprint: &Fingerprint,
+    gone: &Path,
+    hollow: &Dataset,
+    origin: &Origin,
+    signed: Option<&Signed>,
+    metrics: &Metrics,
+) -> Result<(Loaded, Option<Kept>), String> {
+    let local = match origin.fetch(name, fingerprint, None) {
+        Fetch::Ready(local) => local,
+        Fetch::Settling => return Err("it is gone or being written".into()),
+        Fetch::Failed(error) => return Err(error.message),
+    };
+    let label = local.label.clone();
+    let file = match super::fetch::opened(&local) {
+        Ok(file) => file,
+        Err(error) => {
+            origin.loaded(name, local, false);
+            return Err(error.to_string());
+        }
+    };
+    let loaded = load::on_demand_opened(&label, file, &local.path, signed, metrics);
+    let loaded = match loaded {
+        Ok(loaded) if loaded.dataset.fingerprint == hollow.fingerprint => loaded,
+        Ok(loaded) => {
+            origin.loaded(name, local, false);
+            return Err(format!(
+                "it holds another version by now ({}); the next scan reads it",
+                loaded.dataset.version
+            ));
+        }
+        Err(error) => {
+            origin.loaded(name, local, false);
+            return Err(error.to_string());
+        }
+    };
+    let path = local.path.clone();
+    if !origin.kept_instead(name, gone, local) {
+        // Loaded, but a newer version took the copy's place meanwhile:
+        // this one serves from memory until evicted, and is forgotten.
+        tracing::warn!(
+            file = %name,
+            gone = %gone.display(),
+            workspace = %hollow.workspace_id,
+            version = %hollow.version,
+            "the private copy of a snapshot was deleted under the server: loaded from the snapshot directory's file, the same version, not copied again (a newer version replaced it meanwhile)"
+        );
+        return Ok((loaded, None));
+    }
+    tracing::warn!(
+        file = %name,
+        gone = %gone.display(),
+        copy = %path.display(),
+        workspace = %hollow.workspace_id,
+        version = %hollow.version,
+        "the private copy of a snapshot was deleted under the server: loaded from the snapshot directory's file, the same version, and copied again"
+    );
+    let kept = Kept::File {
+        path,
+        label,
+        listed: false,
+        signed: signed.cloned(),
+        copied_from: Some((name.to_owned(), fingerprint.clone())),
+    };
+    Ok((loaded, Some(kept)))
 }

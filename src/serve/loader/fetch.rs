@@ -12,12 +12,12 @@ use std::hash::Hasher;
 use std::time::Duration;
 
 use super::files::{self, Files};
-use super::load::ReadResult;
+use super::load::{CLAIMS_MAX_VALUE, ReadResult};
 use super::verify;
-use crate::snapshot::Loaded;
-use crate::storage::trust::{Listed, Refusal, Signed};
+use crate::snapshot::{self, Loaded};
+use crate::storage::trust::{Claim, Listed, Refusal, Signed};
 use crate::storage::{
-    Claims, ErrorKind, Fetch, Fingerprint, Local, OpenFile, Origin, StorageError,
+    Claims, ErrorKind, Fetch, Fingerprint, Local, OpenFile, Origin, SnapshotFile, StorageError,
 };
 use crate::store::key::from_hex;
 use crate::store::{Dataset, Meta};
@@ -44,9 +44,11 @@ pub enum Unfetched {
     Settling(String),
     /// Cannot be fetched now (storage trouble): left for the next poll.
     Failed(String, StorageError),
-    /// Refused for its signature (`--trust-key`): rejected as a bad file.
-    /// (Boxed: rare, and it would make every fetch's result as large.)
-    Refused(Box<(String, Fingerprint, Refusal)>),
+    /// Refused for its signature (`--trust-key`): rejected as a bad file,
+    /// with what it claims where its statement vouches for that
+    /// (`verify::refused_claims`). (Boxed: rare, and it would make every
+    /// fetch's result as large.)
+    Refused(Box<(String, Fingerprint, Refusal, Option<Dataset>)>),
 }
 
 /// Fetches each of `entries` as the iterator is advanced: the loads ask
@@ -75,7 +77,12 @@ fn fetch(
     // What the manifest names is judged before it is downloaded.
     let listed = verify::listed(origin.trust(), &name, signed);
     if let Some(Err(refusal)) = listed {
-        return Err(Unfetched::Refused(Box::new((name, fingerprint, refusal))));
+        let claims = signed.get(&name).and_then(|listed| {
+            let read = || listed_claims(&name, &fingerprint, listed);
+            verify::refused_claims(origin.trust(), Claim::Listed(listed), read)
+        });
+        let refused = (name, fingerprint, refusal, claims);
+        return Err(Unfetched::Refused(Box::new(refused)));
     }
     let plain = match &listed {
         Some(Ok(signed)) => signed.statement().plain_sha256.as_deref(),
@@ -99,8 +106,18 @@ fn fetch(
                 .map(|v| v.and_then(|signed| verify::rebuilt(signed, &local)));
             let signed = match verdict {
                 Some(Err(refusal)) => {
+                    // A directory's file: its claims read from it, believed
+                    // only as far as its signed statement vouches for them.
+                    let claims = local.signed.as_ref().and_then(|file_signed| {
+                        let read = || {
+                            let opened = SnapshotFile::opened(file, &local.path, &local.label);
+                            snapshot::claims(&local.label, &opened, CLAIMS_MAX_VALUE)
+                        };
+                        verify::refused_claims(origin.trust(), Claim::File(file_signed), read)
+                    });
                     origin.loaded(&name, local, false);
-                    return Err(Unfetched::Refused(Box::new((name, fingerprint, refusal))));
+                    let refused = (name, fingerprint, refusal, claims);
+                    return Err(Unfetched::Refused(Box::new(refused)));
                 }
                 verdict => verdict.and_then(Result::ok),
             };
@@ -181,6 +198,7 @@ pub fn listed(
                 source: None,
                 need: 0,
                 refused: None,
+                claims: None,
                 signed,
                 refusal: None,
             }),
@@ -188,6 +206,18 @@ pub fn listed(
         }
     }
     (to_fetch, listed)
+}
+
+/// What a manifest lists of the workspace `name` at `fingerprint` (its
+/// version and key hashes) as a hollow dataset; `None` where it lists no
+/// key hashes.
+fn listed_claims(name: &str, fingerprint: &Fingerprint, listed: &Listed) -> Option<Dataset> {
+    let claims = Claims {
+        version: listed.version.clone(),
+        key_hashes: listed.key_hashes.clone()?,
+        limits: None,
+    };
+    hollow(name, fingerprint, &claims, None)
 }
 
 /// What `claims` say of the workspace `name` at `fingerprint`, as a
@@ -297,5 +327,88 @@ mod tests {
         let trust = Arc::new(Trust::new(keys, None).unwrap());
         assert_eq!(limited_by(Some(trust)), limits(5));
         assert_eq!(limited_by(None), limits(1_000_000));
+    }
+
+    /// A manifest's version refused as replayed (a revision below one
+    /// accepted) still says which keys are its workspace's, since its
+    /// statement is authentic: they answer 503. Key hashes the manifest
+    /// lists beyond what the statement names are not believed, nor is an
+    /// entry signed by a key this replica does not trust.
+    #[test]
+    fn a_replayed_listed_version_claims_only_the_keys_its_statement_names() {
+        let signer = SecretKey::from_seed([4; 32]);
+        let key_hash = "ab".repeat(32);
+        let day = Duration::from_secs(86_400);
+        let listed_at = |revision: u64, keys: Vec<String>, by: &SecretKey| {
+            let sha256 = format!("{revision:064x}");
+            let named = Named {
+                workspace: "ws",
+                version: "v1",
+                sha256: &sha256,
+                key_hashes: None,
+                revision: Some(revision),
+            };
+            let statement = Statement::new(
+                &named,
+                std::slice::from_ref(&key_hash),
+                revision,
+                SystemTime::now(),
+                day,
+            );
+            Listed {
+                envelope: Some(statement.sign(by)),
+                workspace: "ws".into(),
+                version: "v1".into(),
+                sha256,
+                key_hashes: Some(keys),
+                revision: Some(revision),
+            }
+        };
+        let mut keys = TrustedKeys::default();
+        keys.add(signer.public());
+        let trust = Arc::new(Trust::new(keys, None).unwrap());
+        let newer = listed_at(3, vec![key_hash.clone()], &signer);
+        let accepted = trust
+            .judge(Claim::Listed(&newer), SystemTime::now())
+            .unwrap();
+        trust.published([&accepted.unwrap()]);
+
+        let dir = tempfile::tempdir().unwrap();
+        let origin = Origin::new(Directory::open(dir.path()).unwrap()).trusting(trust);
+        let files = Mutex::new(Files::new());
+        let fingerprint = Fingerprint::Object(ObjectVersion {
+            key: "p/objects/ws.json.gz".into(),
+            tag: "cd".repeat(32),
+            size: 10,
+            written: None,
+        });
+        let claimed = |listed: Listed| {
+            let signed = BTreeMap::from([("ws".to_owned(), listed)]);
+            match super::fetch(&origin, &files, "ws".into(), fingerprint.clone(), &signed) {
+                Err(Unfetched::Refused(refused)) => {
+                    let (_, _, refusal, claims) = *refused;
+                    (refusal.kind(), claims)
+                }
+                _ => panic!("refused"),
+            }
+        };
+        let (kind, claims) = claimed(listed_at(2, vec![key_hash.clone()], &signer));
+        assert_eq!(kind, "replayed");
+        let claims = claims.expect("claims");
+        assert!(claims.is_refused());
+        assert_eq!(claims.workspace_id, "ws");
+        assert_eq!(claims.key_hashes, [from_hex(&key_hash).unwrap()]);
+        let more = vec![key_hash.clone(), "ef".repeat(32)];
+        // (Refused as a mismatch first: the manifest names other keys.)
+        assert!(claimed(listed_at(2, more, &signer)).1.is_none());
+        let stranger = SecretKey::from_seed([5; 32]);
+        let signed = BTreeMap::from([(
+            "ws".to_owned(),
+            listed_at(2, vec![key_hash.clone()], &stranger),
+        )]);
+        match super::fetch(&origin, &files, "ws".into(), fingerprint.clone(), &signed) {
+            Err(Unfetched::Refused(refused)) => assert!(refused.3.is_none()),
+            _ => panic!("refused"),
+        }
     }
 }

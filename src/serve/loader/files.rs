@@ -141,7 +141,8 @@ pub fn fleet(files: &Files, now: SystemTime) -> Fleet {
         if entry.source_error.is_some() {
             fleet.stale += 1;
         }
-        let Some(dataset) = &entry.dataset else {
+        // A refused version's claims (its keys answered 503) serve nothing.
+        let Some(dataset) = entry.dataset.as_ref().filter(|d| !d.is_refused()) else {
             continue;
         };
         fleet.serving += 1;

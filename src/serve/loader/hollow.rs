@@ -71,11 +71,17 @@ pub fn out(
             .source
             .as_ref()
             .map_or_else(|| name.clone(), |s| s.key.clone());
+        // A directory's file is its own private copy's fallback.
+        let copied_from = origin
+            .directory()
+            .zip(entry.fingerprint.clone())
+            .map(|(_, fingerprint)| (name.clone(), fingerprint));
         let kept = Kept::File {
             path,
             label,
             listed: false,
             signed: entry.signed.clone(),
+            copied_from,
         };
         let hollow = Arc::new(full.hollow());
         let stays = was_resident.contains(full.workspace_id.as_str());

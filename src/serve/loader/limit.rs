@@ -109,22 +109,31 @@ impl MemoryLimit {
         }
     }
 
-    /// Why a build that `need`s this many bytes must not start while the
-    /// ledger counts `committed`; logged with the same figures.
+    /// Why a build that `need`s this many bytes must not start next to
+    /// what `ledger` counts; logged with the same figures.
     pub fn refusal(
         &self,
         name: &str,
         need: u64,
-        committed: u64,
+        ledger: &Ledger,
         precompressed: bool,
     ) -> Option<SnapshotError> {
         let limit = self.bytes?;
+        let committed = ledger.committed();
         if committed.saturating_add(need) <= limit {
             return None;
         }
         let mib = |b: u64| b.div_ceil(1 << 20);
+        // Under a budget every file is still built once to be validated,
+        // next to the budget the ledger reserves: a smaller budget leaves
+        // it room, a budget that is already set is no advice.
+        let advice = if ledger.budgeted {
+            "or raise the limit, or lower --memory-budget to leave builds more of it"
+        } else {
+            "or raise the limit, or set --memory-budget to serve more data than memory"
+        };
         let message = format!(
-            "not loaded: building it needs about {} MiB{} next to the {} MiB already counted (the process, the workspaces loaded, and with --memory-budget the budget and its loads in flight), over the memory limit of {} MiB (--memory-limit, or the cgroup's limit); it is read again when memory frees, or raise the limit, or set --memory-budget to serve more data than memory",
+            "not loaded: building it needs about {} MiB{} next to the {} MiB already counted (the process, the workspaces loaded, and with --memory-budget the budget and its loads in flight), over the memory limit of {} MiB (--memory-limit, or the cgroup's limit); it is read again when memory frees, {advice}",
             mib(need),
             if precompressed {
                 " with its gzip fragments (--precompress on)"
@@ -368,13 +377,9 @@ mod tests {
         // fragments (7.2 GiB) do not.
         let bare = limit.need(&file, 4 * GIB, false);
         let with_fragments = limit.need(&file, 4 * GIB, true);
-        assert!(
-            limit
-                .refusal("big.json", bare, ledger.committed(), false)
-                .is_none()
-        );
+        assert!(limit.refusal("big.json", bare, &ledger, false).is_none());
         let refused = limit
-            .refusal("big.json", with_fragments, ledger.committed(), true)
+            .refusal("big.json", with_fragments, &ledger, true)
             .expect("refused with its fragments");
         assert!(
             refused.to_string().contains("with its gzip fragments"),
@@ -382,18 +387,21 @@ mod tests {
         );
         ledger.admit(bare);
         assert!(
-            limit
-                .refusal("big.json", bare, ledger.committed(), false)
-                .is_some(),
+            limit.refusal("big.json", bare, &ledger, false).is_some(),
             "a second build of the same size does not fit next to the first"
         );
         ledger.settled(bare, None);
-        assert!(
-            limit
-                .refusal("big.json", bare, ledger.committed(), false)
-                .is_none()
-        );
+        assert!(limit.refusal("big.json", bare, &ledger, false).is_none());
         assert_eq!(MemoryLimit::none().need(&file, 4 * GIB, true), 0);
+        assert!(refused.to_string().contains("set --memory-budget"));
+        // With a budget set, the advice is not to set one.
+        let budgeted = Ledger::budgeted(GIB);
+        let refused = limit
+            .refusal("big.json", with_fragments, &budgeted, true)
+            .expect("refused");
+        let said = refused.to_string();
+        assert!(!said.contains("set --memory-budget"), "{said}");
+        assert!(said.contains("lower --memory-budget"), "{said}");
     }
 
     /// Under a budget, the budget and its loads in flight are reserved

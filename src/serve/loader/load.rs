@@ -61,7 +61,7 @@ impl Loading<'_> {
             Unfetched::Settling(name) => Read::Settling(name),
             Unfetched::Failed(name, error) => Read::Failed(name, error),
             Unfetched::Refused(refused) => {
-                let (name, fingerprint, refusal) = *refused;
+                let (name, fingerprint, refusal, claims) = *refused;
                 self.metrics.signature_refused(refusal.kind());
                 Read::Done(Box::new(ReadResult {
                     result: Err(SnapshotError::new(&name, verify::message(&refusal))),
@@ -72,6 +72,7 @@ impl Loading<'_> {
                     source: None,
                     need: 0,
                     refused: None,
+                    claims,
                     signed: None,
                     refusal: Some(refusal.kind()),
                 }))
@@ -94,6 +95,10 @@ pub struct ReadResult {
     pub need: u64,
     /// Refused for memory, and why.
     pub refused: Option<Refused>,
+    /// Refused (for memory, or its signature): what it claims, read
+    /// without building it, where that can be believed; its keys then
+    /// answer 503 (`Dataset::refused`) and it takes part in conflicts.
+    pub claims: Option<Dataset>,
     /// Under `--trust-key`: the signature it was accepted with, or the
     /// kind of refusal that rejected it.
     pub signed: Option<Signed>,
@@ -104,11 +109,16 @@ pub struct ReadResult {
 pub struct Refused {
     /// What the load would have been counted at.
     pub need: u64,
-    /// What the content claims, read without building it (`None` if the
-    /// streaming scan does not accept it), so that its keys answer 503
-    /// and it takes part in conflicts.
-    pub claims: Option<Dataset>,
 }
+
+/// The largest value (a record, a header member) that reading a refused
+/// version's claims holds (`snapshot::claims`): the pass holds that and a
+/// chunk of the file, so it costs a few MiB whatever the file, which the
+/// process's own share of the memory limit (`limit::PROCESS_BYTES`, its
+/// buffers) covers; it runs on the reloader thread, one at a time. A file
+/// with a larger value (a meeting's transcript of megabytes) claims
+/// nothing, and its keys get 401 as before.
+pub const CLAIMS_MAX_VALUE: usize = 4 << 20;
 
 /// A load finished on a worker, to be judged, with what it was counted at.
 type Finished = (Fetched, u64, Built);
@@ -278,10 +288,9 @@ impl Loading<'_> {
         let local = &fetched.local;
         let file = fetched.snapshot_file();
         let need = self.memory.need(&file, local.len, self.precompress);
-        let committed = self.ledger.committed();
         match self
             .memory
-            .refusal(&local.label, need, committed, self.precompress)
+            .refusal(&local.label, need, self.ledger, self.precompress)
         {
             Some(refused) => Err((need, refused)),
             None => {
@@ -292,21 +301,22 @@ impl Loading<'_> {
     }
 
     /// A fetched entry refused for memory, judged with what it claims.
+    /// Under `--trust-key` its claims count only as far as its accepted
+    /// statement vouches for them (its bytes are not hashed unbuilt).
     fn refuse(&self, fetched: Fetched, need: u64, refused: SnapshotError) -> Read {
-        let local = &fetched.local;
         let file = fetched.snapshot_file();
-        // Reading its claims holds a record at a time, up to the whole
-        // JSON for a file of one huge record: only if that fits.
-        let free = self.memory.free(self.ledger.committed());
-        let claims = (json_bytes(&file, local.len) <= free)
-            .then(|| snapshot::claims(&local.label, &file))
-            .flatten();
-        let refusal = Refused { need, claims };
+        let claims =
+            snapshot::claims(&fetched.local.label, &file, CLAIMS_MAX_VALUE).and_then(|claims| {
+                match &fetched.signed {
+                    Some(signed) => verify::vouched(signed.statement(), claims),
+                    None => Some(claims.refused()),
+                }
+            });
         let built = Built {
             result: Err(refused),
             sha256: None,
         };
-        self.judge(fetched, 0, built, Some(refusal))
+        self.judge(fetched, 0, built, Some((Refused { need }, claims)))
     }
 
     /// Loads a fetched entry (on any thread), hashing what it reads where
@@ -337,7 +347,13 @@ impl Loading<'_> {
 
     /// Judges a load on the reloader thread: a file rewritten while it was
     /// read may be half written, and is read again by a later scan.
-    fn judge(&self, fetched: Fetched, need: u64, built: Built, refused: Option<Refused>) -> Read {
+    fn judge(
+        &self,
+        fetched: Fetched,
+        need: u64,
+        built: Built,
+        refused: Option<(Refused, Option<Dataset>)>,
+    ) -> Read {
         let Fetched {
             name,
             fingerprint,
@@ -378,6 +394,7 @@ impl Loading<'_> {
         }
         let (source, bytes) = (local.source.clone(), local.len);
         self.origin.loaded(&name, local, result.is_ok());
+        let (refused, claims) = refused.map_or((None, None), |(r, c)| (Some(r), c));
         Read::Done(Box::new(ReadResult {
             name,
             fingerprint,
@@ -387,6 +404,7 @@ impl Loading<'_> {
             source,
             need,
             refused,
+            claims,
             signed,
             refusal,
         }))
@@ -413,7 +431,18 @@ pub(super) fn on_demand(
 ) -> Result<Loaded, SnapshotError> {
     let opened = crate::storage::OpenFile::open(path)
         .map_err(|e| SnapshotError::new(label, format!("cannot read {}: {e}", path.display())))?;
-    let mut file = SnapshotFile::opened(Arc::new(opened), path, label);
+    on_demand_opened(label, Arc::new(opened), path, signed, metrics)
+}
+
+/// [`on_demand`] of a file already open (at `path`).
+pub(super) fn on_demand_opened(
+    label: &str,
+    opened: Arc<crate::storage::OpenFile>,
+    path: &std::path::Path,
+    signed: Option<&Signed>,
+    metrics: &Metrics,
+) -> Result<Loaded, SnapshotError> {
+    let mut file = SnapshotFile::opened(opened, path, label);
     if signed.is_some() {
         file = file.digesting();
     }

@@ -53,6 +53,7 @@ use files::Files;
 use limit::Ledger;
 pub use limit::{MemoryLimit, PROCESS_BYTES, SizeError, parse_bytes, resident_bytes};
 use load::{Loading, Read, ReadResult};
+use portfolio_wire::status::Residency;
 use resident::Resident;
 use settle::Settled;
 
@@ -182,16 +183,24 @@ impl Snapshots {
     pub fn statuses(&self) -> Vec<FileStatus> {
         let now = SystemTime::now();
         let files = self.files();
-        let resident = |dataset: &Dataset| {
-            self.resident
-                .as_ref()
-                .is_none_or(|resident| resident.is_resident(dataset))
+        // Without a budget, a hollow dataset is a refused version's claims:
+        // its keys are known, its records were never built.
+        let residency = |dataset: &Dataset| {
+            let resident = match &self.resident {
+                Some(resident) => resident.is_resident(dataset),
+                None => !dataset.is_hollow(),
+            };
+            if resident {
+                Residency::Resident
+            } else {
+                Residency::NotResident
+            }
         };
         files
             .values()
             .map(|e| {
                 let mut status = e.status_now(now);
-                status.resident = e.dataset.as_deref().map(resident);
+                status.residency = e.dataset.as_deref().map(residency);
                 let failure = self.resident.as_ref().zip(e.dataset.as_deref());
                 if let Some(why) = failure.and_then(|(r, d)| r.failure(d)) {
                     // Its load on demand failed: the version does not serve.

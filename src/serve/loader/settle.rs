@@ -87,6 +87,7 @@ fn apply(files: &mut Files, results: Vec<ReadResult>) -> Applied {
         source,
         need: _,
         refused,
+        claims,
         signed,
         refusal,
     } in results
@@ -141,13 +142,19 @@ fn apply(files: &mut Files, results: Vec<ReadResult>) -> Applied {
                 entry.status.fail(message);
                 entry.status.refused = refusal.map(Into::into);
                 if let Some(refused) = refused {
-                    // Read again when memory frees; meanwhile its keys get
-                    // 503, unless a version serves.
+                    // Read again when memory frees.
                     entry.refused = Some(refused.need);
-                    if let (None, Some(claims)) = (&entry.dataset, refused.claims) {
-                        entry.dataset = Some(Arc::new(claims));
+                }
+                // Meanwhile its keys get 503, unless a version serves. The
+                // claims of an earlier refused content give way to these,
+                // or to none: they were that content's, not this one's.
+                let serving = entry.dataset.as_ref().is_some_and(|d| !d.is_refused());
+                if !serving {
+                    if let Some(claims) = &claims {
+                        entry.status.workspace = Some(claims.workspace_id.clone());
                         entry.written = written;
                     }
+                    entry.dataset = claims.map(Arc::new);
                 }
                 applied.rejected.push(name);
             }

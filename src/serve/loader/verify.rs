@@ -11,7 +11,9 @@ use std::time::SystemTime;
 
 use super::files::{FileEntry, Files};
 use crate::metrics::{Expiries, Metrics};
-use crate::storage::trust::{Claim, Listed, Refusal, Signed, Trust, loaded_as_signed};
+use crate::storage::trust::{
+    Claim, Listed, Refusal, Signed, Statement, Trust, keys_digest, loaded_as_signed,
+};
 use crate::storage::{Fingerprint, Listing, Local};
 use crate::store::Dataset;
 use crate::store::time::Instant;
@@ -103,6 +105,37 @@ pub fn loaded(signed: &Signed, dataset: &Dataset) -> Result<(), Refusal> {
         .map(crate::store::key::to_hex)
         .collect();
     loaded_as_signed(signed, &dataset.workspace_id, &dataset.version, &keys)
+}
+
+/// What a version refused for its signature claims, as a refused hollow
+/// dataset (`Dataset::refused`), so that its keys are told the workspace
+/// is unavailable (503) rather than that they are wrong (401), and it
+/// takes part in conflicts as a version refused for memory does. Only
+/// where a trusted key signed its statement (a replayed or an expired one:
+/// only its revision or expiry is refused), and only if what `read` gives
+/// (the file's claims, or the manifest's) is that statement's workspace
+/// with exactly the keys it names (`keys_sha256`): a writer of the storage
+/// must not turn any key's 401 into a 503. `read` is not called otherwise.
+pub fn refused_claims(
+    trust: &Trust,
+    claim: Claim<'_>,
+    read: impl FnOnce() -> Option<Dataset>,
+) -> Option<Dataset> {
+    let statement = trust.authentic(claim)?;
+    vouched(&statement, read()?)
+}
+
+/// `claims` as a refused version's (`Dataset::refused`) if `statement`
+/// vouches for them: its workspace, with exactly the keys it names.
+pub fn vouched(statement: &Statement, claims: Dataset) -> Option<Dataset> {
+    let keys: Vec<String> = claims
+        .key_hashes
+        .iter()
+        .map(crate::store::key::to_hex)
+        .collect();
+    let named =
+        claims.workspace_id == statement.workspace && keys_digest(&keys) == statement.keys_sha256;
+    named.then(|| claims.refused())
 }
 
 /// The message a refused version is rejected with.

@@ -145,7 +145,7 @@ async fn a_load_on_demand_never_takes_a_delta_or_digest_from_an_entry_whose_sign
     eventually("v2 listed, hollow", async || {
         let entry = server.snapshot_status("ws-acme").await.unwrap();
         let hollow = entry["version"] == "v2"
-            && entry["resident"] == false
+            && entry["residency"] == "not_resident"
             && entry["records"].is_null()
             && entry["error"].is_null()
             && entry["signature"]["revision"] == 2;
@@ -238,7 +238,7 @@ async fn a_load_on_demand_never_takes_a_delta_or_digest_from_an_entry_whose_sign
     let entry = server.wait_error("ws-acme").await;
     assert_eq!(entry["refused"], "invalid", "{entry}");
     assert_eq!(entry["version"], "v2", "{entry}");
-    assert_eq!(entry["resident"], false, "{entry}");
+    assert_eq!(entry["residency"], "not_resident", "{entry}");
     let log = s3.moto.log_text();
     for key in [&v2_object, &genuine_delta, &format!("p/{delta_key}")] {
         assert!(

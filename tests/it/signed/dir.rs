@@ -85,7 +85,11 @@ async fn only_versions_a_trusted_key_signed_for_exactly_their_bytes_serve() {
             assert_eq!(entry["signature"]["key_id"], trusted.id.as_str(), "{entry}");
             assert_eq!(entry["signature"]["expired"], false, "{entry}");
         } else {
-            assert_eq!(status, 401, "{name} must not serve");
+            // An expired statement is authentic and names these keys: they
+            // are told the data is unavailable (503), not that they are
+            // wrong; no other refusal vouches for its keys.
+            let unavailable = if *expect == "expired" { 503 } else { 401 };
+            assert_eq!(status, unavailable, "{name} must not serve");
             assert_eq!(
                 &refused(&server, &format!("{name}.json")).await,
                 expect,
@@ -177,7 +181,45 @@ async fn a_forged_stripped_or_replayed_replacement_keeps_the_signed_version_serv
     let trust = trusting(&[&signer], Some(cache.path()));
     let restarted = TestServer::start_in(copy, |c| c.storage.trust = trust).await;
     assert_eq!(refused(&restarted, "r.json").await, "replayed");
-    assert_eq!(restarted.get("/portfolio", Some(api_key)).await.status, 401);
+    // Its key is right, its workspace's data unavailable: a 503 to retry,
+    // not the 401 of a wrong key (the statement, authentic, names the
+    // key); why is for the operator, in /snapshots under its workspace.
+    let answer = restarted.get("/portfolio", Some(api_key)).await;
+    assert_eq!(answer.status, 503, "{}", answer.text());
+    assert_eq!(answer.header("retry-after"), Some("30"));
+    assert!(!answer.text().contains("replay"), "{}", answer.text());
+    let listed = restarted
+        .admin_get("/snapshots?workspace=ws-r")
+        .await
+        .json();
+    let entry = &listed["files"][0];
+    assert_eq!(entry["file"], "r.json", "{listed}");
+    assert_eq!(entry["refused"], "replayed", "{listed}");
+    assert_eq!(entry["residency"], "not_resident", "{listed}");
+
+    // A writer of the directory adds a key to the file under the replayed
+    // signature: keys the statement does not name are not believed, and
+    // none of the file's claims count.
+    let mut forged = versioned("ws-r", api_key, "v1");
+    forged["api_keys"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "sha256": crate::util::key_hash("cura_intruder"), "label": "x" }));
+    write(restarted.dir(), "r.json", &forged);
+    eventually("the forged claims count for nothing", async || {
+        let (ours, theirs) = (
+            restarted.get("/portfolio", Some(api_key)).await.status,
+            restarted
+                .get("/portfolio", Some("cura_intruder"))
+                .await
+                .status,
+        );
+        match (ours, theirs) {
+            (401, 401) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -280,4 +322,59 @@ async fn check_says_what_a_replica_with_the_key_would_say() {
         signer.id
     );
     assert!(out.stdout.contains(&line), "{}", out.stdout);
+}
+
+/// Under a budget, a private copy deleted under the server is made again
+/// from the snapshot file only if what that file holds is the signed
+/// content: the same records with blanks after them (the same version and
+/// fingerprint, other bytes) fail the fallback's hash, and its key gets a
+/// 503 rather than an answer from unsigned bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_private_copy_is_made_again_only_from_the_signed_bytes() {
+    let dir = tempdir();
+    let cache = tempdir();
+    let signer = key(1);
+    let mut written = Vec::new();
+    for name in ["c", "d"] {
+        // Records, so that each weighs more than the budget.
+        let key = format!("cura_copy_{name}");
+        let mut value = crate::util::fixture(&format!("ws-{name}"), &[&key], 0);
+        value["version"] = json!("v1");
+        let file = write(dir.path(), &format!("{name}.json"), &value);
+        sign_file(&file, &value, &signer, 1, SystemTime::now(), DAY);
+        written.push(value);
+    }
+    let trust = trusting(&[&signer], Some(cache.path()));
+    let cache_dir = cache.path().to_owned();
+    // A budget smaller than either: the one loaded last is held alone.
+    let server = TestServer::start_in(dir, |c| {
+        c.storage.trust = trust;
+        c.storage.cache_dir = Some(cache_dir.clone());
+        c.memory_budget = Some(1);
+    })
+    .await;
+    let delete_copies = || {
+        for copy in std::fs::read_dir(cache_dir.join("copies")).expect("copies") {
+            std::fs::remove_file(copy.unwrap().path()).unwrap();
+        }
+    };
+    let status = async |key: &str| server.get("/portfolio", Some(key)).await.status;
+
+    delete_copies();
+    server.wait_version("/portfolio", "cura_copy_c", "v1").await;
+
+    // The same content with blanks after it: the same version and
+    // fingerprint (layout is not content), other bytes than signed;
+    // refused by the scan, and v1 keeps serving, from memory.
+    let mut padded = serde_json::to_vec(&written[0]).unwrap();
+    padded.extend_from_slice(b"\n\n  \n");
+    replace(&server.dir().join("c.json"), &padded);
+    assert_eq!(refused(&server, "c.json").await, "mismatch");
+    assert_eq!(status("cura_copy_c").await, 200);
+    // Its copy gone, and evicted by the other: its next load falls back
+    // to the file, whose bytes fail the signature's hash.
+    delete_copies();
+    assert_eq!(status("cura_copy_d").await, 200, "made again from d.json");
+    let answer = server.get("/portfolio", Some("cura_copy_c")).await;
+    assert_eq!(answer.status, 503, "{}", answer.text());
 }

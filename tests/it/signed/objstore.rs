@@ -283,7 +283,15 @@ async fn an_old_record_put_back_is_refused_by_a_replica_that_remembers() {
     let trust = trusting(&[&signer], Some(cache.path()));
     let restarted = replica(&s3, "p", Some(trust), Some(cache.path().into())).await;
     assert_eq!(refused(&restarted, "ws-r").await, "replayed");
-    assert_eq!(restarted.get("/portfolio", Some(KEY)).await.status, 401);
+    // Its key is one the authentic statement names: unavailable, not wrong.
+    let answer = restarted.get("/portfolio", Some(KEY)).await;
+    assert_eq!(answer.status, 503, "{}", answer.text());
+    assert_eq!(answer.header("retry-after"), Some("30"));
+    let listed = restarted
+        .admin_get("/snapshots?workspace=ws-r")
+        .await
+        .json();
+    assert_eq!(listed["files"][0]["refused"], "replayed", "{listed}");
     // What a replica that remembers nothing cannot tell: it takes the
     // old version, whose signature has not expired.
     let forgetful = replica(&s3, "p", Some(trusting(&[&signer], None)), None).await;

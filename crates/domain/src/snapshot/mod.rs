@@ -98,13 +98,16 @@ pub fn load_from(
 /// refused for memory still answers its keys (with 503, not 401), and
 /// takes part in conflicts as it would loaded. Records are not checked;
 /// `None` for a file the streaming pass does not accept (a load would say
-/// why).
-pub fn claims(file: &str, source: &(impl Source + ?Sized)) -> Option<Dataset> {
-    let streamed = stream::scan(
+/// why), or that holds a value (a record, a header member) of more than
+/// `max_value` bytes: the pass holds no more than that and a chunk of the
+/// file, whatever the file.
+pub fn claims(file: &str, source: &(impl Source + ?Sized), max_value: usize) -> Option<Dataset> {
+    let streamed = stream::scan_within(
         file,
         source.open().ok()?,
         batches::Sink::Digests(&mut |_, _, _, _| Ok(())),
         &mut |_, _| {},
+        max_value,
     )
     .ok()?;
     let version = match streamed.header.version {

@@ -72,8 +72,24 @@ pub fn scan<'b>(
     sink: Sink<'_, 'b>,
     progress: &'b mut dyn FnMut(Collection, usize),
 ) -> Result<Streamed, GaveUp> {
+    scan_within(file, reader, sink, progress, usize::MAX)
+}
+
+/// [`scan`] holding at most `max_value` bytes of one value (a record, a
+/// header member) in its window, besides the chunk being read: it gives up
+/// on a larger one, so that what the pass costs is bounded whatever the
+/// file holds.
+pub fn scan_within<'b>(
+    file: &str,
+    reader: impl Read,
+    sink: Sink<'_, 'b>,
+    progress: &'b mut dyn FnMut(Collection, usize),
+    max_value: usize,
+) -> Result<Streamed, GaveUp> {
+    let mut window = Window::new(reader);
+    window.max = max_value;
     let mut s = Stream {
-        window: Window::new(reader),
+        window,
         file,
         sink,
         progress,
@@ -309,6 +325,9 @@ struct Window<R> {
     /// (`super::digests` gives each record's span).
     start: u64,
     eof: bool,
+    /// The most bytes not yet consumed that a refill may add to: past it
+    /// the window gives up rather than grow ([`scan_within`]).
+    max: usize,
 }
 
 impl<R: Read> Window<R> {
@@ -319,6 +338,7 @@ impl<R: Read> Window<R> {
             pos: 0,
             start: 0,
             eof: false,
+            max: usize::MAX,
         }
     }
 
@@ -336,6 +356,10 @@ impl<R: Read> Window<R> {
             return Ok((shift, false));
         }
         let len = self.buf.len();
+        if len > self.max {
+            // One value larger than the pass may hold.
+            return Err(GaveUp);
+        }
         self.buf.reserve(CHUNK);
         // read_to_end fills the spare capacity without zeroing it first.
         let read = loop {
@@ -590,6 +614,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_bounded_window_gives_up_on_a_larger_value_only() {
+        // Refilled a chunk at a time: a value of three chunks.
+        let text = format!("[\"{}\"] [1]", "x".repeat(3 * CHUNK));
+        let lengths_within = |max: usize| {
+            let mut w = Window::new(Trickle {
+                bytes: text.as_bytes(),
+                step: CHUNK,
+            });
+            w.max = max;
+            let mut out = Vec::new();
+            while w.skip_blanks()?.is_some() {
+                let len = w.value_len()?;
+                out.push(len);
+                w.advance(len);
+            }
+            Ok::<_, GaveUp>(out)
+        };
+        assert_eq!(lengths_within(4 * CHUNK).unwrap(), [3 * CHUNK + 4, 3]);
+        assert!(lengths_within(CHUNK).is_err());
     }
 
     #[test]

@@ -90,6 +90,9 @@ pub struct Dataset {
     /// What [`Dataset::hollow`] made: the workspace's identity and counts
     /// without its records, which are held elsewhere (a memory budget).
     hollow: bool,
+    /// What [`Dataset::refused`] made: the claims of a version its
+    /// replica refused, whose records it will not load.
+    refused: bool,
 }
 
 /// A dataset's records, lists and indexes.
@@ -238,12 +241,29 @@ impl Dataset {
             warming: warm::Warming::off(),
             fragments_let_go: AtomicBool::new(false),
             hollow: true,
+            refused: false,
         }
     }
 
     /// Whether this is a [`Dataset::hollow`]: its records are elsewhere.
     pub fn is_hollow(&self) -> bool {
         self.hollow
+    }
+
+    /// This hollow dataset as the claims of a version that was refused
+    /// (for memory, or for its signature) while its keys are known: they
+    /// find it, so that a client is told the data is unavailable rather
+    /// than that its key is wrong, and it takes part in conflicts; its
+    /// records are never loaded from it.
+    pub fn refused(mut self) -> Dataset {
+        debug_assert!(self.hollow, "only claims are refused");
+        self.refused = true;
+        self
+    }
+
+    /// Whether this is a refused version's claims ([`Dataset::refused`]).
+    pub fn is_refused(&self) -> bool {
+        self.refused
     }
 
     /// Bytes held by the records' gzip fragments (0 without precompression).

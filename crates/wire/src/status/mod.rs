@@ -64,6 +64,24 @@ pub struct Summary {
     pub serving: usize,
     pub error: usize,
     pub stale: usize,
+    /// Entries whose workspace's data is in memory now
+    /// ([`Residency::Resident`]): every serving one without a budget.
+    #[serde(default)]
+    pub resident: usize,
+}
+
+/// Where a workspace's data is, as `/snapshots` shows each entry's. One
+/// field rather than a flag, so that a later way of holding data (mapped
+/// from disk) is one more value, not one more field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Residency {
+    /// Its records are in memory: answered at once.
+    Resident,
+    /// Its records are not in memory: under a budget, a request loads
+    /// them; without one, a version refused (for memory or its
+    /// signature) whose keys are known.
+    NotResident,
 }
 
 /// The states `?state=` selects.
@@ -93,12 +111,16 @@ impl State {
     }
 }
 
-/// `GET /snapshots?workspace=ID&state=serving|error|stale`: which entries
-/// to list. Both may be given; each may be left out.
+/// `GET /snapshots?workspace=ID&state=serving|error|stale&resident=true|false`:
+/// which entries to list. Any of them may be given; each may be left out.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StatusFilter {
     pub workspace: Option<String>,
     pub state: Option<State>,
+    /// `true`: the entries whose data is in memory; `false`: those with a
+    /// workspace whose data is not (an entry that serves nothing is
+    /// neither).
+    pub resident: Option<bool>,
 }
 
 /// A `/snapshots` query that is refused (400), naming what is accepted.
@@ -106,7 +128,9 @@ pub struct StatusFilter {
 pub enum FilterError {
     #[error("state {0:?} is not one of serving, error, stale")]
     UnknownState(String),
-    #[error("unknown parameter {0:?}: /snapshots takes workspace and state")]
+    #[error("resident {0:?} is not one of true, false")]
+    UnknownResident(String),
+    #[error("unknown parameter {0:?}: /snapshots takes workspace, state and resident")]
     UnknownParameter(String),
 }
 
@@ -126,6 +150,13 @@ impl StatusFilter {
                     filter.state =
                         Some(state.ok_or_else(|| FilterError::UnknownState(value.into_owned()))?);
                 }
+                "resident" => {
+                    filter.resident = Some(match value.as_ref() {
+                        "true" => true,
+                        "false" => false,
+                        _ => return Err(FilterError::UnknownResident(value.into_owned())),
+                    });
+                }
                 other => return Err(FilterError::UnknownParameter(other.to_owned())),
             }
         }
@@ -137,6 +168,14 @@ impl StatusFilter {
             .as_ref()
             .is_none_or(|w| file.workspace.as_ref() == Some(w))
             && self.state.is_none_or(|s| s.of(file))
+            && self.resident.is_none_or(|resident| {
+                let wanted = if resident {
+                    Residency::Resident
+                } else {
+                    Residency::NotResident
+                };
+                file.residency == Some(wanted)
+            })
     }
 }
 
@@ -159,6 +198,10 @@ impl SnapshotsStatus {
             serving: count(State::Serving),
             error: count(State::Error),
             stale: count(State::Stale),
+            resident: files
+                .iter()
+                .filter(|f| f.residency == Some(Residency::Resident))
+                .count(),
         };
         SnapshotsStatus {
             summary,
@@ -208,11 +251,13 @@ pub struct FileStatus {
     pub source_error_kind: Option<Cow<'static, str>>,
     /// Since when that problem has lasted (RFC 3339, UTC).
     pub source_error_since: Option<String>,
-    /// Whether the serving version's data is in memory now: always true
-    /// without a memory budget; with one, false until a request loads it
-    /// and again once it is evicted. `null` when nothing serves.
+    /// Whether the workspace's data is in memory now: always `resident`
+    /// for a version that serves without a memory budget; with one,
+    /// `not_resident` until a request loads it and again once it is
+    /// evicted; `not_resident` too for a refused version whose keys are
+    /// known (answered 503). `null` when the entry holds no workspace.
     #[serde(default)]
-    pub resident: Option<bool>,
+    pub residency: Option<Residency>,
     /// Under `--trust-key`: the signature the serving version was accepted
     /// with; `null` when nothing is verified or nothing serves.
     #[serde(default)]
@@ -243,7 +288,7 @@ impl FileStatus {
             source_error: None,
             source_error_kind: None,
             source_error_since: None,
-            resident: None,
+            residency: None,
             signature: None,
             refused: None,
         }

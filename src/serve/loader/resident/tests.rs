@@ -69,6 +69,7 @@ fn serves(
         label: name.to_owned(),
         listed: false,
         signed: None,
+        copied_from: None,
     };
     resident.loaded(&full, kept, stays);
     Arc::new(full.hollow())

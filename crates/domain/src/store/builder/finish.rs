@@ -179,6 +179,7 @@ impl Builder {
             warming: Warming::off(),
             fragments_let_go: Default::default(),
             hollow: false,
+            refused: false,
         };
         Ok(Built { dataset, warnings })
     }
