@@ -187,14 +187,12 @@ fn main() -> ExitCode {
             workspaces,
             text,
         } => {
-            if workspaces.is_some()
-                && !matches!(scale, generate::Scale::Micro | generate::Scale::Tiny)
-            {
+            if workspaces.is_some() && !scale.is_fleet() {
                 // A usage error (exit 2), like the ones clap reports itself.
                 Cli::command()
                     .error(
                         clap::error::ErrorKind::ArgumentConflict,
-                        "--workspaces needs --scale micro or tiny: the other scales have fixed workspaces",
+                        "--workspaces needs --scale micro, tiny or midsize: the other scales have fixed workspaces",
                     )
                     .exit();
             }
