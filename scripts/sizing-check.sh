@@ -34,7 +34,9 @@
 #               in flight = min(budget / 4, the loads this run has at once
 #               * 1.3 * their JSON); here the HEAVY heavy ones at once
 #   disk      = the JSON of every workspace (each file copied at the scan)
-#   limit     = peak * (1 + HEADROOM), at least the ledger's count: 32 MiB
+#   limit     = (peak + 1.8 * the largest JSON, a reload's build, which this
+#               run does not exercise) * (1 + HEADROOM), at least the
+#               ledger's count: 32 MiB
 #               + budget * 5/4 + W * (4 KiB + 128) + 1.8 * the largest JSON
 #               (its build with its fragments, beside the budget)
 #
@@ -267,7 +269,7 @@ pred() {
     if (what == "peak") v = peak
     if (what == "disk") v = j / mib
     if (what == "ledger") v = ledger
-    if (what == "limit") { v = peak * (1 + head); if (v < ledger) v = ledger }
+    if (what == "limit") { v = (peak + 1.8 * l / mib) * (1 + head); if (v < ledger) v = ledger }
     printf "%.1f\n", v }'
 }
 
