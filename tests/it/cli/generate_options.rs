@@ -219,7 +219,13 @@ async fn midsize_workspaces_are_about_5_mb_and_sit_beside_a_tiny_fleet() {
             line.file
         );
         let checked = run(&["check", &path.display().to_string()], None, &[]).await;
-        assert_eq!(checked.code, Some(0), "check {}: {}", line.file, checked.stderr);
+        assert_eq!(
+            checked.code,
+            Some(0),
+            "check {}: {}",
+            line.file,
+            checked.stderr
+        );
     }
     let tiny = tempdir();
     generate(tiny.path(), &["--scale", "tiny", "--workspaces", "2"]).await;
