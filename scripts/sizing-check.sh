@@ -35,18 +35,19 @@
 #               * 1.3 * their JSON); here the HEAVY heavy ones at once
 #   disk      = the JSON of every workspace (each file copied at the scan)
 #   limit     = (peak + 1.8 * the largest JSON, a reload's build, which this
-#               run does not exercise) * (1 + HEADROOM), at least the
-#               ledger's count: 32 MiB
-#               + budget * 5/4 + W * (4 KiB + 128) + 1.8 * the largest JSON
-#               (its build with its fragments, beside the budget)
+#               run does not exercise) * (1 + HEADROOM), and at least the
+#               ledger's count: 32 MiB + budget * 5/4 + W * (4 KiB + 128)
+#               + 1.8 * the largest JSON (its build with its fragments,
+#               beside the budget)
 #
-# MODE=calibrate measures the constants instead, each from its own start
-# (nothing else of the script's running): BASE, the RSS of a replica with a
-# budget and no workspace; CATALOG_BYTES, (RSS at ready - BASE) / W with
-# the fleet and a budget; the resident factor, (RSS after asking every
-# workspace - RSS at ready) / JSON with a budget that holds them all; the
-# factor without a budget, (RSS at ready - BASE) / JSON; each with
-# precompression on and off.
+# MODE=calibrate measures the constants instead, each from a start of its
+# own, with SERVER_ARGS (run it again with "--precompress off"): the RSS of
+# a replica with a budget and no workspace (the process alone); (RSS at
+# ready - that) / W with the fleet and a budget (two values of N give the
+# slope, CATALOG_BYTES, and the intercept, BASE_MIB); (RSS after asking
+# every workspace - RSS at ready) / JSON with a budget that holds them all
+# (a resident dataset) and what the budget counts for them; (RSS at ready
+# - the process alone) / JSON without a budget.
 #
 # Usage: scripts/sizing-check.sh
 #   MODE=calibrate scripts/sizing-check.sh
@@ -57,13 +58,13 @@
 # HEADROOM (of the limit, default 0.10), DATA (default bench-data/sizing,
 # generated if missing), BIN (default target/release/portfolio-replica,
 # built if it is that one), OUT (logs and the curl configs, kept; default a
-# scratch directory removed at exit), SERVER_ARGS (e.g. "--precompress off": the
-# constants for it are taken then), and the constants BASE_MIB,
-# CATALOG_BYTES, KEY_BYTES, RESIDENT_FACTOR, WORK_MIB (measured with the
-# default flags: with SERVER_ARGS="--precompress off" the predictions are
-# high). Needs curl, python3, du. Loopback only; every
-# process it starts is stopped on exit, by PID; each request is bounded (30
-# s), each curl run (600 s). About a minute a run, plus generating the data
+# scratch directory removed at exit), SERVER_ARGS (flags for every server,
+# e.g. "--precompress off"), and the constants BASE_MIB, CATALOG_BYTES,
+# KEY_BYTES, RESIDENT_FACTOR, WORK_MIB (measured with the default flags:
+# with "--precompress off" RSS after the run is 1.16-1.26 times the
+# prediction, BENCHMARKS.md, "Sizing"). Needs curl, python3, du. Loopback
+# only; every process it starts is stopped on exit, by PID; each request
+# is bounded (30 s), each curl run (600 s). About a minute a run, plus generating the data
 # the first time (about 30 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -126,6 +127,10 @@ metric() { awk -v n="$2" '$1 == n { s += $2 } END { printf "%.0f\n", s }' "$1"; 
 ensure_data() {
   local want="$N tiny $HEAVY midsize"
   if [ "$(cat "$DATA/.fleet" 2>/dev/null)" != "$want" ]; then
+    if [ -e "$DATA" ] && [ ! -f "$DATA/.fleet" ] && [ -n "$(ls -A "$DATA")" ]; then
+      echo "DATA: $DATA holds files but no .fleet: not this script's; choose another DATA" >&2
+      exit 1
+    fi
     echo "== generating $N tiny and $HEAVY midsize workspaces into $DATA"
     rm -rf "$DATA"
     mkdir -p "$DATA/tiny" "$DATA/midsize"
