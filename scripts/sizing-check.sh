@@ -28,11 +28,14 @@
 #
 #   catalog   = W * (CATALOG_BYTES + KEY_BYTES * keys a workspace)
 #   ready     = BASE + catalog
-#   RSS now   = BASE + catalog + RESIDENT_FACTOR * budget + WORK_MIB
+#   RSS now   = BASE + catalog + RESIDENT_FACTOR * max(budget, heavy)
+#               + WORK_MIB, heavy = COUNTED_FACTOR * the largest JSON
 #   peak      = RSS now + 2 * in flight (the loads' builds, and what they
 #               evict, handed back to the OS within a second),
 #               in flight = min(budget / 4, the loads this run has at once
-#               * 1.3 * their JSON); here the HEAVY heavy ones at once
+#               * 1.3 * their JSON), here the HEAVY heavy ones at once, and
+#               at least 1.3 * the largest JSON (a load bigger than the
+#               bound runs alone)
 #   disk      = the JSON of every workspace (each file copied at the scan)
 #   limit     = (peak + 1.8 * the largest JSON, a reload's build, which this
 #               run does not exercise) * (1 + HEADROOM), and at least the
@@ -95,6 +98,7 @@ CATALOG_BYTES=${CATALOG_BYTES:-7168}
 KEY_BYTES=${KEY_BYTES:-128}
 RESIDENT_FACTOR=${RESIDENT_FACTOR:-1.075}
 WORK_MIB=${WORK_MIB:-14}
+COUNTED_FACTOR=${COUNTED_FACTOR:-1.46} # what the budget counts a dataset at, per byte of its JSON
 
 for var in N HEAVY CONCURRENCY RUNS SETTLE; do
   [[ ${!var} =~ ^[0-9]+$ ]] || { echo "$var: a whole number, not '${!var}'" >&2; exit 2; }
@@ -261,10 +265,12 @@ fi
 pred() {
   awk -v base="$BASE_MIB" -v cat="$CATALOG_BYTES" -v key="$KEY_BYTES" -v w="$W" -v b="$BUDGET_BYTES" \
     -v j="$JSON_BYTES" -v l="$LARGEST" -v h="$HEAVY_BYTES" -v head="$HEADROOM" -v rf="$RESIDENT_FACTOR" \
-    -v work="$WORK_MIB" -v what="$1" 'BEGIN {
+    -v work="$WORK_MIB" -v counted="$COUNTED_FACTOR" -v what="$1" 'BEGIN {
     mib = 1048576; catalog = w * (cat + key) / mib; budget = b / mib
     inflight = 1.3 * h / mib; if (inflight > budget / 4) inflight = budget / 4
-    now = base + catalog + rf * budget + work
+    if (inflight < 1.3 * l / mib) inflight = 1.3 * l / mib
+    resident = budget; heavy = counted * l / mib; if (heavy > resident) resident = heavy
+    now = base + catalog + rf * resident + work
     peak = now + 2 * inflight
     ledger = 32 + budget * 1.25 + w * (4096 + 128) / mib + 1.8 * l / mib
     if (what == "catalog") v = catalog
