@@ -163,13 +163,14 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
         /// small ≈ the demo, medium ≈ 100 MB, large ≈ 1 GB of JSON; micro
-        /// ≈ 10 KB and tiny ≈ 100 KB per workspace, for a fleet.
+        /// ≈ 10 KB, tiny ≈ 100 KB and midsize ≈ 5 MB per workspace, for a
+        /// fleet.
         #[arg(long, value_enum, default_value = "small")]
         scale: Scale,
         /// Seed of the generator: the same seed writes the same bytes.
         #[arg(long, default_value_t = 42)]
         seed: u64,
-        /// With --scale micro or tiny: write N workspaces, each with its own
+        /// With --scale micro, tiny or midsize: write N workspaces, each with its own
         /// id and key, listed in keys.tsv beside the files.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
         workspaces: Option<u64>,

@@ -184,16 +184,14 @@ fn main() -> ExitCode {
             workspaces,
             text,
         } => {
-            if workspaces.is_some()
-                && !matches!(scale, generate::Scale::Micro | generate::Scale::Tiny)
-            {
+            if workspaces.is_some() && !scale.is_fleet() {
                 // A usage error (exit 2) of `generate`, like the ones clap
                 // reports itself: clap cannot say "only with these values".
                 usage_error(
                     Some("generate"),
                     format!(
-                        "--workspaces needs --scale micro or tiny, not --scale {}: the other \
-                         scales have fixed workspaces",
+                        "--workspaces needs --scale micro, tiny or midsize, not --scale {}: the \
+                         other scales have fixed workspaces",
                         clap::ValueEnum::to_possible_value(&scale)
                             .map_or_else(String::new, |v| v.get_name().to_owned())
                     ),

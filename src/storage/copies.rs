@@ -14,7 +14,8 @@
 //! whose load failed is deleted at once. The copies live in
 //! `<cache-dir>/copies`, or in a private temporary directory removed when
 //! the server stops (or by the next one, if it was killed: `scratch.rs`).
-//! They take as much disk as the snapshots.
+//! They take as much disk as the snapshots, up to twice that once every
+//! file has been replaced (the copy before each current one is kept).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -15,11 +15,12 @@
 //! - `medium` writes `medium.json`, about 100 MB.
 //! - `large` writes `large.json`, about 1 GB, with more than 1,100,000 tasks
 //!   and more than 300,000 feed entries.
-//! - `micro` and `tiny` write a fleet: `--workspaces N` files of about 10 KB
-//!   and 100 KB (`tiny-000000.json`, workspace `ws-tiny-000000`, ...), each
-//!   with its own key, listed in `keys.tsv` beside them (workspace id, file
-//!   name, key), for measurements over many small workspaces. The files are
-//!   written on every core.
+//! - `micro`, `tiny` and `midsize` write a fleet: `--workspaces N` files of
+//!   about 10 KB, 100 KB and 5 MB (`tiny-000000.json`, workspace
+//!   `ws-tiny-000000`, ...), each with its own key, listed in `keys.tsv`
+//!   beside them (workspace id, file name, key), for measurements over many
+//!   workspaces (`midsize`: the few heavy ones beside many small ones). The
+//!   files are written on every core.
 //!
 //! [`Text::Escapes`] appends to every free-text field (titles, descriptions,
 //! contents, transcript text) a fragment full of what JSON escapes and what
@@ -105,10 +106,20 @@ pub enum Scale {
     Tiny,
     /// Two demo workspaces of a few hundred kilobytes each.
     Small,
+    /// A fleet of workspaces of about 5 MB each (`--workspaces`).
+    Midsize,
     /// One workspace of about 100 MB.
     Medium,
     /// One workspace of about 1 GB.
     Large,
+}
+
+impl Scale {
+    /// Whether the scale writes a fleet (`--workspaces N` numbered files and
+    /// `keys.tsv`) rather than fixed workspaces.
+    pub fn is_fleet(self) -> bool {
+        matches!(self, Scale::Micro | Scale::Tiny | Scale::Midsize)
+    }
 }
 
 /// One snapshot file written by [`generate`].
@@ -141,7 +152,7 @@ pub enum Text {
 pub struct Options {
     pub scale: Scale,
     pub seed: u64,
-    /// How many workspaces a fleet scale (`micro`, `tiny`) writes; `None`
+    /// How many workspaces a fleet scale (`micro`, `tiny`, `midsize`) writes; `None`
     /// for one. The other scales have fixed workspaces and refuse it.
     pub workspaces: Option<u64>,
     pub text: Text,
@@ -170,11 +181,11 @@ pub fn generate(out: &Path, scale: Scale, seed: u64) -> io::Result<Vec<Generated
 /// Writes the snapshots `options` ask for into `out` (created if missing),
 /// and for a fleet `keys.tsv`; returns what it wrote, in workspace order.
 pub fn generate_with(out: &Path, options: &Options) -> io::Result<Vec<GeneratedFile>> {
-    let fleet = matches!(options.scale, Scale::Micro | Scale::Tiny);
+    let fleet = options.scale.is_fleet();
     if options.workspaces.is_some() && !fleet {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            "--workspaces needs --scale micro or tiny (the other scales have fixed workspaces)",
+            "--workspaces needs --scale micro, tiny or midsize (the other scales have fixed workspaces)",
         ));
     }
     if options.workspaces == Some(0) {
@@ -282,6 +293,7 @@ fn scale_name(scale: Scale) -> &'static str {
         Scale::Micro => "micro",
         Scale::Tiny => "tiny",
         Scale::Small => "small",
+        Scale::Midsize => "midsize",
         Scale::Medium => "medium",
         Scale::Large => "large",
     }

@@ -1,5 +1,5 @@
 //! How big each scale's workspaces are, and who they are: the plans of
-//! `micro`, `tiny`, `small`, `medium` and `large`.
+//! `micro`, `tiny`, `small`, `midsize`, `medium` and `large`.
 
 use super::Scale;
 
@@ -25,7 +25,7 @@ pub(super) struct Plan {
 
 /// The fixed identity of one generated workspace.
 ///
-/// The file stem and id are owned because a fleet (`micro`, `tiny`) numbers
+/// The file stem and id are owned because a fleet (`micro`, `tiny`, `midsize`) numbers
 /// its workspaces; the rest are drawn from fixed lists.
 #[derive(Clone, Debug)]
 pub(super) struct WorkspaceSpec {
@@ -77,6 +77,8 @@ impl Plan {
 ///   for measurements over tens of thousands of workspaces;
 /// - tiny, about 100 KB: a handful of companies with a few months of work each;
 /// - small: each of the two demo workspaces, a few hundred kilobytes;
+/// - midsize, about 5 MB: a twentieth of `medium`, the heavy workspaces of a
+///   fleet (a few of them beside many `tiny` ones, to size a budget);
 /// - medium, about 100 MB: a tenth of `large` in every count of records (not
 ///   its team, 60 people against 400, nor its run of tied feed entries);
 /// - large, about 1 GB: enough tasks to page at offset 1,000,000 and over
@@ -88,6 +90,7 @@ fn plan(scale: Scale) -> Plan {
         Scale::Micro  => Plan::row(1,     2,    5,         1,      2,       2,      1,       (1, 1),        (3, 5),    (1, 1),         2),
         Scale::Tiny   => Plan::row(4,     4,    50,        10,     24,      16,     6,       (1, 3),        (6, 16),   (1, 2),         8),
         Scale::Small  => Plan::row(12,    8,    180,       26,     90,      72,     18,      (3, 6),        (30, 110), (1, 3),         25),
+        Scale::Midsize => Plan::row(25,   20,   5_600,     75,     1_550,   200,    16,      (4, 10),       (30, 200), (2, 5),         30),
         Scale::Medium => Plan::row(500,   60,   112_000,   1_500,  31_000,  4_000,  320,     (4, 10),       (30, 200), (2, 5),         60),
         Scale::Large  => Plan::row(5_000, 400,  1_120_000, 15_000, 310_000, 40_000, 3_200,   (4, 10),       (30, 200), (2, 5),         120),
     }
@@ -121,15 +124,15 @@ fn workspace(
     }
 }
 
-/// Returns workspace `index` (from 0) of a fleet of `micro` or `tiny`
-/// workspaces: file `SCALE-NNNNNN.json`, id `ws-SCALE-NNNNNN`.
+/// Returns workspace `index` (from 0) of a fleet of `micro`, `tiny` or
+/// `midsize` workspaces: file `SCALE-NNNNNN.json`, id `ws-SCALE-NNNNNN`.
 fn fleet_workspace(scale: &str, plan: Plan, index: u64) -> WorkspaceSpec {
     let firm = FLEET_FIRMS[index as usize % FLEET_FIRMS.len()];
     workspace(&format!("{scale}-{index:06}"), firm, "fleet", plan)
 }
 
 /// Returns the workspaces written for `scale`; `count` is how many a fleet
-/// scale (`micro`, `tiny`) writes, and is ignored by the others.
+/// scale (`micro`, `tiny`, `midsize`) writes, and is ignored by the others.
 pub(super) fn workspaces(scale: Scale, count: u64) -> Vec<WorkspaceSpec> {
     let plan = plan(scale);
     match scale {
@@ -138,6 +141,9 @@ pub(super) fn workspaces(scale: Scale, count: u64) -> Vec<WorkspaceSpec> {
             .collect(),
         Scale::Tiny => (0..count)
             .map(|i| fleet_workspace("tiny", plan, i))
+            .collect(),
+        Scale::Midsize => (0..count)
+            .map(|i| fleet_workspace("midsize", plan, i))
             .collect(),
         Scale::Small => vec![
             workspace("acme", ("Acme Ventures", "acme.vc"), "demo", plan),

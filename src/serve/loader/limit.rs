@@ -49,10 +49,11 @@ pub const PROCESS_BYTES: u64 = 32 << 20;
 /// What a workspace costs in the catalog under a memory budget, its
 /// records elsewhere: its hollow dataset (ids, version, counts, a few
 /// hundred bytes), its entry in the key map and the scan's per-file state
-/// (status, fingerprint, kept copy). About 4 KiB in all, against 100 MiB
-/// for 20,000 workspaces measured with their budget (BENCHMARKS.md,
-/// "Memory budget"); each API key adds its hash in two maps.
-pub const CATALOG_BYTES: u64 = 4 << 10;
+/// (status, fingerprint, kept copy). About 7 KiB in all: the slope of RSS
+/// at ready between 2,004 and 8,000 workspaces under a budget
+/// (BENCHMARKS.md, "Sizing"; `MODE=calibrate scripts/sizing-check.sh`);
+/// each API key adds its hash in two maps.
+pub const CATALOG_BYTES: u64 = 7 << 10;
 
 /// What one API key adds to a workspace's catalog cost.
 const CATALOG_KEY_BYTES: u64 = 128;

@@ -1,4 +1,4 @@
-//! `generate --workspaces N --scale micro|tiny` and `generate --text escapes`,
+//! `generate --workspaces N --scale micro|tiny|midsize` and `generate --text escapes`,
 //! run through the real binary: a fleet is N files with N distinct
 //! workspace ids and keys, listed in `keys.tsv`, each passing `check` and
 //! served with its key; escape-heavy text is served as the snapshot says
@@ -197,8 +197,8 @@ async fn tiny_workspaces_are_about_100_kb_and_workspaces_needs_a_fleet_scale() {
         assert_eq!(out.code, Some(2), "--scale {scale} --workspaces 3: {out:?}");
         // In generate's terms, with its usage, not the server's.
         let says = format!(
-            "error: --workspaces needs --scale micro or tiny, not --scale {scale}: the other \
-             scales have fixed workspaces\n\nUsage: portfolio-replica generate "
+            "error: --workspaces needs --scale micro, tiny or midsize, not --scale {scale}: the \
+             other scales have fixed workspaces\n\nUsage: portfolio-replica generate "
         );
         assert!(
             out.stderr.contains(&says) && !out.stderr.contains("<COMMAND>"),
@@ -222,6 +222,48 @@ async fn tiny_workspaces_are_about_100_kb_and_workspaces_needs_a_fleet_scale() {
         );
     }
     assert!(!other.path().join("out").exists(), "nothing is written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn midsize_workspaces_are_about_5_mb_and_sit_beside_a_tiny_fleet() {
+    // The heavy few of a sizing fleet (scripts/sizing-check.sh): written
+    // into the directory of a tiny fleet, their files, ids and keys are
+    // their own, and the server serves both.
+    let dir = tempdir();
+    generate(dir.path(), &["--scale", "midsize", "--workspaces", "2"]).await;
+    let heavy = read_keys(dir.path());
+    assert_eq!(heavy.len(), 2, "{heavy:?}");
+    for line in &heavy {
+        assert!(line.file.starts_with("midsize-"), "{line:?}");
+        let path = dir.path().join(&line.file);
+        let bytes = std::fs::metadata(&path).expect("stat").len();
+        assert!(
+            (4_000_000..=6_500_000).contains(&bytes),
+            "{}: {bytes} bytes is not about 5 MB",
+            line.file
+        );
+        let checked = run(&["check", &path.display().to_string()], None, &[]).await;
+        assert_eq!(
+            checked.code,
+            Some(0),
+            "check {}: {}",
+            line.file,
+            checked.stderr
+        );
+    }
+    let tiny = tempdir();
+    generate(tiny.path(), &["--scale", "tiny", "--workspaces", "2"]).await;
+    let small = read_keys(tiny.path());
+    for line in &small {
+        std::fs::copy(tiny.path().join(&line.file), dir.path().join(&line.file)).expect("copy");
+    }
+    let server = TestServer::start_in(dir, |_| {}).await;
+    for line in heavy.iter().chain(&small) {
+        server
+            .get("/portfolio?limit=1", Some(&line.key))
+            .await
+            .assert_ok(&line.workspace);
+    }
 }
 
 /// Strings in the attributes of `record`, recursively, with their paths.
