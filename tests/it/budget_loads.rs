@@ -130,10 +130,7 @@ async fn under_a_budget_a_limit_below_the_data_still_serves_every_key() {
     // catalog, and less than the data's own estimate.
     let room = 7 << 19;
     let limit = (32 << 20) + room;
-    assert!(
-        data > room,
-        "the data ({data} bytes) is more than the room"
-    );
+    assert!(data > room, "the data ({data} bytes) is more than the room");
     let limit = limit.to_string();
     let args = ["--memory-budget", "256KiB", "--memory-limit", &limit];
     let bin = Binary::start(dir.path(), &args, &[]).await;
