@@ -37,6 +37,33 @@ struct KeyLine {
 }
 
 /// Reads `keys.tsv` in `dir`, checking its header.
+/// Each of `keys`' files in `dir` has a length in `sizes` (`about` says
+/// which) and passes `check`.
+async fn sized_and_valid(
+    dir: &Path,
+    keys: &[KeyLine],
+    sizes: std::ops::RangeInclusive<u64>,
+    about: &str,
+) {
+    for line in keys {
+        let path = dir.join(&line.file);
+        let bytes = std::fs::metadata(&path).expect("stat").len();
+        assert!(
+            sizes.contains(&bytes),
+            "{}: {bytes} bytes is not {about}",
+            line.file
+        );
+        let checked = run(&["check", &path.display().to_string()], None, &[]).await;
+        assert_eq!(
+            checked.code,
+            Some(0),
+            "check {}: {}",
+            line.file,
+            checked.stderr
+        );
+    }
+}
+
 fn read_keys(dir: &Path) -> Vec<KeyLine> {
     let text = std::fs::read_to_string(dir.join("keys.tsv")).expect("keys.tsv beside the files");
     let mut lines = text.lines();
@@ -158,23 +185,7 @@ async fn tiny_workspaces_are_about_100_kb_and_workspaces_needs_a_fleet_scale() {
     generate(dir.path(), &["--scale", "tiny", "--workspaces", "2"]).await;
     let keys = read_keys(dir.path());
     assert_eq!(keys.len(), 2, "{keys:?}");
-    for line in &keys {
-        let path = dir.path().join(&line.file);
-        let bytes = std::fs::metadata(&path).expect("stat").len();
-        assert!(
-            (50_000..=200_000).contains(&bytes),
-            "{}: {bytes} bytes is not about 100 KB",
-            line.file
-        );
-        let checked = run(&["check", &path.display().to_string()], None, &[]).await;
-        assert_eq!(
-            checked.code,
-            Some(0),
-            "check {}: {}",
-            line.file,
-            checked.stderr
-        );
-    }
+    sized_and_valid(dir.path(), &keys, 50_000..=200_000, "about 100 KB").await;
 
     // The other scales have fixed workspaces: a usage error, nothing written.
     let other = tempdir();
@@ -235,22 +246,8 @@ async fn midsize_workspaces_are_about_5_mb_and_sit_beside_a_tiny_fleet() {
     assert_eq!(heavy.len(), 2, "{heavy:?}");
     for line in &heavy {
         assert!(line.file.starts_with("midsize-"), "{line:?}");
-        let path = dir.path().join(&line.file);
-        let bytes = std::fs::metadata(&path).expect("stat").len();
-        assert!(
-            (4_000_000..=6_500_000).contains(&bytes),
-            "{}: {bytes} bytes is not about 5 MB",
-            line.file
-        );
-        let checked = run(&["check", &path.display().to_string()], None, &[]).await;
-        assert_eq!(
-            checked.code,
-            Some(0),
-            "check {}: {}",
-            line.file,
-            checked.stderr
-        );
     }
+    sized_and_valid(dir.path(), &heavy, 4_000_000..=6_500_000, "about 5 MB").await;
     let tiny = tempdir();
     generate(tiny.path(), &["--scale", "tiny", "--workspaces", "2"]).await;
     let small = read_keys(tiny.path());
