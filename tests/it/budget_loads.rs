@@ -8,6 +8,7 @@
 //! reader of a resident workspace with a 503 (docs/operations.md, "What a
 //! load counts against").
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -49,6 +50,29 @@ fn write_heavy(dir: &Path, n: u64, title_len: usize) {
     );
 }
 
+/// The heavy workspace beside 8 small ones, served under a budget of
+/// `num / den` times what the budget counts the heavy one at (its
+/// weight): the directory, the small ones' files and keys, the weight, the
+/// budget and the replica.
+async fn heavy_beside_a_fleet(num: u64, den: u64) -> Heavy {
+    let dir = tempdir();
+    write_heavy(dir.path(), 2_000, 200);
+    let small = generate_fleet(dir.path(), "micro", 8).await;
+    let weight = weight_of_heavy(dir.path()).await;
+    let budget = weight * num / den;
+    let bin = Binary::start(dir.path(), &["--memory-budget", &format!("{budget}B")], &[]).await;
+    (dir, small, weight, budget, bin)
+}
+
+/// What [`heavy_beside_a_fleet`] serves.
+type Heavy = (
+    tempfile::TempDir,
+    BTreeMap<String, String>,
+    u64,
+    u64,
+    Binary,
+);
+
 /// What the budget counts `heavy.json` at: the resident bytes of a replica
 /// with room for it, once it is loaded.
 async fn weight_of_heavy(dir: &Path) -> u64 {
@@ -61,12 +85,7 @@ async fn weight_of_heavy(dir: &Path) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_workspace_of_three_quarters_of_the_budget_loads_once_and_stays() {
-    let dir = tempdir();
-    write_heavy(dir.path(), 2_000, 200);
-    let small = generate_fleet(dir.path(), "micro", 8).await;
-    let weight = weight_of_heavy(dir.path()).await;
-    let budget = weight * 4 / 3;
-    let bin = Binary::start(dir.path(), &["--memory-budget", &format!("{budget}B")], &[]).await;
+    let (_dir, small, _, budget, bin) = heavy_beside_a_fleet(4, 3).await;
 
     assert_eq!(status_of(&bin, "/roles", KEY).await, 200);
     let hits_before = hits(&bin).await;
@@ -94,12 +113,7 @@ async fn a_workspace_of_three_quarters_of_the_budget_loads_once_and_stays() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_workspace_heavier_than_the_budget_is_held_and_counted_alone() {
-    let dir = tempdir();
-    write_heavy(dir.path(), 2_000, 200);
-    let small = generate_fleet(dir.path(), "micro", 8).await;
-    let weight = weight_of_heavy(dir.path()).await;
-    let budget = weight * 2 / 3;
-    let bin = Binary::start(dir.path(), &["--memory-budget", &format!("{budget}B")], &[]).await;
+    let (_dir, small, weight, budget, bin) = heavy_beside_a_fleet(2, 3).await;
     assert_eq!(status_of(&bin, "/roles", KEY).await, 200);
     for key in small.values() {
         assert_eq!(status_of(&bin, "/roles", key).await, 200);
