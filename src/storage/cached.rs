@@ -19,10 +19,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use super::bookkeeping::ScanBookkeeping;
 use super::cache::Cache;
 use super::error::ListError;
 use super::listing::{Fetch, Fingerprint, Listing, Local};
-use super::origin::Source;
+use super::source::SnapshotSource;
 use portfolio_wire::status::OriginStatus;
 
 /// `S` with the download cache in front.
@@ -42,7 +43,7 @@ struct State {
     restored: bool,
 }
 
-impl<S: Source> Cached<S> {
+impl<S: SnapshotSource> Cached<S> {
     pub(super) fn new(inner: S, cache: Arc<Cache>) -> Cached<S> {
         Cached {
             inner,
@@ -73,7 +74,7 @@ impl<S: Source> Cached<S> {
     }
 }
 
-impl<S: Source> Source for Cached<S> {
+impl<S: SnapshotSource + ScanBookkeeping> SnapshotSource for Cached<S> {
     fn describe(&self) -> String {
         self.inner.describe()
     }
@@ -107,7 +108,9 @@ impl<S: Source> Source for Cached<S> {
     fn directory(&self) -> Option<&Path> {
         self.inner.directory()
     }
+}
 
+impl<S: SnapshotSource + ScanBookkeeping> ScanBookkeeping for Cached<S> {
     fn unchanged(&self, name: &str, fingerprint: &Fingerprint) -> bool {
         self.inner.unchanged(name, fingerprint)
     }
@@ -162,7 +165,7 @@ mod tests {
         down: AtomicBool,
     }
 
-    impl Source for Flaky {
+    impl SnapshotSource for Flaky {
         fn describe(&self) -> String {
             "memory:///flaky/".to_owned()
         }
@@ -178,7 +181,9 @@ mod tests {
         fn fetch(&self, _name: &str, _fingerprint: &Fingerprint, _plain: Option<&str>) -> Fetch {
             Fetch::Settling
         }
+    }
 
+    impl ScanBookkeeping for Flaky {
         fn status(&self) -> Option<OriginStatus> {
             Some(OriginStatus {
                 url: self.describe(),

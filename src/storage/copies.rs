@@ -22,11 +22,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+use super::bookkeeping::ScanBookkeeping;
 use super::dir::Directory;
 use super::error::{ErrorKind, StorageError};
 use super::file::OpenFile;
 use super::listing::{Fetch, Fingerprint, Listing, Local};
-use super::origin::Source;
+use super::source::SnapshotSource;
 use crate::storage::ListError;
 
 /// Copies kept per entry: the current one and the one before it.
@@ -120,7 +121,7 @@ impl Copies {
     }
 }
 
-impl Source for Copies {
+impl SnapshotSource for Copies {
     fn describe(&self) -> String {
         self.inner.describe()
     }
@@ -139,7 +140,9 @@ impl Source for Copies {
             other => other,
         }
     }
+}
 
+impl ScanBookkeeping for Copies {
     fn unchanged(&self, name: &str, fingerprint: &Fingerprint) -> bool {
         self.inner.unchanged(name, fingerprint)
     }

@@ -10,10 +10,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use super::bookkeeping::ScanBookkeeping;
 use super::error::{ErrorKind, ListError, OpenError, StorageError};
 use super::file::{OpenFile, is_snapshot_name};
 use super::listing::{Fetch, FileFingerprint, Fingerprint, Listing, Local, SignatureStamp};
-use super::origin::Source;
+use super::source::SnapshotSource;
 use super::trust::{FileSigned, SIGNATURE_SUFFIX, read_signature};
 
 /// How long a file must have been left alone before it is read: a writer
@@ -74,7 +75,7 @@ impl Directory {
     }
 }
 
-impl Source for Directory {
+impl SnapshotSource for Directory {
     fn describe(&self) -> String {
         self.dir.display().to_string()
     }
@@ -106,7 +107,9 @@ impl Source for Directory {
             )),
         }
     }
+}
 
+impl ScanBookkeeping for Directory {
     fn renamed_into_place(&self, name: &str) {
         let signed = name.strip_suffix(SIGNATURE_SUFFIX).filter(|_| self.verify);
         let whole: Vec<String> = if is_snapshot_name(name) {

@@ -13,6 +13,7 @@
 //! through it.
 
 mod backoff;
+mod bookkeeping;
 mod cache;
 mod cached;
 mod client;
@@ -25,12 +26,15 @@ mod follow;
 mod listing;
 pub mod location;
 mod objects;
+mod open;
 mod origin;
 mod rebuild;
 mod scratch;
+mod source;
 pub mod trust;
 
 pub use backoff::after_conflict;
+pub use bookkeeping::ScanBookkeeping;
 pub use dir::Directory;
 pub use download::{DownloadError, Downloaded, Expect, download};
 pub use error::{ErrorKind, ListError, LocationError, OpenError, StorageError};
@@ -40,8 +44,9 @@ pub use listing::{
     Claims, Fetch, FileFingerprint, Fingerprint, Listing, Local, ObjectVersion, SignatureStamp,
 };
 pub use location::{Location, StorageOptions};
-pub use origin::{Origin, Source};
+pub use origin::Origin;
 pub use portfolio_wire::status::{OriginStatus, SourceStatus};
 pub use portfolio_wire::{delta, manifest};
 pub use scratch::remove_all as scratch_remove_all;
+pub use source::SnapshotSource;
 pub use trust::Trust;

@@ -28,6 +28,7 @@ use object_store::{GetOptions, ObjectMeta, ObjectStore};
 use url::Url;
 
 use super::backoff::PollBackoff;
+use super::bookkeeping::ScanBookkeeping;
 use super::cache::Cache;
 use super::cached::Cached;
 use super::client::{ClientLog, classify};
@@ -38,7 +39,7 @@ use super::follow::{self, Followed, Records};
 use super::listing::{Fetch, Fingerprint, Listing, Local, ObjectVersion};
 use super::location::{self, StorageOptions};
 use super::manifest::{self, MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest, ManifestError};
-use super::origin::Source;
+use super::source::SnapshotSource;
 use crate::metrics::Metrics;
 use crate::store::time::{utc_millis, utc_now};
 use portfolio_wire::status::{OriginStatus, SourceStatus};
@@ -479,7 +480,7 @@ impl ObjectSource {
     }
 }
 
-impl Source for ObjectSource {
+impl SnapshotSource for ObjectSource {
     fn describe(&self) -> String {
         self.url.clone()
     }
@@ -618,7 +619,9 @@ impl Source for ObjectSource {
             file: None,
         })
     }
+}
 
+impl ScanBookkeeping for ObjectSource {
     /// Records whether the poll that just ended had trouble that calls for
     /// backing off.
     fn polled(&self, trouble: bool) {

@@ -9,7 +9,7 @@
 //! policy, CLOCK-PRO-like with ghosts, keeps a workspace used once from
 //! pushing out one used often: `examples/cache_policy.rs`). A request for
 //! a workspace that is not resident loads it from the bytes its version
-//! was validated from ([`crate::storage::Source::kept`]); concurrent
+//! was validated from ([`crate::storage::ScanBookkeeping::kept`]); concurrent
 //! requests for it share that one load (the cache's placeholder: one
 //! loader per key, the others wait for its value). What the scan loads
 //! of a resident workspace replaces it here at once, as without a budget.
