@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::error::StorageError;
-use super::file::OpenFile;
-use super::trust::{FileSigned, Listed};
+use super::signatures::{FileSigned, Listed};
+use super::snapshot_file::OpenFile;
 use portfolio_wire::status::SourceStatus;
 
 /// What identifies an entry's content without reading it.
@@ -98,7 +98,7 @@ pub struct Listing {
     pub claims: BTreeMap<String, Claims>,
     /// A manifest: what each entry's current version is, with its
     /// signature if it has one, for the verdict of `--trust-key`
-    /// ([`super::trust`]).
+    /// ([`super::signatures`]).
     pub signed: BTreeMap<String, Listed>,
 }
 

@@ -16,9 +16,9 @@ use object_store::{ClientConfigKey, ObjectStore, ObjectStoreScheme};
 use url::Url;
 
 use super::backoff::request_retries;
-use super::client::{ClientLog, Connector};
 use super::error::{LocationError, OpenError};
 use crate::metrics::Metrics;
+use crate::storage::objects::client::{ClientLog, Connector};
 
 /// What `--snapshots` names, typed once by the command line (clap's
 /// `value_parser`) so that nothing later parses text: a directory, or the
@@ -112,8 +112,8 @@ pub struct StorageOptions {
     /// downloads to a private temporary directory and keeps nothing.
     pub cache_dir: Option<PathBuf>,
     /// `--trust-key`: what is verified before it loads, and what was
-    /// accepted ([`super::trust`]); off by default.
-    pub trust: Arc<super::trust::Trust>,
+    /// accepted ([`super::signatures`]); off by default.
+    pub trust: Arc<super::signatures::Trust>,
 }
 
 impl Default for StorageOptions {

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use super::copies::Copies;
-use super::dir::Directory;
+use super::directory::Directory;
+use super::directory::copies::Copies;
 use super::error::OpenError;
 use super::location::{Location, StorageOptions};
 use super::objects::ObjectSource;

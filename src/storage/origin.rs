@@ -15,8 +15,8 @@ use std::time::Duration;
 use super::bookkeeping::ScanBookkeeping;
 use super::error::ListError;
 use super::listing::{Fetch, Fingerprint, Listing, Local};
+use super::signatures::Trust;
 use super::source::SnapshotSource;
-use super::trust::Trust;
 use portfolio_wire::status::OriginStatus;
 
 /// A source with its bookkeeping, as one object.

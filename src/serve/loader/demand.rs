@@ -22,7 +22,7 @@ use std::sync::Arc;
 use super::load;
 use crate::metrics::Metrics;
 use crate::snapshot::Loaded;
-use crate::storage::trust::Signed;
+use crate::storage::signatures::Signed;
 use crate::storage::{Fetch, Fingerprint, OpenFile, Origin};
 use crate::store::Dataset;
 

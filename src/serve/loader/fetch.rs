@@ -15,7 +15,7 @@ use super::files::{self, Files};
 use super::load::{CLAIMS_MAX_VALUE, ReadResult};
 use super::verify;
 use crate::snapshot::{self, Loaded};
-use crate::storage::trust::{Claim, Listed, Refusal, Signed};
+use crate::storage::signatures::{Claim, Listed, Refusal, Signed};
 use crate::storage::{
     Claims, ErrorKind, Fetch, Fingerprint, Local, OpenFile, Origin, SnapshotFile, StorageError,
 };
@@ -253,7 +253,7 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::*;
-    use crate::storage::trust::{Named, Statement, Trust, TrustedKeys};
+    use crate::storage::signatures::{Named, Statement, Trust, TrustedKeys};
     use crate::storage::{Directory, ObjectVersion};
     use crate::store::limits::WorkspaceLimits;
     use portfolio_wire::signed::SecretKey;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use crate::metrics::Fleet;
-use crate::storage::trust::Signed;
+use crate::storage::signatures::Signed;
 use crate::storage::{Fingerprint, Listing, StorageError};
 use crate::store::Dataset;
 use crate::store::key::KeyHash;

@@ -15,7 +15,7 @@ use super::limit::{Ledger, MemoryLimit, json_bytes};
 use super::verify;
 use crate::metrics::Metrics;
 use crate::snapshot::{self, Loaded, SnapshotError};
-use crate::storage::trust::Signed;
+use crate::storage::signatures::Signed;
 use crate::storage::{Fingerprint, Origin, SnapshotFile, SourceStatus, StorageError};
 use crate::store::{Dataset, Previous};
 

@@ -17,7 +17,7 @@ use super::limit::{Ledger, MemoryLimit};
 use super::load::seam::{self, Step};
 use super::load::{self, Loading, Read};
 use crate::metrics::Metrics;
-use crate::storage::trust::{Named, Statement, Trust, TrustedKeys};
+use crate::storage::signatures::{Named, Statement, Trust, TrustedKeys};
 use crate::storage::{Directory, Origin};
 use portfolio_wire::signed::SecretKey;
 

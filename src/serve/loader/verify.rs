@@ -1,6 +1,6 @@
 //! `--trust-key` in the scan: the verdict on each changed entry, before it
 //! is downloaded where the manifest names it and before it is loaded in
-//! any case (`storage::trust` judges; this says when, and what follows).
+//! any case (`storage::signatures` judges; this says when, and what follows).
 //! A refused version is rejected like a bad file: what served keeps
 //! serving, the refusal is logged, counted and shown in `/snapshots`.
 //! Also: a newer signature of the content that serves (a re-signing), and
@@ -11,7 +11,7 @@ use std::time::SystemTime;
 
 use super::files::{FileEntry, Files};
 use crate::metrics::{Expiries, Metrics};
-use crate::storage::trust::{
+use crate::storage::signatures::{
     Claim, Listed, Refusal, Signed, Statement, Trust, keys_digest, loaded_as_signed,
 };
 use crate::storage::{Fingerprint, Listing, Local};

@@ -1,5 +1,5 @@
 //! [`Cached`]: a [`Source`] wrapped in the download cache (`--cache-dir`,
-//! `cache.rs`), as quickwit-storage wraps a storage in a cache. The wrapper
+//! `download_cache.rs`), as quickwit-storage wraps a storage in a cache. The wrapper
 //! answers what the cache can answer and leaves the rest to the source
 //! inside:
 //!
@@ -19,11 +19,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::bookkeeping::ScanBookkeeping;
-use super::cache::Cache;
-use super::error::ListError;
-use super::listing::{Fetch, Fingerprint, Listing, Local};
-use super::source::SnapshotSource;
+use super::download_cache::Cache;
+use crate::storage::bookkeeping::ScanBookkeeping;
+use crate::storage::error::ListError;
+use crate::storage::listing::{Fetch, Fingerprint, Listing, Local};
+use crate::storage::source::SnapshotSource;
 use portfolio_wire::status::OriginStatus;
 
 /// `S` with the download cache in front.

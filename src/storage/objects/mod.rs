@@ -8,16 +8,23 @@
 //! - **Manifest mode**, once `manifest.json` exists under the prefix: one
 //!   conditional GET of it per poll (`If-None-Match`, a 304 when nothing
 //!   changed), the workspace records when its journal says to
-//!   (`super::follow`), and the immutable object named per workspace,
+//!   (`follow_manifest.rs`), and the immutable object named per workspace,
 //!   checked against its SHA-256.
 //!
 //! A failed poll changes nothing that serves: it is logged once per change
 //! of kind, counted, shown in `/snapshots`, and retried with a capped,
-//! jittered backoff (`backoff.rs`). At startup with storage unreachable,
+//! jittered backoff (`storage/backoff.rs`). At startup with storage unreachable,
 //! the entries of `--cache-dir` serve: that, and keeping each download, is
 //! the cache in front of this source (`cached.rs`). All IO runs on a small
 //! runtime of its own, driven by the reloader thread, away from the request
 //! path.
+
+mod cached;
+pub(super) mod client;
+mod delta_rebuild;
+pub(super) mod download;
+mod download_cache;
+pub(super) mod follow_manifest;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -27,21 +34,21 @@ use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, ObjectMeta, ObjectStore};
 use url::Url;
 
-use super::backoff::PollBackoff;
-use super::bookkeeping::ScanBookkeeping;
-use super::cache::Cache;
-use super::cached::Cached;
-use super::client::{ClientLog, classify};
-use super::download::{DownloadError, Expect, download, read_small};
-use super::error::{ErrorKind, ListError, OpenError, StorageError};
-use super::file::is_snapshot_name;
-use super::follow::{self, Followed, Records};
-use super::listing::{Fetch, Fingerprint, Listing, Local, ObjectVersion};
-use super::location::{self, StorageOptions};
-use super::manifest::{self, MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest, ManifestError};
-use super::source::SnapshotSource;
+use self::cached::Cached;
+use self::client::{ClientLog, classify};
+use self::download::{DownloadError, Expect, download, read_small};
+use self::download_cache::Cache;
+use self::follow_manifest::{Followed, Records};
 use crate::metrics::Metrics;
+use crate::storage::backoff::PollBackoff;
+use crate::storage::bookkeeping::ScanBookkeeping;
+use crate::storage::error::{ErrorKind, ListError, OpenError, StorageError};
+use crate::storage::listing::{Fetch, Fingerprint, Listing, Local, ObjectVersion};
+use crate::storage::location::{self, StorageOptions};
+use crate::storage::snapshot_file::is_snapshot_name;
+use crate::storage::source::SnapshotSource;
 use crate::store::time::{utc_millis, utc_now};
+use portfolio_wire::manifest::{self, MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest, ManifestError};
 use portfolio_wire::status::{OriginStatus, SourceStatus};
 
 /// Tags of objects the store lists without an ETag start with this.
@@ -253,7 +260,7 @@ impl ObjectSource {
             followed.map(Followed::known).unwrap_or_default()
         };
         let error = |e: &object_store::Error, message: String| self.error(e, message);
-        let (records, cost) = follow::read_records(
+        let (records, cost) = follow_manifest::read_records(
             self.store.as_ref(),
             &self.prefix,
             known,

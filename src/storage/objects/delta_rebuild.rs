@@ -15,13 +15,13 @@ use object_store::ObjectStore;
 use object_store::path::Path as ObjectPath;
 use sha2::{Digest, Sha256};
 
-use super::cache::{Cache, Plain, Record};
-use super::delta::{self, DeltaError};
+use super::ObjectSource;
 use super::download::{DownloadError, Expect, download};
-use super::listing::{Fetch, Local, ObjectVersion};
-use super::manifest::DeltaRef;
-use super::objects::ObjectSource;
+use super::download_cache::{Cache, Plain, Record};
+use crate::storage::listing::{Fetch, Local, ObjectVersion};
 use crate::store::time::utc_now;
+use portfolio_wire::delta::{self, DeltaError};
+use portfolio_wire::manifest::DeltaRef;
 use portfolio_wire::status::SourceStatus;
 
 impl ObjectSource {

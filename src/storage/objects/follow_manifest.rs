@@ -18,11 +18,13 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
 use super::download::read_small;
-use super::error::{ErrorKind, StorageError};
-use super::listing::{Claims, Fingerprint, Listing, ObjectVersion};
-use super::manifest::{self, DeltaRef, MAX_RECORD_BYTES, RECORDS_DIR, Record, Root, Version, v1};
-use super::trust::{Envelope, Listed};
+use crate::storage::error::{ErrorKind, StorageError};
+use crate::storage::listing::{Claims, Fingerprint, Listing, ObjectVersion};
+use crate::storage::signatures::{Envelope, Listed};
 use crate::store::time::Instant as At;
+use portfolio_wire::manifest::{
+    self, DeltaRef, MAX_RECORD_BYTES, RECORDS_DIR, Record, Root, Version, v1,
+};
 
 /// How often a replica reads the records even when the journal says it is
 /// up to date.

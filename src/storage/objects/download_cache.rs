@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::listing::{Fingerprint, Listing, Local, ObjectVersion};
+use crate::storage::listing::{Fingerprint, Listing, Local, ObjectVersion};
 use portfolio_wire::status::SourceStatus;
 
 /// What the cache records of one entry.
@@ -99,7 +99,7 @@ impl Cache {
             // One directory per cache: several servers may run in one
             // process, and each deletes its own directory when it stops.
             None => (
-                super::scratch::private_dir("portfolio-replica-downloads")?,
+                crate::storage::private_dirs::private_dir("portfolio-replica-downloads")?,
                 false,
             ),
         };
@@ -331,7 +331,7 @@ impl Drop for Cache {
     /// A private download directory goes with the process.
     fn drop(&mut self) {
         if !self.keep {
-            super::scratch::remove(&self.dir);
+            crate::storage::private_dirs::remove(&self.dir);
         }
     }
 }

@@ -13,7 +13,7 @@
 //! the new content loses a conflict) and older ones are deleted. A copy
 //! whose load failed is deleted at once. The copies live in
 //! `<cache-dir>/copies`, or in a private temporary directory removed when
-//! the server stops (or by the next one, if it was killed: `scratch.rs`).
+//! the server stops (or by the next one, if it was killed: `storage/private_dirs.rs`).
 //! They take as much disk as the snapshots, up to twice that once every
 //! file has been replaced (the copy before each current one is kept).
 
@@ -22,13 +22,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use super::bookkeeping::ScanBookkeeping;
-use super::dir::Directory;
-use super::error::{ErrorKind, StorageError};
-use super::file::OpenFile;
-use super::listing::{Fetch, Fingerprint, Listing, Local};
-use super::source::SnapshotSource;
-use crate::storage::ListError;
+use super::Directory;
+use crate::storage::bookkeeping::ScanBookkeeping;
+use crate::storage::error::ListError;
+use crate::storage::error::{ErrorKind, StorageError};
+use crate::storage::listing::{Fetch, Fingerprint, Listing, Local};
+use crate::storage::snapshot_file::OpenFile;
+use crate::storage::source::SnapshotSource;
 
 /// Copies kept per entry: the current one and the one before it.
 const KEPT: usize = 2;
@@ -52,7 +52,7 @@ impl Copies {
         let (dir, temporary) = match cache_dir {
             Some(dir) => (dir.join("copies"), false),
             None => (
-                super::scratch::private_dir("portfolio-replica-copies")?,
+                crate::storage::private_dirs::private_dir("portfolio-replica-copies")?,
                 true,
             ),
         };
@@ -61,7 +61,7 @@ impl Copies {
             if dir.exists() {
                 std::fs::remove_dir_all(&dir)?;
             }
-            super::scratch::ensure(&dir)?;
+            crate::storage::private_dirs::ensure(&dir)?;
         }
         tracing::info!(dir = %dir.display(), "a memory budget: the last good version of each snapshot is kept here for loads on demand");
         Ok(Copies {
@@ -80,7 +80,7 @@ impl Copies {
     /// Copies `local` (the file where it lies) to a fresh private path.
     fn copy(&self, name: &str, local: Local) -> Fetch {
         // A temporary directory may have been cleaned up under us.
-        let _ = super::scratch::ensure(&self.dir);
+        let _ = crate::storage::private_dirs::ensure(&self.dir);
         let n = self.copies.fetch_add(1, Ordering::Relaxed);
         let ending = if name.ends_with(".gz") {
             ".json.gz"
@@ -195,7 +195,7 @@ impl ScanBookkeeping for Copies {
 impl Drop for Copies {
     fn drop(&mut self) {
         if self.temporary {
-            super::scratch::remove(&self.dir);
+            crate::storage::private_dirs::remove(&self.dir);
         }
     }
 }

@@ -25,7 +25,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::file::OpenFile;
+use crate::storage::snapshot_file::OpenFile;
 
 use portfolio_wire::manifest::short;
 pub use portfolio_wire::signed::{
@@ -110,7 +110,7 @@ pub struct Trust {
     /// Accepted, not yet written to `ledger`.
     unwritten: Mutex<Vec<Accepted>>,
     /// `<cache-dir>/accepted`, where accepted versions are remembered.
-    ledger: Option<ledger::Ledger>,
+    ledger: Option<journal::Ledger>,
 }
 
 impl Default for Trust {
@@ -196,7 +196,7 @@ impl Trust {
     pub fn new(keys: TrustedKeys, cache_dir: Option<&Path>) -> Result<Trust, TrustError> {
         let (ledger, accepted) = match cache_dir {
             Some(dir) => {
-                let (ledger, accepted) = ledger::Ledger::open(&dir.join(ACCEPTED_DIR))?;
+                let (ledger, accepted) = journal::Ledger::open(&dir.join(ACCEPTED_DIR))?;
                 (Some(ledger), accepted)
             }
             None => (None, HashMap::new()),
@@ -359,7 +359,7 @@ impl Trust {
 
     /// Writes what [`Trust::published`] accepted since the last call into
     /// `--cache-dir`, durably, as one batch of its journal (one `fsync`,
-    /// however many workspaces: [`ledger`]). The scan calls it before the
+    /// however many workspaces: [`journal`]). The scan calls it before the
     /// catalog swap that serves them.
     pub fn persist(&self) {
         let Some(ledger) = &self.ledger else {
@@ -464,7 +464,7 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     Ok(crate::store::key::to_hex(&hasher.finalize().into()))
 }
 
-mod ledger;
+mod journal;
 
 #[cfg(test)]
 mod tests;

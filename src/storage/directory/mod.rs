@@ -10,12 +10,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::bookkeeping::ScanBookkeeping;
-use super::error::{ErrorKind, ListError, OpenError, StorageError};
-use super::file::{OpenFile, is_snapshot_name};
-use super::listing::{Fetch, FileFingerprint, Fingerprint, Listing, Local, SignatureStamp};
-use super::source::SnapshotSource;
-use super::trust::{FileSigned, SIGNATURE_SUFFIX, read_signature};
+pub(super) mod copies;
+
+use crate::storage::bookkeeping::ScanBookkeeping;
+use crate::storage::error::{ErrorKind, ListError, OpenError, StorageError};
+use crate::storage::listing::{
+    Fetch, FileFingerprint, Fingerprint, Listing, Local, SignatureStamp,
+};
+use crate::storage::signatures::{FileSigned, SIGNATURE_SUFFIX, read_signature};
+use crate::storage::snapshot_file::{OpenFile, is_snapshot_name};
+use crate::storage::source::SnapshotSource;
 
 /// How long a file must have been left alone before it is read: a writer
 /// that rewrites in place is given this long to finish.
