@@ -60,5 +60,5 @@ pub use portfolio_wire::status::{OriginStatus, SourceStatus};
 pub use portfolio_wire::{delta, manifest};
 pub use private_dirs::remove_all as scratch_remove_all;
 pub use signatures::Trust;
-pub use snapshot_file::{OpenFile, SnapshotFile, is_snapshot_name};
+pub use snapshot_file::{LARGE_SNAPSHOT_FILE_BYTES, OpenFile, SnapshotFile, is_snapshot_name};
 pub use source::SnapshotSource;

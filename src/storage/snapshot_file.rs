@@ -25,6 +25,11 @@ use crate::snapshot::{SnapshotError, Source};
 
 pub use crate::snapshot::is_snapshot_name;
 
+/// The stored size, in bytes, from which a snapshot file is handled alone:
+/// the scan loads one this large by itself rather than in a batch, and a
+/// directory holds one open once it has loaded (`storage/directory/`).
+pub const LARGE_SNAPSHOT_FILE_BYTES: u64 = 16 << 20;
+
 /// A regular file opened once, read by position (so that any number of
 /// readers start from its beginning) and never past the length it had
 /// when it was opened.

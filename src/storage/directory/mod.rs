@@ -18,19 +18,20 @@ use crate::storage::listing::{
     Fetch, FileFingerprint, Fingerprint, Listing, Local, SignatureStamp,
 };
 use crate::storage::signatures::{FileSigned, SIGNATURE_SUFFIX, read_signature};
-use crate::storage::snapshot_file::{OpenFile, is_snapshot_name};
+use crate::storage::snapshot_file::{LARGE_SNAPSHOT_FILE_BYTES, OpenFile, is_snapshot_name};
 use crate::storage::source::SnapshotSource;
 
 /// How long a file must have been left alone before it is read: a writer
 /// that rewrites in place is given this long to finish.
 const SETTLE: Duration = Duration::from_millis(150);
 
-/// Files this large are held open while their content serves: a writer
-/// that renames a new version over one then does not wait, inside its
-/// rename, for the kernel to drop the old content's page cache (about
-/// 45 ms for 200 MB, before the server could see the new file); the
-/// server lets it go once the new version has loaded, off the scan.
-const HELD_FROM: u64 = 16 << 20;
+/// Files this large ([`LARGE_SNAPSHOT_FILE_BYTES`]) are held open while
+/// their content serves: a writer that renames a new version over one then
+/// does not wait, inside its rename, for the kernel to drop the old
+/// content's page cache (about 45 ms for 200 MB, before the server could
+/// see the new file); the server lets it go once the new version has
+/// loaded, off the scan.
+const HELD_FROM: u64 = LARGE_SNAPSHOT_FILE_BYTES;
 
 /// At most this many files held open: each is a descriptor, and the
 /// connections need theirs (a directory of hundreds of large workspaces
