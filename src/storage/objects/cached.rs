@@ -31,11 +31,11 @@ pub struct Cached<S> {
     inner: S,
     cache: Arc<Cache>,
     /// Never held across IO, so `/snapshots` answers during a slow poll.
-    state: Mutex<State>,
+    state: Mutex<StandIn>,
 }
 
 #[derive(Default)]
-struct State {
+struct StandIn {
     /// A poll has read the listing from storage: the cache no longer
     /// stands in for it.
     ever_listed: bool,
@@ -52,7 +52,7 @@ impl<S: SnapshotSource> Cached<S> {
         }
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
+    fn state(&self) -> MutexGuard<'_, StandIn> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 

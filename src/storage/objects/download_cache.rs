@@ -25,7 +25,7 @@ use portfolio_wire::status::SourceStatus;
 
 /// What the cache records of one entry.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Record {
+pub struct CacheRecord {
     /// The entry's name (an object name, or a workspace in manifest mode).
     pub name: String,
     pub key: String,
@@ -56,7 +56,7 @@ pub struct Plain {
     pub sha256: String,
 }
 
-impl Record {
+impl CacheRecord {
     pub fn version(&self) -> ObjectVersion {
         ObjectVersion {
             key: self.key.clone(),
@@ -133,7 +133,7 @@ impl Cache {
     }
 
     /// The cached copy of `name` at `version`, if the cache holds it.
-    pub fn lookup(&self, name: &str, version: &ObjectVersion) -> Option<(PathBuf, Record)> {
+    pub fn lookup(&self, name: &str, version: &ObjectVersion) -> Option<(PathBuf, CacheRecord)> {
         if !self.keep {
             return None;
         }
@@ -146,7 +146,7 @@ impl Cache {
 
     /// The data file of `name`'s last good object if it is the object
     /// whose tag is `tag` (with or without `--cache-dir`): a delta's base.
-    pub fn base(&self, name: &str, tag: &str) -> Option<(PathBuf, Record)> {
+    pub fn base(&self, name: &str, tag: &str) -> Option<(PathBuf, CacheRecord)> {
         let record = self.record(name).filter(|r| r.tag == tag)?;
         let path = self.dir.join(&record.data);
         path.is_file().then_some((path, record))
@@ -183,7 +183,7 @@ impl Cache {
             self.discard(&local.path);
             return;
         };
-        let record = Record {
+        let record = CacheRecord {
             name: name.to_owned(),
             key: source.key,
             tag: source
@@ -215,7 +215,12 @@ impl Cache {
 
     /// Keeps `download` as the last good object of `name` (without
     /// `--cache-dir`, in the private directory, for deltas only).
-    pub fn commit(&self, name: &str, download: &Path, mut record: Record) -> std::io::Result<()> {
+    pub fn commit(
+        &self,
+        name: &str,
+        download: &Path,
+        mut record: CacheRecord,
+    ) -> std::io::Result<()> {
         let old = self.record(name);
         // A rebuilt file is plain JSON whatever the object's key says.
         let ending = if record.plain.is_some() {
@@ -260,7 +265,7 @@ impl Cache {
 
     /// Every entry the cache holds a good object of, by name (none
     /// without `--cache-dir`: a private directory is never restored from).
-    pub fn records(&self) -> Vec<Record> {
+    pub fn records(&self) -> Vec<CacheRecord> {
         if !self.keep {
             return Vec::new();
         }
@@ -284,11 +289,11 @@ impl Cache {
         Some(listing)
     }
 
-    fn all_records(&self) -> Vec<Record> {
+    fn all_records(&self) -> Vec<CacheRecord> {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return Vec::new();
         };
-        let mut records: Vec<Record> = entries
+        let mut records: Vec<CacheRecord> = entries
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
             .filter(|name| name.ends_with(".meta.json") && !name.starts_with('.'))
             .filter_map(|meta| read_record(&self.dir.join(meta)))
@@ -298,7 +303,7 @@ impl Cache {
         records
     }
 
-    fn record(&self, name: &str) -> Option<Record> {
+    fn record(&self, name: &str) -> Option<CacheRecord> {
         read_record(&self.dir.join(format!("{}.meta.json", file_stem(name))))
             .filter(|r| r.name == name)
     }
@@ -336,7 +341,7 @@ impl Drop for Cache {
     }
 }
 
-fn read_record(path: &Path) -> Option<Record> {
+fn read_record(path: &Path) -> Option<CacheRecord> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
@@ -378,8 +383,8 @@ fn hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
-    fn record(name: &str, tag: &str) -> Record {
-        Record {
+    fn record(name: &str, tag: &str) -> CacheRecord {
+        CacheRecord {
             name: name.to_owned(),
             key: format!("prefix/{name}"),
             tag: tag.to_owned(),

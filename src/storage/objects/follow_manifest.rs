@@ -83,8 +83,9 @@ pub struct Entry {
     pub signature: Option<Envelope>,
 }
 
-/// The records read: each workspace's entry.
-pub type Records = BTreeMap<String, Entry>;
+/// Each workspace's entry by name: what reading the records gives, and
+/// what [`Followed`] holds.
+pub type WorkspaceEntries = BTreeMap<String, Entry>;
 
 /// Records read before: by object name, the ETag, workspace and entry.
 pub type Known = HashMap<String, (String, String, Entry)>;
@@ -147,7 +148,7 @@ impl Followed {
     pub fn advance(
         mut self,
         root: &Root,
-        records: Option<Records>,
+        records: Option<WorkspaceEntries>,
         prefix: &ObjectPath,
     ) -> Result<Followed, JournalGap> {
         let read_now = records.is_some();
@@ -291,7 +292,7 @@ pub async fn read_records(
     known: Known,
     timeout: Duration,
     error: &(dyn Fn(&object_store::Error, String) -> StorageError + Sync),
-) -> Result<(Records, ReadCost), StorageError> {
+) -> Result<(WorkspaceEntries, ReadCost), StorageError> {
     let dir: ObjectPath = prefix.parts().chain([RECORDS_DIR.into()]).collect();
     // Each request must answer within `timeout`, not the whole reading:
     // ten thousand records take longer than one request may.
@@ -313,7 +314,7 @@ pub async fn read_records(
         listed: listed.len(),
         ..ReadCost::default()
     };
-    let mut records = Records::new();
+    let mut records = WorkspaceEntries::new();
     let mut to_read = Vec::new();
     for meta in listed {
         let path = meta.location.to_string();

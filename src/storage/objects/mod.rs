@@ -38,7 +38,7 @@ use self::cached::Cached;
 use self::client::{ClientLog, classify};
 use self::download::{DownloadError, Expect, download, read_small};
 use self::download_cache::Cache;
-use self::follow_manifest::{Followed, Records};
+use self::follow_manifest::{Followed, WorkspaceEntries};
 use crate::metrics::Metrics;
 use crate::storage::backoff::PollBackoff;
 use crate::storage::bookkeeping::ScanBookkeeping;
@@ -73,14 +73,14 @@ pub struct ObjectSource {
     pub(super) metrics: Arc<Metrics>,
     timeout: Duration,
     /// Never held across IO, so `/snapshots` answers during a slow poll.
-    state: Mutex<State>,
+    state: Mutex<PollState>,
     /// `--trust-key`: a delta's result is used only if it is the content
     /// the version's signature names.
     verify: bool,
 }
 
 #[derive(Default)]
-struct State {
+struct PollState {
     manifest: Option<ManifestSeen>,
     /// A poll has read the listing from storage.
     ever_listed: bool,
@@ -113,9 +113,9 @@ enum Polled {
     Manifest(
         Result<Manifest, ManifestError>,
         Option<String>,
-        Option<Records>,
+        Option<WorkspaceEntries>,
     ),
-    Unmodified(Option<Records>),
+    Unmodified(Option<WorkspaceEntries>),
 }
 
 impl ObjectSource {
@@ -190,12 +190,12 @@ impl ObjectSource {
             cache,
             metrics,
             timeout: options.timeout,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(PollState::default()),
             verify: options.trust.enabled(),
         })
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
+    fn state(&self) -> MutexGuard<'_, PollState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -311,7 +311,7 @@ impl ObjectSource {
     }
 
     /// The listing a poll read, remembering the manifest.
-    fn read_poll(&self, state: &mut State, polled: Polled) -> Result<Listing, StorageError> {
+    fn read_poll(&self, state: &mut PollState, polled: Polled) -> Result<Listing, StorageError> {
         match polled {
             Polled::Objects(objects) => {
                 state.manifest = None;
@@ -394,7 +394,7 @@ impl ObjectSource {
         listing
     }
 
-    fn succeeded(&self, state: &mut State) {
+    fn succeeded(&self, state: &mut PollState) {
         let now = SystemTime::now();
         state.ever_listed = true;
         state.last_success = Some(now);
@@ -411,7 +411,7 @@ impl ObjectSource {
         self.metrics.source_success(now);
     }
 
-    fn failed(&self, state: &mut State, error: StorageError) {
+    fn failed(&self, state: &mut PollState, error: StorageError) {
         state.failures += 1;
         self.metrics.source_error(error.kind.label());
         let changed = state
@@ -685,7 +685,7 @@ impl Drop for ObjectSource {
 }
 
 /// The listing of the manifest last read, or why it cannot be followed.
-fn manifest_listing(state: &State) -> Result<Listing, StorageError> {
+fn manifest_listing(state: &PollState) -> Result<Listing, StorageError> {
     let Some(seen) = &state.manifest else {
         return Err(StorageError::new(
             ErrorKind::Manifest,

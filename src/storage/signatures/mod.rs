@@ -107,10 +107,10 @@ struct Accepted {
 pub struct Trust {
     keys: Option<TrustedKeys>,
     accepted: Mutex<HashMap<String, Accepted>>,
-    /// Accepted, not yet written to `ledger`.
+    /// Accepted, not yet written to `journal`.
     unwritten: Mutex<Vec<Accepted>>,
     /// `<cache-dir>/accepted`, where accepted versions are remembered.
-    ledger: Option<journal::Ledger>,
+    journal: Option<journal::Journal>,
 }
 
 impl Default for Trust {
@@ -123,7 +123,7 @@ impl std::fmt::Debug for Trust {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Trust")
             .field("keys", &self.key_ids())
-            .field("ledger", &self.ledger)
+            .field("journal", &self.journal)
             .finish()
     }
 }
@@ -160,7 +160,7 @@ pub enum TrustError {
     #[error(
         "cannot read what was accepted before from {path}: {why} (it guards against replayed versions)"
     )]
-    Ledger { path: PathBuf, why: String },
+    Journal { path: PathBuf, why: String },
 }
 
 impl Trust {
@@ -170,7 +170,7 @@ impl Trust {
             keys: None,
             accepted: Mutex::default(),
             unwritten: Mutex::default(),
-            ledger: None,
+            journal: None,
         }
     }
 
@@ -194,10 +194,10 @@ impl Trust {
 
     /// Verification with `keys`, remembering under `cache_dir` if given.
     pub fn new(keys: TrustedKeys, cache_dir: Option<&Path>) -> Result<Trust, TrustError> {
-        let (ledger, accepted) = match cache_dir {
+        let (journal, accepted) = match cache_dir {
             Some(dir) => {
-                let (ledger, accepted) = journal::Ledger::open(&dir.join(ACCEPTED_DIR))?;
-                (Some(ledger), accepted)
+                let (journal, accepted) = journal::Journal::open(&dir.join(ACCEPTED_DIR))?;
+                (Some(journal), accepted)
             }
             None => (None, HashMap::new()),
         };
@@ -205,7 +205,7 @@ impl Trust {
             keys: Some(keys),
             accepted: Mutex::new(accepted),
             unwritten: Mutex::default(),
-            ledger,
+            journal,
         })
     }
 
@@ -215,7 +215,7 @@ impl Trust {
 
     /// Whether what it accepts outlives the process (`--cache-dir`).
     pub fn remembers(&self) -> bool {
-        self.ledger.is_some()
+        self.journal.is_some()
     }
 
     pub fn key_ids(&self) -> Vec<String> {
@@ -352,7 +352,7 @@ impl Trust {
             }
         }
         drop(accepted);
-        if self.ledger.is_some() {
+        if self.journal.is_some() {
             self.unwritten().extend(changed);
         }
     }
@@ -362,7 +362,7 @@ impl Trust {
     /// however many workspaces: [`journal`]). The scan calls it before the
     /// catalog swap that serves them.
     pub fn persist(&self) {
-        let Some(ledger) = &self.ledger else {
+        let Some(journal) = &self.journal else {
             return;
         };
         let changed = std::mem::take(&mut *self.unwritten());
@@ -370,7 +370,7 @@ impl Trust {
             return;
         }
         let all = || self.accepted().values().cloned().collect();
-        if let Err(error) = ledger.append(&changed, all) {
+        if let Err(error) = journal.append(&changed, all) {
             tracing::warn!(
                 workspaces = changed.len(),
                 error = %error,
