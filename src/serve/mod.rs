@@ -85,7 +85,7 @@ pub async fn run(
             );
         }
     }
-    let origin = crate::storage::Origin::open(
+    let origin = crate::storage::StorageOrigin::open(
         &config.snapshots,
         &config.storage,
         Arc::clone(&metrics),

@@ -20,7 +20,7 @@
 //!
 //! An object store has no events: it is polled, every `--poll-interval`
 //! (10 s by default) jittered by ±20%, and less often while it fails
-//! (`storage::Origin::next_poll`).
+//! (`storage::StorageOrigin::next_poll`).
 
 use std::path::Path;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! A directory on disk or a prefix of an object store (S3, GCS, Azure,
 //! `file://`), each a [`SnapshotSource`] (its data: listing, fetching) that
 //! keeps [`ScanBookkeeping`] (what the scan tells it and asks of it), held
-//! by the scan as an [`Origin`]: a [`Listing`] of names with fingerprints,
+//! by the scan as an [`StorageOrigin`]: a [`Listing`] of names with fingerprints,
 //! and a [`Local`] file on disk for each changed entry.
 //!
 //! Its rooms:
@@ -55,7 +55,7 @@ pub use listing::{
 pub use location::{Location, StorageOptions};
 pub use objects::download::{DownloadError, Downloaded, Expect, download};
 pub use objects::follow_manifest::RESYNC_EVERY;
-pub use origin::Origin;
+pub use origin::StorageOrigin;
 pub use portfolio_wire::status::{OriginStatus, SourceStatus};
 pub use portfolio_wire::{delta, manifest};
 pub use private_dirs::remove_all as scratch_remove_all;

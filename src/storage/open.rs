@@ -10,10 +10,10 @@ use super::directory::copies::Copies;
 use super::error::OpenError;
 use super::location::{Location, StorageOptions};
 use super::objects::ObjectSource;
-use super::origin::Origin;
+use super::origin::StorageOrigin;
 use crate::metrics::Metrics;
 
-impl Origin {
+impl StorageOrigin {
     /// The source `location` names. A directory must exist; an object
     /// store is not contacted until the first poll. With `copies` (a
     /// memory budget), a directory's files are loaded from private copies
@@ -24,7 +24,7 @@ impl Origin {
         options: &StorageOptions,
         metrics: Arc<Metrics>,
         copies: bool,
-    ) -> Result<Origin, OpenError> {
+    ) -> Result<StorageOrigin, OpenError> {
         match location {
             Location::Directory(dir) if copies => {
                 let directory = Directory::open(dir)?.verifying(options.trust.enabled());
@@ -35,12 +35,14 @@ impl Origin {
                             source,
                         }
                     })?;
-                Ok(Origin::new(copies))
+                Ok(StorageOrigin::new(copies))
             }
-            Location::Directory(dir) => Ok(Origin::new(
+            Location::Directory(dir) => Ok(StorageOrigin::new(
                 Directory::open(dir)?.verifying(options.trust.enabled()),
             )),
-            Location::Url(url) => Ok(Origin::new(ObjectSource::open(url, options, metrics)?)),
+            Location::Url(url) => Ok(StorageOrigin::new(ObjectSource::open(
+                url, options, metrics,
+            )?)),
         }
         .map(|origin| origin.trusting(Arc::clone(&options.trust)))
     }
@@ -53,7 +55,7 @@ impl Origin {
         url: String,
         options: &StorageOptions,
         metrics: Arc<Metrics>,
-    ) -> Result<Origin, OpenError> {
+    ) -> Result<StorageOrigin, OpenError> {
         let source = ObjectSource::cached(
             store,
             object_store::path::Path::from(prefix),
@@ -62,6 +64,6 @@ impl Origin {
             options,
             metrics,
         )?;
-        Ok(Origin::new(source).trusting(Arc::clone(&options.trust)))
+        Ok(StorageOrigin::new(source).trusting(Arc::clone(&options.trust)))
     }
 }

@@ -1,4 +1,4 @@
-//! The wall between the scan and storage: [`Origin`], the handle the scan
+//! The wall between the scan and storage: [`StorageOrigin`], the handle the scan
 //! (`crate::serve::loader`) holds, over any [`SnapshotSource`] that keeps
 //! [`ScanBookkeeping`]. The scan sees every kind of storage alike: a
 //! listing of names, each with a fingerprint of its content, and for each
@@ -26,25 +26,25 @@ impl<S: SnapshotSource + ScanBookkeeping> Storage for S {}
 
 /// The source the scan holds, whichever kind it is. Its methods are the
 /// two traits' ([`SnapshotSource`], [`ScanBookkeeping`]), forwarded.
-pub struct Origin {
+pub struct StorageOrigin {
     source: Box<dyn Storage>,
     /// What `--trust-key` verifies, judged by the scan on what the source
     /// gives.
     trust: Arc<Trust>,
 }
 
-impl Origin {
+impl StorageOrigin {
     /// Any source (a library user's own kind of storage); nothing verified.
-    pub fn new(source: impl SnapshotSource + ScanBookkeeping + 'static) -> Origin {
-        Origin {
+    pub fn new(source: impl SnapshotSource + ScanBookkeeping + 'static) -> StorageOrigin {
+        StorageOrigin {
             source: Box::new(source),
             trust: Arc::default(),
         }
     }
 
     /// This origin, verifying what it gives with `trust`.
-    pub fn trusting(self, trust: Arc<Trust>) -> Origin {
-        Origin { trust, ..self }
+    pub fn trusting(self, trust: Arc<Trust>) -> StorageOrigin {
+        StorageOrigin { trust, ..self }
     }
 
     pub fn trust(&self) -> &Trust {

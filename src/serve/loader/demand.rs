@@ -23,7 +23,7 @@ use super::load;
 use crate::metrics::Metrics;
 use crate::snapshot::Loaded;
 use crate::storage::signatures::Signed;
-use crate::storage::{Fetch, Fingerprint, OpenFile, Origin};
+use crate::storage::{Fetch, Fingerprint, OpenFile, StorageOrigin};
 use crate::store::Dataset;
 
 /// Where the bytes of a version lie, for a load on demand.
@@ -79,7 +79,7 @@ pub struct Demanded {
 pub fn load(
     kept: &Kept,
     hollow: &Dataset,
-    origin: &Origin,
+    origin: &StorageOrigin,
     precompress: bool,
     metrics: &Metrics,
 ) -> Result<Demanded, Unavailable> {
@@ -190,7 +190,7 @@ fn copy_again(
     fingerprint: &Fingerprint,
     gone: &Path,
     hollow: &Dataset,
-    origin: &Origin,
+    origin: &StorageOrigin,
     signed: Option<&Signed>,
     metrics: &Metrics,
 ) -> Result<(Loaded, Option<Kept>), String> {

@@ -17,7 +17,8 @@ use super::verify;
 use crate::snapshot::{self, Loaded};
 use crate::storage::signatures::{Claim, Listed, Refusal, Signed};
 use crate::storage::{
-    Claims, ErrorKind, Fetch, Fingerprint, Local, OpenFile, Origin, SnapshotFile, StorageError,
+    Claims, ErrorKind, Fetch, Fingerprint, Local, OpenFile, SnapshotFile, StorageError,
+    StorageOrigin,
 };
 use crate::store::key::from_hex;
 use crate::store::{Dataset, Meta};
@@ -55,7 +56,7 @@ pub enum Unfetched {
 /// for the next entry when they can take it, so a download does not wait
 /// on disk long before its load.
 pub fn each<'a>(
-    origin: &'a Origin,
+    origin: &'a StorageOrigin,
     files: &'a Mutex<Files>,
     entries: Vec<(String, Fingerprint)>,
     signed: &'a BTreeMap<String, Listed>,
@@ -67,7 +68,7 @@ pub fn each<'a>(
 
 /// Fetches one entry: ready to load, or what stands in the way.
 fn fetch(
-    origin: &Origin,
+    origin: &StorageOrigin,
     files: &Mutex<Files>,
     name: String,
     fingerprint: Fingerprint,
@@ -159,7 +160,7 @@ pub fn opened(local: &Local) -> std::io::Result<Arc<OpenFile>> {
 pub fn listed(
     entries: Vec<(String, Fingerprint)>,
     claims: &BTreeMap<String, Claims>,
-    origin: &Origin,
+    origin: &StorageOrigin,
     signed: &BTreeMap<String, Listed>,
 ) -> (Vec<(String, Fingerprint)>, Vec<ReadResult>) {
     let mut to_fetch = Vec::new();
@@ -314,7 +315,7 @@ mod tests {
         let claims = BTreeMap::from([("ws".to_owned(), claims)]);
         let dir = tempfile::tempdir().unwrap();
         let limited_by = |trust: Option<Arc<Trust>>| {
-            let mut origin = Origin::new(Directory::open(dir.path()).unwrap());
+            let mut origin = StorageOrigin::new(Directory::open(dir.path()).unwrap());
             if let Some(trust) = trust {
                 origin = origin.trusting(trust);
             }
@@ -374,7 +375,7 @@ mod tests {
         trust.published([&accepted.unwrap()]);
 
         let dir = tempfile::tempdir().unwrap();
-        let origin = Origin::new(Directory::open(dir.path()).unwrap()).trusting(trust);
+        let origin = StorageOrigin::new(Directory::open(dir.path()).unwrap()).trusting(trust);
         let files = Mutex::new(Files::new());
         let fingerprint = Fingerprint::Object(ObjectVersion {
             key: "p/objects/ws.json.gz".into(),

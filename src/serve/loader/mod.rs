@@ -1,4 +1,4 @@
-//! The loader: the scan over a snapshot source ([`crate::storage::Origin`],
+//! The loader: the scan over a snapshot source ([`crate::storage::StorageOrigin`],
 //! a directory or a prefix of an object store). It knows which entries are
 //! there, what each one loaded (or why it was rejected), resolves conflicts
 //! between them and publishes the resulting catalog. How bytes arrive is
@@ -7,7 +7,7 @@
 //! [`Snapshots::scan`] is one pipeline, each step a function in a file
 //! named for it, from values to values:
 //!
-//! 1. list: `Origin::list`, the entries and their fingerprints;
+//! 1. list: `StorageOrigin::list`, the entries and their fingerprints;
 //! 2. what changed (`changed.rs`): entries gone, entries to read;
 //! 3. fetch (`fetch.rs`): each changed entry onto local disk, in order;
 //! 4. load (`load.rs`): each built through [`crate::snapshot::load_following`]
@@ -44,7 +44,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant as Clock, SystemTime};
 
 use crate::metrics::{Fleet, Metrics};
-use crate::storage::{Fingerprint, ListError, Listing, Origin};
+use crate::storage::{Fingerprint, ListError, Listing, StorageOrigin};
 use crate::store::{Dataset, Store};
 use batch::{Batch, SETTLE_SHARE};
 use changed::Removed;
@@ -121,7 +121,7 @@ impl Retired {
 
 /// The snapshot source and the state of every entry in it.
 pub struct Snapshots {
-    origin: Arc<Origin>,
+    origin: Arc<StorageOrigin>,
     store: Arc<Store>,
     metrics: Arc<Metrics>,
     /// Per-file state, by file name. A std mutex: it is held only to read or
@@ -150,7 +150,7 @@ pub struct Snapshots {
 
 impl Snapshots {
     pub fn new(
-        origin: Arc<Origin>,
+        origin: Arc<StorageOrigin>,
         store: Arc<Store>,
         metrics: Arc<Metrics>,
         memory: MemoryLimit,
@@ -175,7 +175,7 @@ impl Snapshots {
         }
     }
 
-    pub fn origin(&self) -> &Origin {
+    pub fn origin(&self) -> &StorageOrigin {
         &self.origin
     }
 

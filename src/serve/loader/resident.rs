@@ -43,7 +43,7 @@ use super::bound::{self, LoadBound};
 use super::demand::{self, Demanded};
 pub use super::demand::{Kept, Unavailable};
 use crate::metrics::Metrics;
-use crate::storage::Origin;
+use crate::storage::StorageOrigin;
 use crate::store::Dataset;
 
 /// Bytes a dataset holds per byte of its rendered records: the records
@@ -161,7 +161,7 @@ pub struct Resident {
     precompress: bool,
     metrics: Arc<Metrics>,
     /// Where listed versions are fetched from on their first load.
-    origin: Arc<Origin>,
+    origin: Arc<StorageOrigin>,
     /// Where each version that serves lies, by fingerprint; the scan
     /// keeps it current ([`Resident::kept_at`], [`Resident::forget`]).
     kept: Mutex<FxHashMap<u64, Kept>>,
@@ -189,7 +189,7 @@ impl Resident {
         budget: u64,
         precompress: bool,
         metrics: Arc<Metrics>,
-        origin: Arc<Origin>,
+        origin: Arc<StorageOrigin>,
     ) -> Resident {
         // One shard: quick_cache splits the capacity between its shards,
         // and a workspace heavier than one shard's share would never stay.
