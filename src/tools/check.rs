@@ -71,7 +71,7 @@ pub fn signatures(
         let verdict = read_file_signature(&file.path)
             .map_err(|e| Refusal::Malformed(format!("cannot read {}: {e}", file.name)))
             .and_then(|signed| {
-                let judged = trust.judge(signatures::Claim::File(&signed), SystemTime::now());
+                let judged = trust.judge(signatures::Candidate::File(&signed), SystemTime::now());
                 judged.unwrap_or(Err(Refusal::Unsigned))
             })
             .and_then(|signed| {

@@ -15,7 +15,7 @@ use super::files::{self, Files};
 use super::load::{CLAIMS_MAX_VALUE, ReadResult};
 use super::verify;
 use crate::snapshot::{self, Loaded};
-use crate::storage::signatures::{Claim, Listed, Refusal, Signed};
+use crate::storage::signatures::{Candidate, Listed, Refusal, Signed};
 use crate::storage::{
     Claims, ErrorKind, Fetch, Fingerprint, Local, OpenFile, SnapshotFile, StorageError,
     StorageOrigin,
@@ -80,7 +80,7 @@ fn fetch(
     if let Some(Err(refusal)) = listed {
         let claims = signed.get(&name).and_then(|listed| {
             let read = || listed_claims(&name, &fingerprint, listed);
-            verify::refused_claims(origin.trust(), Claim::Listed(listed), read)
+            verify::refused_claims(origin.trust(), Candidate::Listed(listed), read)
         });
         let refused = (name, fingerprint, refusal, claims);
         return Err(Unfetched::Refused(Box::new(refused)));
@@ -114,7 +114,7 @@ fn fetch(
                             let opened = SnapshotFile::opened(file, &local.path, &local.label);
                             snapshot::claims(&local.label, &opened, CLAIMS_MAX_VALUE)
                         };
-                        verify::refused_claims(origin.trust(), Claim::File(file_signed), read)
+                        verify::refused_claims(origin.trust(), Candidate::File(file_signed), read)
                     });
                     origin.loaded(&name, local, false);
                     let refused = (name, fingerprint, refusal, claims);
@@ -370,7 +370,7 @@ mod tests {
         let trust = Arc::new(Trust::new(keys, None).unwrap());
         let newer = listed_at(3, vec![key_hash.clone()], &signer);
         let accepted = trust
-            .judge(Claim::Listed(&newer), SystemTime::now())
+            .judge(Candidate::Listed(&newer), SystemTime::now())
             .unwrap();
         trust.published([&accepted.unwrap()]);
 

@@ -12,7 +12,7 @@ use std::time::SystemTime;
 use super::files::{FileEntry, Files};
 use crate::metrics::{Expiries, Metrics};
 use crate::storage::signatures::{
-    Claim, Listed, Refusal, Signed, Statement, Trust, keys_digest, loaded_as_signed,
+    Candidate, Listed, Refusal, Signed, Statement, Trust, keys_digest, loaded_as_signed,
 };
 use crate::storage::{Fingerprint, Listing, Local};
 use crate::store::Dataset;
@@ -28,7 +28,7 @@ pub type Verdict = Option<Result<Signed, Refusal>>;
 /// the manifest does not describe (a directory's file: judged once
 /// fetched).
 pub fn listed(trust: &Trust, name: &str, signed: &BTreeMap<String, Listed>) -> Verdict {
-    trust.judge(Claim::Listed(signed.get(name)?), SystemTime::now())
+    trust.judge(Candidate::Listed(signed.get(name)?), SystemTime::now())
 }
 
 /// Once fetched: the verdict on a directory's file (its signature file
@@ -41,14 +41,14 @@ pub fn fetched(trust: &Trust, name: &str, fingerprint: &Fingerprint, local: &Loc
     }
     let now = SystemTime::now();
     if let Some(file) = &local.signed {
-        return trust.judge(Claim::File(file), now);
+        return trust.judge(Candidate::File(file), now);
     }
     let restored = match fingerprint {
         Fingerprint::Object(object) => trust.accepted_as(name, &object.tag),
         Fingerprint::File(_) => None,
     };
     match restored {
-        Some(listed) => trust.judge(Claim::Listed(&listed), now),
+        Some(listed) => trust.judge(Candidate::Listed(&listed), now),
         None => Some(Err(Refusal::Unsigned)),
     }
 }
@@ -118,7 +118,7 @@ pub fn loaded(signed: &Signed, dataset: &Dataset) -> Result<(), Refusal> {
 /// must not turn any key's 401 into a 503. `read` is not called otherwise.
 pub fn refused_claims(
     trust: &Trust,
-    claim: Claim<'_>,
+    claim: Candidate<'_>,
     read: impl FnOnce() -> Option<Dataset>,
 ) -> Option<Dataset> {
     let statement = trust.authentic(claim)?;
@@ -186,7 +186,7 @@ pub fn resigned(
             continue;
         }
         if entry.status.refused.is_some() {
-            match trust.judge(Claim::Listed(listed), SystemTime::now()) {
+            match trust.judge(Candidate::Listed(listed), SystemTime::now()) {
                 Some(Ok(_)) => {
                     entry.fingerprint = None;
                     reread.push(name.clone());
@@ -208,7 +208,7 @@ pub fn resigned(
             continue;
         }
         let verdict = trust
-            .judge(Claim::Listed(listed), SystemTime::now())
+            .judge(Candidate::Listed(listed), SystemTime::now())
             .unwrap_or(Err(Refusal::Unsigned))
             .and_then(|signed| loaded(&signed, dataset).map(|()| signed));
         match verdict {

@@ -12,7 +12,7 @@
 //! `--cache-dir` (one small file per workspace, under `accepted/`), so a
 //! restart cannot be fooled into an older version either.
 //!
-//! Storage gives what a version claims (the manifest's entry, or a file
+//! Storage gives what a version says it is (the manifest's entry, or a file
 //! and its `.sig`); the scan asks for the verdict, and tells what it
 //! published.
 
@@ -61,7 +61,7 @@ impl Listed {
     }
 }
 
-/// What a directory's file claims: its signature file as read, and the
+/// What a directory's file says it is: its signature file as read, and the
 /// SHA-256 of its bytes where it was hashed before its load (`check`);
 /// `None` where the load hashes what it reads, and the digest is checked
 /// once it is loaded (`serve::loader::verify::read`).
@@ -71,8 +71,9 @@ pub struct FileSigned {
     pub sha256: Option<String>,
 }
 
-/// What a version claims to be, from either kind of source.
-pub enum Claim<'a> {
+/// A version up for the verdict: what it says it is, from either kind of
+/// source.
+pub enum Candidate<'a> {
     Listed(&'a Listed),
     File(&'a FileSigned),
 }
@@ -230,39 +231,43 @@ impl Trust {
         self.unwritten.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The verdict on a version that claims `claim`, with `now` for its
+    /// The verdict on `candidate`, with `now` for its
     /// expiry; `None` when nothing is verified.
-    pub fn judge(&self, claim: Claim<'_>, now: SystemTime) -> Option<Result<Signed, Refusal>> {
+    pub fn judge(
+        &self,
+        candidate: Candidate<'_>,
+        now: SystemTime,
+    ) -> Option<Result<Signed, Refusal>> {
         let keys = self.keys.as_ref()?;
-        Some(self.verdict(keys, claim, now))
+        Some(self.verdict(keys, candidate, now))
     }
 
-    /// The statement of a claim that a trusted key signed, whatever the
+    /// The statement of a candidate that a trusted key signed, whatever the
     /// verdict on it: a replayed or expired version's statement is
     /// authentic (only its revision or expiry is refused), so what it
     /// names (a workspace, the digest of its keys) may be believed of it.
     /// `None` when nothing is verified, or when no trusted key signed it.
-    pub fn authentic(&self, claim: Claim<'_>) -> Option<Statement> {
+    pub fn authentic(&self, candidate: Candidate<'_>) -> Option<Statement> {
         let keys = self.keys.as_ref()?;
-        let verified = keys.verify(envelope_of(&claim).ok()?).ok()?;
+        let verified = keys.verify(envelope_of(&candidate).ok()?).ok()?;
         Some(verified.statement)
     }
 
     fn verdict(
         &self,
         keys: &TrustedKeys,
-        claim: Claim<'_>,
+        candidate: Candidate<'_>,
         now: SystemTime,
     ) -> Result<Signed, Refusal> {
-        let envelope = envelope_of(&claim)?;
+        let envelope = envelope_of(&candidate)?;
         let verified = keys.verify(envelope)?;
         let statement = &verified.statement;
-        statement.covers(&match &claim {
-            Claim::Listed(listed) => listed.named(),
+        statement.covers(&match &candidate {
+            Candidate::Listed(listed) => listed.named(),
             // A file's workspace and version are checked once it is loaded
             // (`loaded_as_signed`), and so are its bytes where they were
             // not hashed before.
-            Claim::File(file) => Named {
+            Candidate::File(file) => Named {
                 workspace: &statement.workspace,
                 version: &statement.version,
                 sha256: file.sha256.as_deref().unwrap_or(&statement.sha256),
@@ -272,9 +277,9 @@ impl Trust {
         })?;
         // A file's revision is a signing time, shown as one; a record's
         // is the manifest's counter.
-        let shown = |revision: u64| match &claim {
-            Claim::File(_) => file_revision(revision),
-            Claim::Listed(_) => revision.to_string(),
+        let shown = |revision: u64| match &candidate {
+            Candidate::File(_) => file_revision(revision),
+            Candidate::Listed(_) => revision.to_string(),
         };
         if let Some(before) = self.accepted().get(&statement.workspace) {
             if statement.revision < before.revision {
@@ -380,11 +385,11 @@ impl Trust {
     }
 }
 
-/// The envelope a claim carries, or why it has none to verify.
-fn envelope_of<'a>(claim: &Claim<'a>) -> Result<&'a Envelope, Refusal> {
-    match claim {
-        Claim::Listed(listed) => listed.envelope.as_ref().ok_or(Refusal::Unsigned),
-        Claim::File(file) => file.envelope.as_ref().map_err(Clone::clone),
+/// The envelope a candidate carries, or why it has none to verify.
+fn envelope_of<'a>(candidate: &Candidate<'a>) -> Result<&'a Envelope, Refusal> {
+    match candidate {
+        Candidate::Listed(listed) => listed.envelope.as_ref().ok_or(Refusal::Unsigned),
+        Candidate::File(file) => file.envelope.as_ref().map_err(Clone::clone),
     }
 }
 
