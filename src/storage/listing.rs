@@ -91,20 +91,25 @@ pub struct Listing {
     /// Object storage: read from storage by this poll, rather than restored
     /// from the cache while storage is unreachable.
     pub fresh: bool,
-    /// A manifest: what each entry's current version claims, where the
-    /// manifest records it (versions published by builds that recorded
-    /// key hashes): a catalog under a memory budget is made from these
+    /// A manifest: what it records of each entry's current version, where
+    /// it records its key hashes (versions published by builds that
+    /// recorded them): a catalog under a memory budget is made from these
     /// without downloading a snapshot.
-    pub claims: BTreeMap<String, Claims>,
+    pub facts: BTreeMap<String, ManifestFacts>,
     /// A manifest: what each entry's current version is, with its
     /// signature if it has one, for the verdict of `--trust-key`
     /// ([`super::signatures`]).
     pub signed: BTreeMap<String, Listed>,
 }
 
-/// What a manifest says a workspace's current version claims.
+/// What a manifest records of a workspace's current version, enough for a
+/// catalog without downloading it: unverified until a signature vouches for
+/// it. ("Facts", not "claims": the claims are the domain's, a version's
+/// hold on a workspace and its keys in a conflict, `crate::store::claims`,
+/// and what a snapshot file says of itself, `crate::snapshot::claims`,
+/// read within the loader's `CLAIMS_MAX_VALUE`.)
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Claims {
+pub struct ManifestFacts {
     /// The snapshot's own version (`X-Snapshot-Version`).
     pub version: String,
     /// The SHA-256 of each API key, lower-case hex.

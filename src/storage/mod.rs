@@ -50,7 +50,8 @@ pub use bookkeeping::ScanBookkeeping;
 pub use directory::Directory;
 pub use error::{ErrorKind, ListError, LocationError, OpenError, StorageError};
 pub use listing::{
-    Claims, Fetch, FileFingerprint, Fingerprint, Listing, Local, ObjectVersion, SignatureStamp,
+    Fetch, FileFingerprint, Fingerprint, Listing, Local, ManifestFacts, ObjectVersion,
+    SignatureStamp,
 };
 pub use location::{Location, StorageOptions};
 pub use objects::download::{DownloadError, Downloaded, Expect, download};

@@ -17,7 +17,7 @@ use super::verify;
 use crate::snapshot::{self, Loaded};
 use crate::storage::signatures::{Candidate, Listed, Refusal, Signed};
 use crate::storage::{
-    Claims, ErrorKind, Fetch, Fingerprint, Local, OpenFile, SnapshotFile, StorageError,
+    ErrorKind, Fetch, Fingerprint, Local, ManifestFacts, OpenFile, SnapshotFile, StorageError,
     StorageOrigin,
 };
 use crate::store::key::from_hex;
@@ -159,7 +159,7 @@ pub fn opened(local: &Local) -> std::io::Result<Arc<OpenFile>> {
 /// and there refused.
 pub fn listed(
     entries: Vec<(String, Fingerprint)>,
-    claims: &BTreeMap<String, Claims>,
+    claims: &BTreeMap<String, ManifestFacts>,
     origin: &StorageOrigin,
     signed: &BTreeMap<String, Listed>,
 ) -> (Vec<(String, Fingerprint)>, Vec<ReadResult>) {
@@ -213,7 +213,7 @@ pub fn listed(
 /// version and key hashes) as a hollow dataset; `None` where it lists no
 /// key hashes.
 fn listed_claims(name: &str, fingerprint: &Fingerprint, listed: &Listed) -> Option<Dataset> {
-    let claims = Claims {
+    let claims = ManifestFacts {
         version: listed.version.clone(),
         key_hashes: listed.key_hashes.clone()?,
         limits: None,
@@ -226,7 +226,7 @@ fn listed_claims(name: &str, fingerprint: &Fingerprint, listed: &Listed) -> Opti
 fn hollow(
     name: &str,
     fingerprint: &Fingerprint,
-    claims: &Claims,
+    claims: &ManifestFacts,
     limits: Option<crate::store::limits::WorkspaceLimits>,
 ) -> Option<Dataset> {
     let key_hashes = claims
@@ -299,7 +299,7 @@ mod tests {
             revision: Some(2),
         };
         // The record's copy, edited by whoever can write the bucket.
-        let claims = Claims {
+        let claims = ManifestFacts {
             version: "v1".into(),
             key_hashes: vec![key_hash],
             limits: limits(1_000_000),

@@ -296,10 +296,10 @@ impl Snapshots {
         // 3 to 7 under a memory budget for what a manifest describes: not
         // fetched; what it claims settles and serves hollow at once, and a
         // request loads it.
-        if self.resident.is_some() && !present.claims.is_empty() {
+        if self.resident.is_some() && !present.facts.is_empty() {
             let listed_now;
             (to_read, listed_now) =
-                fetch::listed(to_read, &present.claims, &self.origin, &present.signed);
+                fetch::listed(to_read, &present.facts, &self.origin, &present.signed);
             if !listed_now.is_empty() {
                 let settled = self.settle_read(listed_now, &mut successors);
                 to_read.extend(listed(&present, report.add(settled)));

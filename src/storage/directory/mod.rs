@@ -241,7 +241,7 @@ fn list_snapshot_files(dir: &Path, verify: bool) -> std::io::Result<Listing> {
         ignored,
         names_are_workspaces: false,
         fresh: false,
-        claims: BTreeMap::new(),
+        facts: BTreeMap::new(),
         signed: BTreeMap::new(),
     })
 }

@@ -19,7 +19,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 
 use super::download::read_small;
 use crate::storage::error::{ErrorKind, StorageError};
-use crate::storage::listing::{Claims, Fingerprint, Listing, ObjectVersion};
+use crate::storage::listing::{Fingerprint, Listing, ManifestFacts, ObjectVersion};
 use crate::storage::signatures::{Envelope, Listed};
 use crate::store::time::Instant as At;
 use portfolio_wire::manifest::{
@@ -74,8 +74,9 @@ pub struct Entry {
     /// The version's delta from the one before it, its key from the root
     /// of the bucket.
     pub delta: Option<DeltaRef>,
-    /// What the version claims, if the manifest records its key hashes.
-    pub claims: Option<Claims>,
+    /// What the manifest records of the version, if it records its key
+    /// hashes.
+    pub facts: Option<ManifestFacts>,
     /// The snapshot's own version, its key hashes if recorded, and the
     /// publisher's signature of it as current, if it was signed.
     pub snapshot_version: String,
@@ -202,10 +203,10 @@ impl Followed {
             ignored: 0,
             names_are_workspaces: true,
             fresh: true,
-            claims: self
+            facts: self
                 .entries
                 .iter()
-                .filter_map(|(name, e)| Some((name.clone(), e.claims.clone()?)))
+                .filter_map(|(name, e)| Some((name.clone(), e.facts.clone()?)))
                 .collect(),
             signed: self
                 .entries
@@ -271,7 +272,7 @@ impl Entry {
             workspace_revision,
             record,
             delta,
-            claims: current.key_hashes.as_ref().map(|keys| Claims {
+            facts: current.key_hashes.as_ref().map(|keys| ManifestFacts {
                 version: current.version.clone(),
                 key_hashes: keys.clone(),
                 limits: current.limits,
