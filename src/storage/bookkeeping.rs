@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::listing::{Fingerprint, Local};
+use super::listing::{EntryStamp, Local};
 use portfolio_wire::status::OriginStatus;
 
 /// The scan's bookkeeping with a source. The scan's calls come from one
@@ -22,10 +22,10 @@ pub trait ScanBookkeeping: Send + Sync {
     /// to settle as a file written in place is.
     fn renamed_into_place(&self, _name: &str) {}
 
-    /// Whether `name` still has the content at `fingerprint` after it was
+    /// Whether `name` still has the content at `stamp` after it was
     /// loaded: a file rewritten during the read must be read again. By
     /// default it has: a download is a copy of one immutable version.
-    fn unchanged(&self, _name: &str, _fingerprint: &Fingerprint) -> bool {
+    fn unchanged(&self, _name: &str, _stamp: &EntryStamp) -> bool {
         true
     }
 

@@ -1,5 +1,5 @@
 //! What a listing of a snapshot source says: each entry's name and the
-//! fingerprint of its content, and for a changed entry its content on
+//! stamp of its content, and for a changed entry its content on
 //! local disk, ready to load.
 
 use std::collections::BTreeMap;
@@ -12,10 +12,13 @@ use super::signatures::{FileSigned, Listed};
 use super::snapshot_file::OpenFile;
 use portfolio_wire::status::SourceStatus;
 
-/// What identifies an entry's content without reading it.
+/// What identifies an entry's content without reading it, as the listing
+/// gives it: a file's metadata, or an object's version. (A stamp, not a
+/// fingerprint: a fingerprint is a hash of a loaded dataset's content,
+/// `Dataset::fingerprint`, which the API's ETags are made of.)
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Fingerprint {
-    File(FileFingerprint),
+pub enum EntryStamp {
+    File(FileStamp),
     Object(ObjectVersion),
 }
 
@@ -23,7 +26,7 @@ pub enum Fingerprint {
 /// changes the inode, a rewrite the size or the change time, a Kubernetes
 /// `..data` flip the inode behind the symlink.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FileFingerprint {
+pub struct FileStamp {
     pub len: u64,
     pub modified: Option<SystemTime>,
     pub changed: (i64, i64),
@@ -65,24 +68,24 @@ impl PartialEq for ObjectVersion {
 
 impl Eq for ObjectVersion {}
 
-impl Fingerprint {
+impl EntryStamp {
     /// When the content was written, as far as the source tells;
     /// `UNIX_EPOCH` when it does not.
     pub fn written(&self) -> SystemTime {
         let written = match self {
-            Fingerprint::File(file) => file.modified,
-            Fingerprint::Object(object) => object.written,
+            EntryStamp::File(file) => file.modified,
+            EntryStamp::Object(object) => object.written,
         };
         written.unwrap_or(SystemTime::UNIX_EPOCH)
     }
 }
 
-/// The entries of a source by name, each with its fingerprint or why it
+/// The entries of a source by name, each with its stamp or why it
 /// cannot be read (a directory's file that cannot be stat'ed; the scan
 /// rejects it with this reason).
 #[derive(Debug, Default)]
 pub struct Listing {
-    pub entries: BTreeMap<String, Result<Fingerprint, std::io::Error>>,
+    pub entries: BTreeMap<String, Result<EntryStamp, std::io::Error>>,
     /// Names that are not snapshots (other endings, dot-names).
     pub ignored: usize,
     /// Each name is the id of the workspace it serves (a manifest lists
@@ -135,7 +138,7 @@ pub struct Local {
     pub source: Option<SourceStatus>,
     /// A fresh download: kept in the cache if it loads, removed otherwise.
     pub download: bool,
-    /// When the content was written ([`Fingerprint::written`]).
+    /// When the content was written ([`EntryStamp::written`]).
     pub written: Option<SystemTime>,
     /// Rebuilt from a delta: the object's content uncompressed, its
     /// length and SHA-256 (kept as the next delta's base).

@@ -2,7 +2,7 @@
 //! A directory on disk or a prefix of an object store (S3, GCS, Azure,
 //! `file://`), each a [`SnapshotSource`] (its data: listing, fetching) that
 //! keeps [`ScanBookkeeping`] (what the scan tells it and asks of it), held
-//! by the scan as an [`StorageOrigin`]: a [`Listing`] of names with fingerprints,
+//! by the scan as a [`StorageOrigin`]: a [`Listing`] of names with stamps,
 //! and a [`Local`] file on disk for each changed entry.
 //!
 //! Its rooms:
@@ -50,8 +50,7 @@ pub use bookkeeping::ScanBookkeeping;
 pub use directory::Directory;
 pub use error::{ErrorKind, ListError, LocationError, OpenError, StorageError};
 pub use listing::{
-    Fetch, FileFingerprint, Fingerprint, Listing, Local, ManifestFacts, ObjectVersion,
-    SignatureStamp,
+    EntryStamp, Fetch, FileStamp, Listing, Local, ManifestFacts, ObjectVersion, SignatureStamp,
 };
 pub use location::{Location, StorageOptions};
 pub use objects::download::{DownloadError, Downloaded, Expect, download};

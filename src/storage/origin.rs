@@ -1,7 +1,7 @@
 //! The wall between the scan and storage: [`StorageOrigin`], the handle the scan
 //! (`crate::serve::loader`) holds, over any [`SnapshotSource`] that keeps
 //! [`ScanBookkeeping`]. The scan sees every kind of storage alike: a
-//! listing of names, each with a fingerprint of its content, and for each
+//! listing of names, each with a stamp of its content, and for each
 //! changed name a file on local disk that it loads through the streaming
 //! `SnapshotFile`, so a download costs the same memory as a file dropped
 //! into a directory. A new kind of storage is a new implementation of the
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use super::bookkeeping::ScanBookkeeping;
 use super::error::ListError;
-use super::listing::{Fetch, Fingerprint, Listing, Local};
+use super::listing::{EntryStamp, Fetch, Listing, Local};
 use super::signatures::Trust;
 use super::source::SnapshotSource;
 use portfolio_wire::status::OriginStatus;
@@ -62,8 +62,8 @@ impl StorageOrigin {
     }
 
     /// [`SnapshotSource::fetch`].
-    pub fn fetch(&self, name: &str, fingerprint: &Fingerprint, plain: Option<&str>) -> Fetch {
-        self.source.fetch(name, fingerprint, plain)
+    pub fn fetch(&self, name: &str, stamp: &EntryStamp, plain: Option<&str>) -> Fetch {
+        self.source.fetch(name, stamp, plain)
     }
 
     /// [`SnapshotSource::directory`].
@@ -77,8 +77,8 @@ impl StorageOrigin {
     }
 
     /// [`ScanBookkeeping::unchanged`].
-    pub fn unchanged(&self, name: &str, fingerprint: &Fingerprint) -> bool {
-        self.source.unchanged(name, fingerprint)
+    pub fn unchanged(&self, name: &str, stamp: &EntryStamp) -> bool {
+        self.source.unchanged(name, stamp)
     }
 
     /// [`ScanBookkeeping::loaded`].

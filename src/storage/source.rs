@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use super::error::ListError;
-use super::listing::{Fetch, Fingerprint, Listing};
+use super::listing::{EntryStamp, Fetch, Listing};
 
 /// A place snapshots come from: its data operations. The scan's calls come
 /// from one thread at a time (the reloader), but the admin listener asks
@@ -16,15 +16,15 @@ pub trait SnapshotSource: Send + Sync {
     /// What logs call the source: the directory or the URL.
     fn describe(&self) -> String;
 
-    /// The entries and their fingerprints.
+    /// The entries and their stamps.
     fn list(&self) -> Result<Listing, ListError>;
 
-    /// The content of `name` at `fingerprint` on local disk. `plain` is,
+    /// The content of `name` at `stamp` on local disk. `plain` is,
     /// under `--trust-key`, the SHA-256 of the uncompressed content as an
     /// accepted signature names it: the only content a delta may be applied
     /// to rebuild (without it, the whole object is fetched). Never taken
     /// from what storage claims unverified.
-    fn fetch(&self, name: &str, fingerprint: &Fingerprint, plain: Option<&str>) -> Fetch;
+    fn fetch(&self, name: &str, stamp: &EntryStamp, plain: Option<&str>) -> Fetch;
 
     /// The directory, for the file watcher; `None` for a source that is
     /// polled.

@@ -17,7 +17,7 @@ use super::verify;
 use crate::snapshot::{self, Loaded};
 use crate::storage::signatures::{Candidate, Listed, Refusal, Signed};
 use crate::storage::{
-    ErrorKind, Fetch, Fingerprint, Local, ManifestFacts, OpenFile, SnapshotFile, StorageError,
+    EntryStamp, ErrorKind, Fetch, Local, ManifestFacts, OpenFile, SnapshotFile, StorageError,
     StorageOrigin,
 };
 use crate::store::key::from_hex;
@@ -26,7 +26,7 @@ use crate::store::{Dataset, Meta};
 /// An entry fetched to local disk, to be loaded.
 pub struct Fetched {
     pub name: String,
-    pub fingerprint: Fingerprint,
+    pub fingerprint: EntryStamp,
     pub local: Local,
     /// Its content, opened once: every read of the load is of this file.
     pub file: Arc<OpenFile>,
@@ -49,7 +49,7 @@ pub enum Unfetched {
     /// with what it claims where its statement vouches for that
     /// (`verify::refused_claims`). (Boxed: rare, and it would make every
     /// fetch's result as large.)
-    Refused(Box<(String, Fingerprint, Refusal, Option<Dataset>)>),
+    Refused(Box<(String, EntryStamp, Refusal, Option<Dataset>)>),
 }
 
 /// Fetches each of `entries` as the iterator is advanced: the loads ask
@@ -58,7 +58,7 @@ pub enum Unfetched {
 pub fn each<'a>(
     origin: &'a StorageOrigin,
     files: &'a Mutex<Files>,
-    entries: Vec<(String, Fingerprint)>,
+    entries: Vec<(String, EntryStamp)>,
     signed: &'a BTreeMap<String, Listed>,
 ) -> impl ExactSizeIterator<Item = Result<Fetched, Unfetched>> + 'a {
     entries
@@ -71,7 +71,7 @@ fn fetch(
     origin: &StorageOrigin,
     files: &Mutex<Files>,
     name: String,
-    fingerprint: Fingerprint,
+    fingerprint: EntryStamp,
     signed: &BTreeMap<String, Listed>,
 ) -> Result<Fetched, Unfetched> {
     let started = Clock::now();
@@ -158,11 +158,11 @@ pub fn opened(local: &Local) -> std::io::Result<Arc<OpenFile>> {
 /// covers the claimed keys) is taken from its claims; any other is fetched,
 /// and there refused.
 pub fn listed(
-    entries: Vec<(String, Fingerprint)>,
+    entries: Vec<(String, EntryStamp)>,
     claims: &BTreeMap<String, ManifestFacts>,
     origin: &StorageOrigin,
     signed: &BTreeMap<String, Listed>,
-) -> (Vec<(String, Fingerprint)>, Vec<ReadResult>) {
+) -> (Vec<(String, EntryStamp)>, Vec<ReadResult>) {
     let mut to_fetch = Vec::new();
     let mut listed = Vec::new();
     for (name, fingerprint) in entries {
@@ -186,8 +186,8 @@ pub fn listed(
         match hollow {
             Some((dataset, signed)) => listed.push(ReadResult {
                 bytes: match &fingerprint {
-                    Fingerprint::Object(object) => object.size,
-                    Fingerprint::File(file) => file.len,
+                    EntryStamp::Object(object) => object.size,
+                    EntryStamp::File(file) => file.len,
                 },
                 name,
                 fingerprint,
@@ -212,7 +212,7 @@ pub fn listed(
 /// What a manifest lists of the workspace `name` at `fingerprint` (its
 /// version and key hashes) as a hollow dataset; `None` where it lists no
 /// key hashes.
-fn listed_claims(name: &str, fingerprint: &Fingerprint, listed: &Listed) -> Option<Dataset> {
+fn listed_claims(name: &str, fingerprint: &EntryStamp, listed: &Listed) -> Option<Dataset> {
     let claims = ManifestFacts {
         version: listed.version.clone(),
         key_hashes: listed.key_hashes.clone()?,
@@ -225,7 +225,7 @@ fn listed_claims(name: &str, fingerprint: &Fingerprint, listed: &Listed) -> Opti
 /// hollow dataset limited by `limits`; `None` if a key hash is not one.
 fn hollow(
     name: &str,
-    fingerprint: &Fingerprint,
+    fingerprint: &EntryStamp,
     claims: &ManifestFacts,
     limits: Option<crate::store::limits::WorkspaceLimits>,
 ) -> Option<Dataset> {
@@ -236,7 +236,7 @@ fn hollow(
         .collect::<Option<Vec<_>>>()?;
     // The object's identity stands for its content until it is read.
     let mut hasher = rustc_hash::FxHasher::default();
-    if let Fingerprint::Object(object) = fingerprint {
+    if let EntryStamp::Object(object) = fingerprint {
         hasher.write(object.tag.as_bytes());
     }
     Some(Dataset::hollow_of(Meta {
@@ -304,7 +304,7 @@ mod tests {
             key_hashes: vec![key_hash],
             limits: limits(1_000_000),
         };
-        let fingerprint = Fingerprint::Object(ObjectVersion {
+        let fingerprint = EntryStamp::Object(ObjectVersion {
             key: "p/objects/ws.json.gz".into(),
             tag: "cd".repeat(32),
             size: 10,
@@ -377,7 +377,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let origin = StorageOrigin::new(Directory::open(dir.path()).unwrap()).trusting(trust);
         let files = Mutex::new(Files::new());
-        let fingerprint = Fingerprint::Object(ObjectVersion {
+        let fingerprint = EntryStamp::Object(ObjectVersion {
             key: "p/objects/ws.json.gz".into(),
             tag: "cd".repeat(32),
             size: 10,

@@ -16,7 +16,7 @@ use super::verify;
 use crate::metrics::Metrics;
 use crate::snapshot::{self, Loaded, SnapshotError};
 use crate::storage::signatures::Signed;
-use crate::storage::{Fingerprint, SnapshotFile, SourceStatus, StorageError, StorageOrigin};
+use crate::storage::{EntryStamp, SnapshotFile, SourceStatus, StorageError, StorageOrigin};
 use crate::store::{Dataset, Previous};
 
 /// Files at least this large load alone, on the reloader thread.
@@ -84,7 +84,7 @@ impl Loading<'_> {
 /// What loading one changed entry gave.
 pub struct ReadResult {
     pub name: String,
-    pub fingerprint: Fingerprint,
+    pub fingerprint: EntryStamp,
     /// The size of what was read.
     pub bytes: u64,
     pub result: Result<Loaded, SnapshotError>,

@@ -44,7 +44,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant as Clock, SystemTime};
 
 use crate::metrics::{Fleet, Metrics};
-use crate::storage::{Fingerprint, ListError, Listing, StorageOrigin};
+use crate::storage::{EntryStamp, ListError, Listing, StorageOrigin};
 use crate::store::{Dataset, Store};
 use batch::{Batch, SETTLE_SHARE};
 use changed::Removed;
@@ -473,7 +473,7 @@ impl Snapshots {
 
 /// The names of `names` that the listing holds, with their fingerprints.
 /// (A file read again wins the claim it won before, so this ends.)
-fn listed(present: &Listing, names: Vec<String>) -> Vec<(String, Fingerprint)> {
+fn listed(present: &Listing, names: Vec<String>) -> Vec<(String, EntryStamp)> {
     names
         .into_iter()
         .filter_map(|name| match present.entries.get(&name) {

@@ -14,7 +14,7 @@ use crate::metrics::{Expiries, Metrics};
 use crate::storage::signatures::{
     Candidate, Listed, Refusal, Signed, Statement, Trust, keys_digest, loaded_as_signed,
 };
-use crate::storage::{Fingerprint, Listing, Local};
+use crate::storage::{EntryStamp, Listing, Local};
 use crate::store::Dataset;
 use crate::store::time::Instant;
 use portfolio_wire::manifest::short;
@@ -35,7 +35,7 @@ pub fn listed(trust: &Trust, name: &str, signed: &BTreeMap<String, Listed>) -> V
 /// and its bytes), or on a version restored from the cache (judged on the
 /// signature it was accepted with). Anything else is unsigned: a prefix
 /// without a manifest has no signatures.
-pub fn fetched(trust: &Trust, name: &str, fingerprint: &Fingerprint, local: &Local) -> Verdict {
+pub fn fetched(trust: &Trust, name: &str, fingerprint: &EntryStamp, local: &Local) -> Verdict {
     if !trust.enabled() {
         return None;
     }
@@ -44,8 +44,8 @@ pub fn fetched(trust: &Trust, name: &str, fingerprint: &Fingerprint, local: &Loc
         return trust.judge(Candidate::File(file), now);
     }
     let restored = match fingerprint {
-        Fingerprint::Object(object) => trust.accepted_as(name, &object.tag),
-        Fingerprint::File(_) => None,
+        EntryStamp::Object(object) => trust.accepted_as(name, &object.tag),
+        EntryStamp::File(_) => None,
     };
     match restored {
         Some(listed) => trust.judge(Candidate::Listed(&listed), now),

@@ -26,7 +26,7 @@ use super::Directory;
 use crate::storage::bookkeeping::ScanBookkeeping;
 use crate::storage::error::ListError;
 use crate::storage::error::{ErrorKind, StorageError};
-use crate::storage::listing::{Fetch, Fingerprint, Listing, Local};
+use crate::storage::listing::{EntryStamp, Fetch, Listing, Local};
 use crate::storage::snapshot_file::OpenFile;
 use crate::storage::source::SnapshotSource;
 
@@ -134,8 +134,8 @@ impl SnapshotSource for Copies {
         self.inner.list()
     }
 
-    fn fetch(&self, name: &str, fingerprint: &Fingerprint, plain: Option<&str>) -> Fetch {
-        match self.inner.fetch(name, fingerprint, plain) {
+    fn fetch(&self, name: &str, stamp: &EntryStamp, plain: Option<&str>) -> Fetch {
+        match self.inner.fetch(name, stamp, plain) {
             Fetch::Ready(local) => self.copy(name, local),
             other => other,
         }
@@ -143,8 +143,8 @@ impl SnapshotSource for Copies {
 }
 
 impl ScanBookkeeping for Copies {
-    fn unchanged(&self, name: &str, fingerprint: &Fingerprint) -> bool {
-        self.inner.unchanged(name, fingerprint)
+    fn unchanged(&self, name: &str, stamp: &EntryStamp) -> bool {
+        self.inner.unchanged(name, stamp)
     }
 
     fn renamed_into_place(&self, name: &str) {
@@ -204,13 +204,13 @@ impl Drop for Copies {
 mod tests {
     use super::*;
 
-    fn fingerprint(copies: &Copies, name: &str) -> Fingerprint {
+    fn stamp(copies: &Copies, name: &str) -> EntryStamp {
         let listing = copies.list().expect("listed");
         listing.entries[name].as_ref().expect("readable").clone()
     }
 
     fn fetched(copies: &Copies, name: &str) -> Local {
-        match copies.fetch(name, &fingerprint(copies, name), None) {
+        match copies.fetch(name, &stamp(copies, name), None) {
             Fetch::Ready(local) => local,
             _ => panic!("not fetched"),
         }

@@ -14,9 +14,7 @@ pub(super) mod copies;
 
 use crate::storage::bookkeeping::ScanBookkeeping;
 use crate::storage::error::{ErrorKind, ListError, OpenError, StorageError};
-use crate::storage::listing::{
-    Fetch, FileFingerprint, Fingerprint, Listing, Local, SignatureStamp,
-};
+use crate::storage::listing::{EntryStamp, Fetch, FileStamp, Listing, Local, SignatureStamp};
 use crate::storage::signatures::{FileSigned, SIGNATURE_SUFFIX, read_signature};
 use crate::storage::snapshot_file::{LARGE_SNAPSHOT_FILE_BYTES, OpenFile, is_snapshot_name};
 use crate::storage::source::SnapshotSource;
@@ -43,7 +41,7 @@ pub struct Directory {
     dir: PathBuf,
     /// Files renamed into place, with what they held then: whole, so read
     /// without waiting for them to settle, if they still hold it.
-    renamed: Mutex<HashMap<String, FileFingerprint>>,
+    renamed: Mutex<HashMap<String, FileStamp>>,
     /// Large files that loaded, held open ([`HELD_FROM`]).
     held: Mutex<HashMap<String, std::fs::File>>,
     /// `--trust-key`: each file is read with its signature file and hashed
@@ -75,8 +73,8 @@ impl Directory {
         Directory { verify, ..self }
     }
 
-    fn fingerprint(&self, path: &Path) -> std::io::Result<FileFingerprint> {
-        file_fingerprint(path, self.verify)
+    fn stamp(&self, path: &Path) -> std::io::Result<FileStamp> {
+        file_stamp(path, self.verify)
     }
 }
 
@@ -93,9 +91,9 @@ impl SnapshotSource for Directory {
         list_snapshot_files(&self.dir, self.verify).map_err(ListError::Io)
     }
 
-    fn fetch(&self, name: &str, fingerprint: &Fingerprint, _plain: Option<&str>) -> Fetch {
-        match fingerprint {
-            Fingerprint::File(fp) => {
+    fn fetch(&self, name: &str, stamp: &EntryStamp, _plain: Option<&str>) -> Fetch {
+        match stamp {
+            EntryStamp::File(fp) => {
                 let renamed = self
                     .renamed
                     .lock()
@@ -106,7 +104,7 @@ impl SnapshotSource for Directory {
                     other => other,
                 }
             }
-            Fingerprint::Object(_) => Fetch::Failed(StorageError::new(
+            EntryStamp::Object(_) => Fetch::Failed(StorageError::new(
                 ErrorKind::Other,
                 "a fingerprint of another kind of source",
             )),
@@ -135,7 +133,7 @@ impl ScanBookkeeping for Directory {
         for name in whole {
             // What it holds now: a write in place after the rename changes
             // it, and then the file settles as any other.
-            if let Ok(fp) = self.fingerprint(&self.dir.join(&name)) {
+            if let Ok(fp) = self.stamp(&self.dir.join(&name)) {
                 renamed.insert(name, fp);
             }
         }
@@ -164,13 +162,11 @@ impl ScanBookkeeping for Directory {
         let_go(held);
     }
 
-    /// A file rewritten while it was read has another fingerprint now.
-    fn unchanged(&self, name: &str, fingerprint: &Fingerprint) -> bool {
-        match fingerprint {
-            Fingerprint::File(fp) => {
-                self.fingerprint(&self.dir.join(name)).ok().as_ref() == Some(fp)
-            }
-            Fingerprint::Object(_) => true,
+    /// A file rewritten while it was read has another stamp now.
+    fn unchanged(&self, name: &str, stamp: &EntryStamp) -> bool {
+        match stamp {
+            EntryStamp::File(fp) => self.stamp(&self.dir.join(name)).ok().as_ref() == Some(fp),
+            EntryStamp::Object(_) => true,
         }
     }
 }
@@ -207,7 +203,7 @@ fn let_go(file: Option<std::fs::File>) {
     }
 }
 
-/// The snapshot files in `dir` by name, each with its fingerprint or the
+/// The snapshot files in `dir` by name, each with its stamp or the
 /// reason it cannot be read; and how many other names the directory holds.
 fn list_snapshot_files(dir: &Path, verify: bool) -> std::io::Result<Listing> {
     let mut out = BTreeMap::new();
@@ -223,7 +219,7 @@ fn list_snapshot_files(dir: &Path, verify: bool) -> std::io::Result<Listing> {
             ignored += 1;
             continue;
         };
-        let fingerprint = match file_fingerprint(&entry.path(), verify) {
+        let stamp = match file_stamp(&entry.path(), verify) {
             // Deleted between the listing and the stat: it is simply gone.
             // (A symlink to nothing, though, is a broken snapshot.)
             Err(e)
@@ -232,9 +228,9 @@ fn list_snapshot_files(dir: &Path, verify: bool) -> std::io::Result<Listing> {
             {
                 continue;
             }
-            result => result.map(Fingerprint::File),
+            result => result.map(EntryStamp::File),
         };
-        out.insert(name, fingerprint);
+        out.insert(name, stamp);
     }
     Ok(Listing {
         entries: out,
@@ -260,9 +256,9 @@ fn signed(mut local: Local) -> Fetch {
 /// A file is read where it lies, once it has settled: one modified too
 /// recently may still be being written, and is left for a later scan,
 /// unless it was renamed into place (`whole`) and holds what it held then.
-fn fetch(dir: &Path, name: &str, fingerprint: &FileFingerprint, whole: bool) -> Fetch {
+fn fetch(dir: &Path, name: &str, stamp: &FileStamp, whole: bool) -> Fetch {
     if !whole
-        && fingerprint
+        && stamp
             .modified
             .is_some_and(|m| m.elapsed().is_ok_and(|age| age < SETTLE))
     {
@@ -288,23 +284,23 @@ fn fetch(dir: &Path, name: &str, fingerprint: &FileFingerprint, whole: bool) -> 
         len: file.len(),
         source: None,
         download: false,
-        written: fingerprint.modified,
+        written: stamp.modified,
         plain: None,
         signed: None,
         file: Some(std::sync::Arc::new(file)),
     })
 }
 
-/// The fingerprint of a regular file, following symlinks (a Kubernetes
+/// The stamp of a regular file, following symlinks (a Kubernetes
 /// volume is symlinks into `..data/`); with `signature`, its signature
 /// file's too.
-fn file_fingerprint(path: &Path, signature: bool) -> std::io::Result<FileFingerprint> {
+fn file_stamp(path: &Path, signature: bool) -> std::io::Result<FileStamp> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path)?;
     if !meta.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }
-    Ok(FileFingerprint {
+    Ok(FileStamp {
         len: meta.len(),
         modified: meta.modified().ok(),
         changed: (meta.ctime(), meta.ctime_nsec()),
@@ -332,8 +328,8 @@ mod tests {
 
     fn fetch_now(source: &Directory, name: &str) -> Fetch {
         let listing = source.list().expect("lists");
-        let fingerprint = listing.entries[name].as_ref().expect("readable");
-        source.fetch(name, fingerprint, None)
+        let stamp = listing.entries[name].as_ref().expect("readable");
+        source.fetch(name, stamp, None)
     }
 
     #[test]

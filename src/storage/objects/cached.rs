@@ -22,7 +22,7 @@ use std::time::Duration;
 use super::download_cache::Cache;
 use crate::storage::bookkeeping::ScanBookkeeping;
 use crate::storage::error::ListError;
-use crate::storage::listing::{Fetch, Fingerprint, Listing, Local};
+use crate::storage::listing::{EntryStamp, Fetch, Listing, Local};
 use crate::storage::source::SnapshotSource;
 use portfolio_wire::status::OriginStatus;
 
@@ -96,13 +96,13 @@ impl<S: SnapshotSource + ScanBookkeeping> SnapshotSource for Cached<S> {
         }
     }
 
-    fn fetch(&self, name: &str, fingerprint: &Fingerprint, plain: Option<&str>) -> Fetch {
-        if let Fingerprint::Object(version) = fingerprint
+    fn fetch(&self, name: &str, stamp: &EntryStamp, plain: Option<&str>) -> Fetch {
+        if let EntryStamp::Object(version) = stamp
             && let Some(local) = self.cache.local(name, version)
         {
             return Fetch::Ready(local);
         }
-        self.inner.fetch(name, fingerprint, plain)
+        self.inner.fetch(name, stamp, plain)
     }
 
     fn directory(&self) -> Option<&Path> {
@@ -111,8 +111,8 @@ impl<S: SnapshotSource + ScanBookkeeping> SnapshotSource for Cached<S> {
 }
 
 impl<S: SnapshotSource + ScanBookkeeping> ScanBookkeeping for Cached<S> {
-    fn unchanged(&self, name: &str, fingerprint: &Fingerprint) -> bool {
-        self.inner.unchanged(name, fingerprint)
+    fn unchanged(&self, name: &str, stamp: &EntryStamp) -> bool {
+        self.inner.unchanged(name, stamp)
     }
 
     /// A download is the cache's to keep or delete; anything else, the
@@ -178,7 +178,7 @@ mod tests {
             }
         }
 
-        fn fetch(&self, _name: &str, _fingerprint: &Fingerprint, _plain: Option<&str>) -> Fetch {
+        fn fetch(&self, _name: &str, _stamp: &EntryStamp, _plain: Option<&str>) -> Fetch {
             Fetch::Settling
         }
     }
@@ -240,7 +240,7 @@ mod tests {
 
         // Storage down at startup: the cache's listing, once.
         let listing = cached.list().expect("the cache's listing");
-        let Some(Ok(fingerprint)) = listing.entries.get("a.json") else {
+        let Some(Ok(stamp)) = listing.entries.get("a.json") else {
             panic!("{listing:?}");
         };
         let status = cached.status().unwrap();
@@ -250,7 +250,7 @@ mod tests {
             Err(ListError::Source { backs_off: true })
         ));
         // The version it holds is fetched from it, not from the source.
-        let Fetch::Ready(local) = cached.fetch("a.json", fingerprint, None) else {
+        let Fetch::Ready(local) = cached.fetch("a.json", stamp, None) else {
             panic!("not from the cache");
         };
         assert!(local.source.is_some_and(|s| s.from_cache));

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::storage::listing::{Fingerprint, Listing, Local, ObjectVersion};
+use crate::storage::listing::{EntryStamp, Listing, Local, ObjectVersion};
 use portfolio_wire::status::SourceStatus;
 
 /// What the cache records of one entry.
@@ -283,7 +283,7 @@ impl Cache {
         for record in records {
             listing.entries.insert(
                 record.name.clone(),
-                Ok(Fingerprint::Object(record.version())),
+                Ok(EntryStamp::Object(record.version())),
             );
         }
         Some(listing)

@@ -19,7 +19,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 
 use super::download::read_small;
 use crate::storage::error::{ErrorKind, StorageError};
-use crate::storage::listing::{Fingerprint, Listing, ManifestFacts, ObjectVersion};
+use crate::storage::listing::{EntryStamp, Listing, ManifestFacts, ObjectVersion};
 use crate::storage::signatures::{Envelope, Listed};
 use crate::store::time::Instant as At;
 use portfolio_wire::manifest::{
@@ -198,7 +198,7 @@ impl Followed {
             entries: self
                 .entries
                 .iter()
-                .map(|(name, e)| (name.clone(), Ok(Fingerprint::Object(e.version.clone()))))
+                .map(|(name, e)| (name.clone(), Ok(EntryStamp::Object(e.version.clone()))))
                 .collect(),
             ignored: 0,
             names_are_workspaces: true,

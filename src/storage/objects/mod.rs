@@ -43,7 +43,7 @@ use crate::metrics::Metrics;
 use crate::storage::backoff::PollBackoff;
 use crate::storage::bookkeeping::ScanBookkeeping;
 use crate::storage::error::{ErrorKind, ListError, OpenError, StorageError};
-use crate::storage::listing::{Fetch, Fingerprint, Listing, Local, ObjectVersion};
+use crate::storage::listing::{EntryStamp, Fetch, Listing, Local, ObjectVersion};
 use crate::storage::location::{self, StorageOptions};
 use crate::storage::snapshot_file::is_snapshot_name;
 use crate::storage::source::SnapshotSource;
@@ -389,7 +389,7 @@ impl ObjectSource {
             };
             listing
                 .entries
-                .insert(name.to_owned(), Ok(Fingerprint::Object(version)));
+                .insert(name.to_owned(), Ok(EntryStamp::Object(version)));
         }
         listing
     }
@@ -543,8 +543,8 @@ impl SnapshotSource for ObjectSource {
     /// The object `version` of `name` on local disk: a fresh download into
     /// the cache directory (the cache in front answers for a version it
     /// holds), or rebuilt from a delta.
-    fn fetch(&self, name: &str, fingerprint: &Fingerprint, plain: Option<&str>) -> Fetch {
-        let Fingerprint::Object(version) = fingerprint else {
+    fn fetch(&self, name: &str, stamp: &EntryStamp, plain: Option<&str>) -> Fetch {
+        let EntryStamp::Object(version) = stamp else {
             return Fetch::Failed(StorageError::new(
                 ErrorKind::Other,
                 "a fingerprint of another kind of source",
