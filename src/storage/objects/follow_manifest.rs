@@ -372,21 +372,7 @@ mod tests {
     use super::*;
 
     fn version(n: u8) -> Version {
-        let sha256 = format!("{n:02x}").repeat(32);
-        Version {
-            key: format!("objects/ws/{sha256}.json.gz"),
-            sha256,
-            size: 1,
-            version: format!("v{n}"),
-            published_at: String::new(),
-            file: "ws.json".to_owned(),
-            records: 1,
-            key_hashes: None,
-            delta: None,
-            signature: None,
-            plain_sha256: None,
-            limits: None,
-        }
+        Version::for_test("ws", n)
     }
 
     fn root_with(changes: &[(u64, u8)]) -> Root {
