@@ -10,9 +10,10 @@ use std::time::Duration;
 use super::listing::{EntryStamp, Local};
 use portfolio_wire::status::OriginStatus;
 
-/// The scan's bookkeeping with a source. The scan's calls come from one
-/// thread at a time (the reloader), but `status` is asked by the admin
-/// listener meanwhile, hence `Sync`.
+/// The scan's bookkeeping with a source. The scan calls from one thread at
+/// a time (the reloader), but `status` is asked by the admin listener
+/// meanwhile, and under a memory budget a request's load on demand says
+/// what it loaded and asks what is kept, hence `Sync`.
 ///
 /// What some kinds of storage do not need has a default that does nothing:
 /// a directory keeps no download to settle, no poll state and no status.

@@ -108,8 +108,10 @@ pub struct StorageOptions {
     /// Bound of one listing or manifest request, and of a download that
     /// stops sending bytes.
     pub timeout: Duration,
-    /// Where downloads are kept, the last good object of each entry; `None`
-    /// downloads to a private temporary directory and keeps nothing.
+    /// Where downloads are kept, the last good object of each entry, for a
+    /// restart (and under a memory budget, a directory's private copies,
+    /// in `copies/`); `None`: a private temporary directory, removed when
+    /// the server stops, so that nothing is kept past the process.
     pub cache_dir: Option<PathBuf>,
     /// `--trust-key`: what is verified before it loads, and what was
     /// accepted ([`super::signatures`]); off by default.
@@ -334,7 +336,8 @@ pub fn display(url: &Url) -> String {
     shown.to_string()
 }
 
-/// Connections time out after 5 s; a response that stops sending bytes for
+/// Connections time out after 5 s (or `timeout`, if shorter); a response
+/// that stops sending bytes for
 /// `timeout` fails; a whole request may take an hour (a large download on a
 /// slow link), listings are bounded by `timeout` by the caller.
 fn client_settings(timeout: Duration) -> Vec<(ClientConfigKey, String)> {

@@ -9,9 +9,9 @@ use std::path::Path;
 use super::error::ListError;
 use super::listing::{EntryStamp, Fetch, Listing};
 
-/// A place snapshots come from: its data operations. The scan's calls come
-/// from one thread at a time (the reloader), but the admin listener asks
-/// for `describe` meanwhile, hence `Sync`.
+/// A place snapshots come from: its data operations. The scan calls from
+/// one thread at a time (the reloader), but under a memory budget a
+/// request's load on demand fetches meanwhile, hence `Sync`.
 pub trait SnapshotSource: Send + Sync {
     /// What logs call the source: the directory or the URL.
     fn describe(&self) -> String;

@@ -9,7 +9,8 @@
 //! so the cache never holds an object that was rejected or half written.
 //! Without `--cache-dir`, downloads go to a private temporary directory
 //! that goes with the process; the last good object of each entry stays
-//! there too (never restored from), as the base a delta applies to.
+//! there too (never restored from), as the base a delta applies to and
+//! what a load on demand reads.
 //!
 //! An entry rebuilt from a delta keeps its uncompressed bytes (`plain`),
 //! the next delta's base.
@@ -83,6 +84,7 @@ impl CacheRecord {
     }
 }
 
+/// The download cache of one object store source.
 pub struct Cache {
     dir: PathBuf,
     /// `--cache-dir` was given; otherwise `dir` is private and temporary.
@@ -214,7 +216,8 @@ impl Cache {
     }
 
     /// Keeps `download` as the last good object of `name` (without
-    /// `--cache-dir`, in the private directory, for deltas only).
+    /// `--cache-dir`, in the private directory, for deltas and loads on
+    /// demand only).
     pub fn commit(
         &self,
         name: &str,

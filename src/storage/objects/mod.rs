@@ -16,8 +16,9 @@
 //! jittered backoff (`storage/backoff.rs`). At startup with storage unreachable,
 //! the entries of `--cache-dir` serve: that, and keeping each download, is
 //! the cache in front of this source (`cached.rs`). All IO runs on a small
-//! runtime of its own, driven by the reloader thread, away from the request
-//! path.
+//! runtime of its own, driven by the thread that asks (the reloader, or
+//! under a memory budget a load on demand's blocking task), never on the
+//! request path's async workers.
 
 mod cached;
 pub(super) mod client;
@@ -60,7 +61,7 @@ const LIST_PAGE: usize = 1000;
 
 /// A prefix of an object store, polled.
 pub struct ObjectSource {
-    pub(super) store: Arc<dyn ObjectStore>,
+    store: Arc<dyn ObjectStore>,
     prefix: ObjectPath,
     url: String,
     log: Arc<ClientLog>,
@@ -69,8 +70,8 @@ pub struct ObjectSource {
     runtime: Option<tokio::runtime::Runtime>,
     /// Where downloads go and deltas find their base; the cache in front
     /// of this source (`Cached`) keeps and restores entries.
-    pub(super) cache: Arc<Cache>,
-    pub(super) metrics: Arc<Metrics>,
+    cache: Arc<Cache>,
+    metrics: Arc<Metrics>,
     timeout: Duration,
     /// Never held across IO, so `/snapshots` answers during a slow poll.
     state: Mutex<PollState>,
@@ -199,7 +200,7 @@ impl ObjectSource {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(super) fn block_on<T>(&self, future: impl Future<Output = T>) -> T {
+    fn block_on<T>(&self, future: impl Future<Output = T>) -> T {
         self.runtime
             .as_ref()
             .expect("the runtime lives as long as the origin")

@@ -23,9 +23,9 @@ const COMPACT_EVERY: u64 = 64;
 
 const JOURNAL: &str = "journal-";
 
-/// The journal in one directory.
+/// The journal of accepted versions in one directory.
 #[derive(Debug)]
-pub(super) struct Journal {
+pub(super) struct AcceptedJournal {
     dir: PathBuf,
     /// The next batch's number.
     next: AtomicU64,
@@ -33,10 +33,10 @@ pub(super) struct Journal {
     written: AtomicU64,
 }
 
-impl Journal {
+impl AcceptedJournal {
     /// The journal in `dir`, and what it remembers; compacted into one
     /// file if it had several.
-    pub fn open(dir: &Path) -> Result<(Journal, HashMap<String, Accepted>), TrustError> {
+    pub fn open(dir: &Path) -> Result<(AcceptedJournal, HashMap<String, Accepted>), TrustError> {
         let mut accepted = HashMap::new();
         let mut files = Vec::new();
         let mut last = 0;
@@ -75,7 +75,7 @@ impl Journal {
             }
             files.push(path);
         }
-        let journal = Journal {
+        let journal = AcceptedJournal {
             dir: dir.to_owned(),
             next: AtomicU64::new(last + 1),
             written: AtomicU64::new(0),

@@ -111,7 +111,7 @@ pub struct Trust {
     /// Accepted, not yet written to `journal`.
     unwritten: Mutex<Vec<Accepted>>,
     /// `<cache-dir>/accepted`, where accepted versions are remembered.
-    journal: Option<journal::Journal>,
+    journal: Option<journal::AcceptedJournal>,
 }
 
 impl Default for Trust {
@@ -197,7 +197,7 @@ impl Trust {
     pub fn new(keys: TrustedKeys, cache_dir: Option<&Path>) -> Result<Trust, TrustError> {
         let (journal, accepted) = match cache_dir {
             Some(dir) => {
-                let (journal, accepted) = journal::Journal::open(&dir.join(ACCEPTED_DIR))?;
+                let (journal, accepted) = journal::AcceptedJournal::open(&dir.join(ACCEPTED_DIR))?;
                 (Some(journal), accepted)
             }
             None => (None, HashMap::new()),
