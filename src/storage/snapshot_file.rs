@@ -1,5 +1,5 @@
 //! Reading one snapshot file: its name decides whether it is a snapshot at
-//! all, and whether it is gzip. A file is a [`Source`]: the load streams it
+//! all, and whether it is gzip. A file is a [`crate::snapshot::Source`]: the load streams it
 //! (a `.json.gz` is inflated as a stream, never into one buffer); only a
 //! rejected file is read whole, to say exactly why.
 //!

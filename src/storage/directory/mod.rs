@@ -1,9 +1,11 @@
-//! The snapshot directory on disk as a [`Source`]: which names are
+//! The snapshot directory on disk as a [`SnapshotSource`]: which names are
 //! snapshots, what identifies a file's content without reading it, and when
 //! a file is settled enough to be read (at once if it was renamed into
-//! place). Files are read where they lie, so
-//! nothing is kept after a load, and the file watcher, not polling, says
-//! when to look again: the trait's defaults for those do nothing.
+//! place). Files are read where they lie, so no bytes are kept for a load
+//! on demand (`kept` is `None`; under a memory budget, `copies.rs` keeps
+//! them), though a large file that loaded is held open while it serves;
+//! and the file watcher, not polling, says when to look again:
+//! [`ScanBookkeeping`]'s defaults for polling do nothing.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

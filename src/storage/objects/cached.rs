@@ -1,4 +1,4 @@
-//! [`Cached`]: a [`Source`] wrapped in the download cache (`--cache-dir`,
+//! [`Cached`]: a [`SnapshotSource`] (and its [`ScanBookkeeping`]) wrapped in the download cache (`--cache-dir`,
 //! `download_cache.rs`), as quickwit-storage wraps a storage in a cache. The wrapper
 //! answers what the cache can answer and leaves the rest to the source
 //! inside:

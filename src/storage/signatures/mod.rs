@@ -364,7 +364,7 @@ impl Trust {
 
     /// Writes what [`Trust::published`] accepted since the last call into
     /// `--cache-dir`, durably, as one batch of its journal (one `fsync`,
-    /// however many workspaces: [`journal`]). The scan calls it before the
+    /// however many workspaces: `journal.rs`). The scan calls it before the
     /// catalog swap that serves them.
     pub fn persist(&self) {
         let Some(journal) = &self.journal else {
