@@ -17,8 +17,8 @@ impl StorageOrigin {
     /// The source `location` names. A directory must exist; an object
     /// store is not contacted until the first poll. With `copies` (a
     /// memory budget), a directory's files are loaded from private copies
-    /// that outlive them (`directory/copies.rs`); an object store keeps its last good
-    /// downloads anyway.
+    /// that outlive them (`directory/copies.rs`); an object store keeps its
+    /// last good downloads anyway.
     pub fn open(
         location: &Location,
         options: &StorageOptions,

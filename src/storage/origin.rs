@@ -1,12 +1,11 @@
-//! The wall between the scan and storage: [`StorageOrigin`], the handle the scan
-//! (`crate::serve::loader`) holds, over any [`SnapshotSource`] that keeps
-//! [`ScanBookkeeping`]. The scan sees every kind of storage alike: a
-//! listing of names, each with a stamp of its content, and for each
-//! changed name a file on local disk that it loads through the streaming
-//! `SnapshotFile`, so a download costs the same memory as a file dropped
-//! into a directory. A new kind of storage is a new implementation of the
-//! two traits; the scan does not change. The origins `--snapshots` names
-//! are made in `open.rs`.
+//! The wall between the scan and storage: [`StorageOrigin`], the handle the
+//! scan (`crate::serve::loader`) holds, over any [`SnapshotSource`] that keeps
+//! [`ScanBookkeeping`]. The scan sees every kind of storage alike: a listing of
+//! names, each with a stamp of its content, and for each changed name a file on
+//! local disk that it loads through the streaming `SnapshotFile`, so a download
+//! costs the same memory as a file dropped into a directory. A new kind of
+//! storage is a new implementation of the two traits; the scan does not change.
+//! The origins `--snapshots` names are made in `open.rs`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

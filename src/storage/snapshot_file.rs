@@ -1,7 +1,7 @@
-//! Reading one snapshot file: its name decides whether it is a snapshot at
-//! all, and whether it is gzip. A file is a [`crate::snapshot::Source`]: the load streams it
-//! (a `.json.gz` is inflated as a stream, never into one buffer); only a
-//! rejected file is read whole, to say exactly why.
+//! Reading one snapshot file: its name decides whether it is a snapshot at all,
+//! and whether it is gzip. A file is a [`crate::snapshot::Source`]: the load
+//! streams it (a `.json.gz` is inflated as a stream, never into one buffer);
+//! only a rejected file is read whole, to say exactly why.
 //!
 //! A file the scan or a load on demand reads is opened once ([`OpenFile`]):
 //! without blocking (a FIFO or a device named like a snapshot cannot stall

@@ -13,7 +13,8 @@
 //! the new content loses a conflict) and older ones are deleted. A copy
 //! whose load failed is deleted at once. The copies live in
 //! `<cache-dir>/copies`, or in a private temporary directory removed when
-//! the server stops (or by the next one, if it was killed: `storage/private_dirs.rs`).
+//! the server stops (or by the next one, if it was killed:
+//! `storage/private_dirs.rs`).
 //! They take as much disk as the snapshots, up to twice that once every
 //! file has been replaced (the copy before each current one is kept).
 

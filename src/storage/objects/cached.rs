@@ -1,7 +1,7 @@
-//! [`Cached`]: a [`SnapshotSource`] (and its [`ScanBookkeeping`]) wrapped in the download cache (`--cache-dir`,
-//! `download_cache.rs`), as quickwit-storage wraps a storage in a cache. The wrapper
-//! answers what the cache can answer and leaves the rest to the source
-//! inside:
+//! [`Cached`]: a [`SnapshotSource`] (and its [`ScanBookkeeping`]) wrapped in
+//! the download cache (`--cache-dir`, `download_cache.rs`), as quickwit-storage
+//! wraps a storage in a cache. The wrapper answers what the cache can answer
+//! and leaves the rest to the source inside:
 //!
 //! - a fetch of a version the cache holds is the cached file, with no
 //!   request;

@@ -11,14 +11,14 @@
 //!   (`follow_manifest.rs`), and the immutable object named per workspace,
 //!   checked against its SHA-256.
 //!
-//! A failed poll changes nothing that serves: it is logged once per change
-//! of kind, counted, shown in `/snapshots`, and retried with a capped,
-//! jittered backoff (`storage/backoff.rs`). At startup with storage unreachable,
-//! the entries of `--cache-dir` serve: that, and keeping each download, is
-//! the cache in front of this source (`cached.rs`). All IO runs on a small
-//! runtime of its own, driven by the thread that asks (the reloader, or
-//! under a memory budget a load on demand's blocking task), never on the
-//! request path's async workers.
+//! A failed poll changes nothing that serves: it is logged once per change of
+//! kind, counted, shown in `/snapshots`, and retried with a capped, jittered
+//! backoff (`storage/backoff.rs`). At startup with storage unreachable, the
+//! entries of `--cache-dir` serve: that, and keeping each download, is the
+//! cache in front of this source (`cached.rs`). All IO runs on a small runtime
+//! of its own, driven by the thread that asks (the reloader, or under a memory
+//! budget a load on demand's blocking task), never on the request path's async
+//! workers.
 
 mod cached;
 pub(super) mod client;
