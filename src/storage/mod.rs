@@ -25,6 +25,14 @@
 //!   snapshot file read as a stream ([`SnapshotFile`]); `private_dirs.rs`:
 //!   private temporary directories.
 //!
+//! Two words mean one thing each here: a *stamp* ([`EntryStamp`]) is what a
+//! listing gives to tell one content of an entry from another without
+//! reading it (a file's metadata, an object's version), where a
+//! *fingerprint* is the hash of a loaded dataset (`Dataset::fingerprint`);
+//! *facts* ([`ManifestFacts`]) are what a manifest records of a version,
+//! where *claims* are the domain's (`crate::store::claims`,
+//! `crate::snapshot::claims`).
+//!
 //! The manifest and delta formats are `portfolio_wire`'s (re-exported here
 //! as [`manifest`] and [`delta`]): storage reads them, it does not define
 //! them. It knows nothing of the scan (`crate::serve::loader`) that decides
