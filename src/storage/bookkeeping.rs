@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::listing::{EntryStamp, Local};
+use super::listing::{EntryStamp, FetchedFile};
 use portfolio_wire::status::OriginStatus;
 
 /// The scan's bookkeeping with a source. The scan calls from one thread at
@@ -32,7 +32,7 @@ pub trait ScanBookkeeping: Send + Sync {
 
     /// Called once `local` has been loaded (`ok`) or rejected: a source
     /// that downloaded it keeps or deletes it.
-    fn loaded(&self, _name: &str, _local: Local, _ok: bool) {}
+    fn loaded(&self, _name: &str, _local: FetchedFile, _ok: bool) {}
 
     /// Records whether the poll that just ended had trouble that calls for
     /// backing off.
@@ -54,7 +54,7 @@ pub trait ScanBookkeeping: Send + Sync {
     /// (and `copy` not kept) where nothing is kept, or where `gone` no
     /// longer stands for `name`'s content (a newer version took its
     /// place meanwhile: `copy` would then be taken for it).
-    fn kept_instead(&self, _name: &str, _gone: &Path, _copy: Local) -> bool {
+    fn kept_instead(&self, _name: &str, _gone: &Path, _copy: FetchedFile) -> bool {
         false
     }
 

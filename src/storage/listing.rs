@@ -129,7 +129,7 @@ impl Listing {
 
 /// A snapshot's content on local disk, ready to load.
 #[derive(Debug)]
-pub struct Local {
+pub struct FetchedFile {
     pub path: PathBuf,
     /// The name load errors give: the file name, or the object's key.
     pub label: String,
@@ -154,10 +154,10 @@ pub struct Local {
 /// What fetching a changed entry gave.
 #[derive(Debug)]
 // One `Fetch` exists per entry fetched, moved once into the loader: its
-// size does not matter, and boxing `Local` would reach into the loader.
+// size does not matter, and boxing `FetchedFile` would reach into the loader.
 #[allow(clippy::large_enum_variant)]
 pub enum Fetch {
-    Ready(Local),
+    Ready(FetchedFile),
     /// Still being written (a file modified a moment ago), or replaced while
     /// it was fetched: looked at again soon, not judged now.
     Settling,

@@ -3,7 +3,7 @@
 //! `file://`), each a [`SnapshotSource`] (its data: listing, fetching) that
 //! keeps [`ScanBookkeeping`] (what the scan tells it and asks of it), held
 //! by the scan as a [`StorageOrigin`]: a [`Listing`] of names with stamps,
-//! and a [`Local`] file on disk for each changed entry.
+//! and a [`FetchedFile`] on local disk for each changed entry.
 //!
 //! Its rooms:
 //!
@@ -58,7 +58,8 @@ pub use bookkeeping::ScanBookkeeping;
 pub use directory::Directory;
 pub use error::{ErrorKind, ListError, LocationError, OpenError, StorageError};
 pub use listing::{
-    EntryStamp, Fetch, FileStamp, Listing, Local, ManifestFacts, ObjectVersion, SignatureStamp,
+    EntryStamp, Fetch, FetchedFile, FileStamp, Listing, ManifestFacts, ObjectVersion,
+    SignatureStamp,
 };
 pub use location::{Location, StorageOptions};
 pub use objects::download::{DownloadError, Downloaded, Expect, download};

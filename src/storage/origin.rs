@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::bookkeeping::ScanBookkeeping;
 use super::error::ListError;
-use super::listing::{EntryStamp, Fetch, Listing, Local};
+use super::listing::{EntryStamp, Fetch, FetchedFile, Listing};
 use super::signatures::Trust;
 use super::source::SnapshotSource;
 use portfolio_wire::status::OriginStatus;
@@ -81,7 +81,7 @@ impl StorageOrigin {
     }
 
     /// [`ScanBookkeeping::loaded`].
-    pub fn loaded(&self, name: &str, local: Local, ok: bool) {
+    pub fn loaded(&self, name: &str, local: FetchedFile, ok: bool) {
         self.source.loaded(name, local, ok);
     }
 
@@ -101,7 +101,7 @@ impl StorageOrigin {
     }
 
     /// [`ScanBookkeeping::kept_instead`].
-    pub fn kept_instead(&self, name: &str, gone: &Path, copy: Local) -> bool {
+    pub fn kept_instead(&self, name: &str, gone: &Path, copy: FetchedFile) -> bool {
         self.source.kept_instead(name, gone, copy)
     }
 

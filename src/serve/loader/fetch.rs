@@ -17,7 +17,7 @@ use super::verify;
 use crate::snapshot::{self, Loaded};
 use crate::storage::signatures::{Candidate, Listed, Refusal, Signed};
 use crate::storage::{
-    EntryStamp, ErrorKind, Fetch, Local, ManifestFacts, OpenFile, SnapshotFile, StorageError,
+    EntryStamp, ErrorKind, Fetch, FetchedFile, ManifestFacts, OpenFile, SnapshotFile, StorageError,
     StorageOrigin,
 };
 use crate::store::key::from_hex;
@@ -27,7 +27,7 @@ use crate::store::{Dataset, Meta};
 pub struct Fetched {
     pub name: String,
     pub fingerprint: EntryStamp,
-    pub local: Local,
+    pub local: FetchedFile,
     /// Its content, opened once: every read of the load is of this file.
     pub file: Arc<OpenFile>,
     /// When its fetch started: a load's time counts from here.
@@ -141,7 +141,7 @@ fn fetch(
 
 /// The file `local` holds, opened once: as the source opened it (a
 /// directory's file or its private copy), or a download's path now.
-pub fn opened(local: &Local) -> std::io::Result<Arc<OpenFile>> {
+pub fn opened(local: &FetchedFile) -> std::io::Result<Arc<OpenFile>> {
     match &local.file {
         Some(file) => Ok(Arc::clone(file)),
         None => OpenFile::open(&local.path).map(Arc::new),

@@ -14,7 +14,7 @@ use crate::metrics::{Expiries, Metrics};
 use crate::storage::signatures::{
     Candidate, Listed, Refusal, Signed, Statement, Trust, keys_digest, loaded_as_signed,
 };
-use crate::storage::{EntryStamp, Listing, Local};
+use crate::storage::{EntryStamp, FetchedFile, Listing};
 use crate::store::Dataset;
 use crate::store::time::Instant;
 use portfolio_wire::manifest::short;
@@ -35,7 +35,12 @@ pub fn listed(trust: &Trust, name: &str, signed: &BTreeMap<String, Listed>) -> V
 /// and its bytes), or on a version restored from the cache (judged on the
 /// signature it was accepted with). Anything else is unsigned: a prefix
 /// without a manifest has no signatures.
-pub fn fetched(trust: &Trust, name: &str, fingerprint: &EntryStamp, local: &Local) -> Verdict {
+pub fn fetched(
+    trust: &Trust,
+    name: &str,
+    fingerprint: &EntryStamp,
+    local: &FetchedFile,
+) -> Verdict {
     if !trust.enabled() {
         return None;
     }
@@ -55,7 +60,7 @@ pub fn fetched(trust: &Trust, name: &str, fingerprint: &EntryStamp, local: &Loca
 
 /// Once fetched and judged: a version rebuilt from a delta (or kept so)
 /// must be the content its signature names, uncompressed.
-pub fn rebuilt(signed: Signed, local: &Local) -> Result<Signed, Refusal> {
+pub fn rebuilt(signed: Signed, local: &FetchedFile) -> Result<Signed, Refusal> {
     match (&local.plain, &signed.statement().plain_sha256) {
         (Some((_, rebuilt)), Some(named)) if rebuilt != named => Err(Refusal::Mismatch(format!(
             "rebuilt from a delta as content {}, not the signed {}",

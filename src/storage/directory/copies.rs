@@ -27,7 +27,7 @@ use super::Directory;
 use crate::storage::bookkeeping::ScanBookkeeping;
 use crate::storage::error::ListError;
 use crate::storage::error::{ErrorKind, StorageError};
-use crate::storage::listing::{EntryStamp, Fetch, Listing, Local};
+use crate::storage::listing::{EntryStamp, Fetch, FetchedFile, Listing};
 use crate::storage::snapshot_file::OpenFile;
 use crate::storage::source::SnapshotSource;
 
@@ -79,7 +79,7 @@ impl Copies {
     }
 
     /// Copies `local` (the file where it lies) to a fresh private path.
-    fn copy(&self, name: &str, local: Local) -> Fetch {
+    fn copy(&self, name: &str, local: FetchedFile) -> Fetch {
         // A temporary directory may have been cleaned up under us.
         let _ = crate::storage::private_dirs::ensure(&self.dir);
         let n = self.copies.fetch_add(1, Ordering::Relaxed);
@@ -98,7 +98,7 @@ impl Copies {
         };
         let opened = copied.and_then(|len| Ok((len, OpenFile::open(&copy)?)));
         match opened {
-            Ok((len, file)) => Fetch::Ready(Local {
+            Ok((len, file)) => Fetch::Ready(FetchedFile {
                 path: copy,
                 len,
                 download: true,
@@ -152,7 +152,7 @@ impl ScanBookkeeping for Copies {
         self.inner.renamed_into_place(name);
     }
 
-    fn loaded(&self, name: &str, local: Local, ok: bool) {
+    fn loaded(&self, name: &str, local: FetchedFile, ok: bool) {
         if !ok {
             let _ = std::fs::remove_file(&local.path);
             return;
@@ -175,7 +175,7 @@ impl ScanBookkeeping for Copies {
         self.kept_copies().get(name)?.last().cloned()
     }
 
-    fn kept_instead(&self, name: &str, gone: &Path, copy: Local) -> bool {
+    fn kept_instead(&self, name: &str, gone: &Path, copy: FetchedFile) -> bool {
         let mut kept = self.kept_copies();
         let slot = kept
             .get_mut(name)
@@ -210,7 +210,7 @@ mod tests {
         listing.entries[name].as_ref().expect("readable").clone()
     }
 
-    fn fetched(copies: &Copies, name: &str) -> Local {
+    fn fetched(copies: &Copies, name: &str) -> FetchedFile {
         match copies.fetch(name, &stamp(copies, name), None) {
             Fetch::Ready(local) => local,
             _ => panic!("not fetched"),

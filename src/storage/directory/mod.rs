@@ -16,7 +16,7 @@ pub(super) mod copies;
 
 use crate::storage::bookkeeping::ScanBookkeeping;
 use crate::storage::error::{ErrorKind, ListError, OpenError, StorageError};
-use crate::storage::listing::{EntryStamp, Fetch, FileStamp, Listing, Local, SignatureStamp};
+use crate::storage::listing::{EntryStamp, Fetch, FetchedFile, FileStamp, Listing, SignatureStamp};
 use crate::storage::signatures::{FileSigned, SIGNATURE_SUFFIX, read_signature};
 use crate::storage::snapshot_file::{LARGE_SNAPSHOT_FILE_BYTES, OpenFile, is_snapshot_name};
 use crate::storage::source::SnapshotSource;
@@ -141,7 +141,7 @@ impl ScanBookkeeping for Directory {
         }
     }
 
-    fn loaded(&self, name: &str, local: Local, ok: bool) {
+    fn loaded(&self, name: &str, local: FetchedFile, ok: bool) {
         if !ok || local.len < HELD_FROM {
             return;
         }
@@ -247,7 +247,7 @@ fn list_snapshot_files(dir: &Path, verify: bool) -> std::io::Result<Listing> {
 /// A fetched file with its signature file read. Its bytes are hashed as
 /// the load reads them from the file opened here (`SnapshotFile`), and
 /// checked against what the signature names once loaded.
-fn signed(mut local: Local) -> Fetch {
+fn signed(mut local: FetchedFile) -> Fetch {
     local.signed = Some(FileSigned {
         envelope: read_signature(&local.path),
         sha256: None,
@@ -280,7 +280,7 @@ fn fetch(dir: &Path, name: &str, stamp: &FileStamp, whole: bool) -> Fetch {
             ));
         }
     };
-    Fetch::Ready(Local {
+    Fetch::Ready(FetchedFile {
         path,
         label: name.to_owned(),
         len: file.len(),
@@ -393,7 +393,7 @@ mod tests {
         // The length the scan gives counts, not the file's: small files do.
         let local = |name: &str, len: u64| {
             std::fs::write(dir.path().join(name), "{}").unwrap();
-            Local {
+            FetchedFile {
                 path: dir.path().join(name),
                 label: name.to_owned(),
                 len,

@@ -22,7 +22,7 @@ use std::time::Duration;
 use super::download_cache::Cache;
 use crate::storage::bookkeeping::ScanBookkeeping;
 use crate::storage::error::ListError;
-use crate::storage::listing::{EntryStamp, Fetch, Listing, Local};
+use crate::storage::listing::{EntryStamp, Fetch, FetchedFile, Listing};
 use crate::storage::source::SnapshotSource;
 use portfolio_wire::status::OriginStatus;
 
@@ -117,7 +117,7 @@ impl<S: SnapshotSource + ScanBookkeeping> ScanBookkeeping for Cached<S> {
 
     /// A download is the cache's to keep or delete; anything else, the
     /// source's.
-    fn loaded(&self, name: &str, local: Local, ok: bool) {
+    fn loaded(&self, name: &str, local: FetchedFile, ok: bool) {
         if local.download {
             self.cache.settle(name, local, ok);
         } else {
@@ -221,7 +221,7 @@ mod tests {
             from_cache: false,
             from_delta: None,
         };
-        let local = Local {
+        let local = FetchedFile {
             path: download,
             label: "fleet/a.json".to_owned(),
             len: 5,

@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use super::ObjectSource;
 use super::download::{DownloadError, Expect, download};
 use super::download_cache::{Cache, CacheRecord, Plain};
-use crate::storage::listing::{Fetch, Local, ObjectVersion};
+use crate::storage::listing::{Fetch, FetchedFile, ObjectVersion};
 use crate::store::time::utc_now;
 use portfolio_wire::delta::{self, DeltaError};
 use portfolio_wire::manifest::DeltaRef;
@@ -85,7 +85,7 @@ impl ObjectSource {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "object rebuilt from a delta"
         );
-        Some(Fetch::Ready(Local {
+        Some(Fetch::Ready(FetchedFile {
             path: rebuilt.path,
             label: version.key.clone(),
             len: rebuilt.plain.len,

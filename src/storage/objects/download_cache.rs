@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::storage::listing::{EntryStamp, Listing, Local, ObjectVersion};
+use crate::storage::listing::{EntryStamp, FetchedFile, Listing, ObjectVersion};
 use portfolio_wire::status::SourceStatus;
 
 /// What the cache records of one entry.
@@ -163,9 +163,9 @@ impl Cache {
 
     /// The cached copy of `name` at `version`, ready to load, if the cache
     /// holds it.
-    pub fn local(&self, name: &str, version: &ObjectVersion) -> Option<Local> {
+    pub fn local(&self, name: &str, version: &ObjectVersion) -> Option<FetchedFile> {
         let (path, record) = self.lookup(name, version)?;
-        Some(Local {
+        Some(FetchedFile {
             path,
             label: version.key.clone(),
             len: version.size,
@@ -180,7 +180,7 @@ impl Cache {
 
     /// A download that loaded (`ok`) becomes the cached copy of `name`;
     /// one that was rejected is deleted.
-    pub fn settle(&self, name: &str, local: Local, ok: bool) {
+    pub fn settle(&self, name: &str, local: FetchedFile, ok: bool) {
         let (true, Some(source)) = (ok, local.source) else {
             self.discard(&local.path);
             return;

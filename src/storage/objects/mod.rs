@@ -44,7 +44,7 @@ use crate::metrics::Metrics;
 use crate::storage::backoff::PollBackoff;
 use crate::storage::bookkeeping::ScanBookkeeping;
 use crate::storage::error::{ErrorKind, ListError, OpenError, StorageError};
-use crate::storage::listing::{EntryStamp, Fetch, Listing, Local, ObjectVersion};
+use crate::storage::listing::{EntryStamp, Fetch, FetchedFile, Listing, ObjectVersion};
 use crate::storage::location::{self, StorageOptions};
 use crate::storage::snapshot_file::is_snapshot_name;
 use crate::storage::source::SnapshotSource;
@@ -605,7 +605,7 @@ impl SnapshotSource for ObjectSource {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "object downloaded"
         );
-        Fetch::Ready(Local {
+        Fetch::Ready(FetchedFile {
             path,
             label: version.key.clone(),
             len: downloaded.len,
