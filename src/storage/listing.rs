@@ -106,11 +106,11 @@ pub struct Listing {
 }
 
 /// What a manifest records of a workspace's current version, enough for a
-/// catalog without downloading it: unverified until a signature vouches for
-/// it. ("Facts", not "claims": the claims are the domain's, a version's
-/// hold on a workspace and its keys in a conflict, `crate::store::claims`,
-/// and what a snapshot file says of itself, `crate::snapshot::claims`,
-/// read within the loader's `CLAIMS_MAX_VALUE`.)
+/// catalog without downloading it, as the manifest says it (storage verifies
+/// none of it). ("Facts", not "claims": the claims are the domain's, a
+/// version's hold on a workspace and its keys in a conflict,
+/// `crate::store::claims`, and what a snapshot file says of itself,
+/// `crate::snapshot::claims`, read within the loader's `CLAIMS_MAX_VALUE`.)
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ManifestFacts {
     /// The snapshot's own version (`X-Snapshot-Version`).
