@@ -56,7 +56,7 @@ pub async fn run(
         metrics = metrics.with_budget(budget);
     }
     if config.storage.trust.enabled() {
-        metrics = metrics.with_signatures(&crate::storage::trust::Refusal::KINDS);
+        metrics = metrics.with_signatures(&crate::storage::signatures::Refusal::KINDS);
         let trust = &config.storage.trust;
         tracing::info!(
             trusted_keys = %trust.key_ids().join(","),
@@ -85,7 +85,7 @@ pub async fn run(
             );
         }
     }
-    let origin = crate::storage::Origin::open(
+    let origin = crate::storage::StorageOrigin::open(
         &config.snapshots,
         &config.storage,
         Arc::clone(&metrics),

@@ -9,7 +9,7 @@
 //!   hidden `..data` symlink. A burst of events is one scan: 15 ms after
 //!   its last if it was renames into place alone (each such file is read
 //!   without waiting for it to settle: a rename is atomic, so its content
-//!   is whole; the source is told, `Source::renamed_into_place`), 100 ms
+//!   is whole; the source is told, `ScanBookkeeping::renamed_into_place`), 100 ms
 //!   after it otherwise (a write in place);
 //! - the poll interval passes, with `--poll-interval` (network filesystems
 //!   and some container volumes deliver no events);
@@ -20,7 +20,7 @@
 //!
 //! An object store has no events: it is polled, every `--poll-interval`
 //! (10 s by default) jittered by ±20%, and less often while it fails
-//! (`storage::Origin::next_poll`).
+//! (`storage::StorageOrigin::next_poll`).
 
 use std::path::Path;
 use std::sync::Arc;

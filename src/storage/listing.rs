@@ -1,5 +1,5 @@
 //! What a listing of a snapshot source says: each entry's name and the
-//! fingerprint of its content, and for a changed entry its content on
+//! stamp of its content, and for a changed entry its content on
 //! local disk, ready to load.
 
 use std::collections::BTreeMap;
@@ -8,14 +8,17 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::error::StorageError;
-use super::file::OpenFile;
-use super::trust::{FileSigned, Listed};
+use super::signatures::{FileSigned, Listed};
+use super::snapshot_file::OpenFile;
 use portfolio_wire::status::SourceStatus;
 
-/// What identifies an entry's content without reading it.
+/// What identifies an entry's content without reading it, as the listing
+/// gives it: a file's metadata, or an object's version. (A stamp, not a
+/// fingerprint: a fingerprint is a hash of a loaded dataset's content,
+/// `Dataset::fingerprint`, which the API's ETags are made of.)
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Fingerprint {
-    File(FileFingerprint),
+pub enum EntryStamp {
+    File(FileStamp),
     Object(ObjectVersion),
 }
 
@@ -23,7 +26,7 @@ pub enum Fingerprint {
 /// changes the inode, a rewrite the size or the change time, a Kubernetes
 /// `..data` flip the inode behind the symlink.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FileFingerprint {
+pub struct FileStamp {
     pub len: u64,
     pub modified: Option<SystemTime>,
     pub changed: (i64, i64),
@@ -65,24 +68,24 @@ impl PartialEq for ObjectVersion {
 
 impl Eq for ObjectVersion {}
 
-impl Fingerprint {
+impl EntryStamp {
     /// When the content was written, as far as the source tells;
     /// `UNIX_EPOCH` when it does not.
     pub fn written(&self) -> SystemTime {
         let written = match self {
-            Fingerprint::File(file) => file.modified,
-            Fingerprint::Object(object) => object.written,
+            EntryStamp::File(file) => file.modified,
+            EntryStamp::Object(object) => object.written,
         };
         written.unwrap_or(SystemTime::UNIX_EPOCH)
     }
 }
 
-/// The entries of a source by name, each with its fingerprint or why it
+/// The entries of a source by name, each with its stamp or why it
 /// cannot be read (a directory's file that cannot be stat'ed; the scan
 /// rejects it with this reason).
 #[derive(Debug, Default)]
 pub struct Listing {
-    pub entries: BTreeMap<String, Result<Fingerprint, std::io::Error>>,
+    pub entries: BTreeMap<String, Result<EntryStamp, std::io::Error>>,
     /// Names that are not snapshots (other endings, dot-names).
     pub ignored: usize,
     /// Each name is the id of the workspace it serves (a manifest lists
@@ -91,20 +94,25 @@ pub struct Listing {
     /// Object storage: read from storage by this poll, rather than restored
     /// from the cache while storage is unreachable.
     pub fresh: bool,
-    /// A manifest: what each entry's current version claims, where the
-    /// manifest records it (versions published by builds that recorded
-    /// key hashes): a catalog under a memory budget is made from these
+    /// A manifest: what it records of each entry's current version, where
+    /// it records its key hashes (versions published by builds that
+    /// recorded them): a catalog under a memory budget is made from these
     /// without downloading a snapshot.
-    pub claims: BTreeMap<String, Claims>,
+    pub facts: BTreeMap<String, ManifestFacts>,
     /// A manifest: what each entry's current version is, with its
     /// signature if it has one, for the verdict of `--trust-key`
-    /// ([`super::trust`]).
+    /// ([`super::signatures`]).
     pub signed: BTreeMap<String, Listed>,
 }
 
-/// What a manifest says a workspace's current version claims.
+/// What a manifest records of a workspace's current version, enough for a
+/// catalog without downloading it, as the manifest says it (storage verifies
+/// none of it). ("Facts", not "claims": the claims are the domain's, a
+/// version's hold on a workspace and its keys in a conflict,
+/// `crate::store::claims`, and what a snapshot file says of itself,
+/// `crate::snapshot::claims`, read within the loader's `CLAIMS_MAX_VALUE`.)
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Claims {
+pub struct ManifestFacts {
     /// The snapshot's own version (`X-Snapshot-Version`).
     pub version: String,
     /// The SHA-256 of each API key, lower-case hex.
@@ -121,7 +129,7 @@ impl Listing {
 
 /// A snapshot's content on local disk, ready to load.
 #[derive(Debug)]
-pub struct Local {
+pub struct FetchedFile {
     pub path: PathBuf,
     /// The name load errors give: the file name, or the object's key.
     pub label: String,
@@ -130,7 +138,7 @@ pub struct Local {
     pub source: Option<SourceStatus>,
     /// A fresh download: kept in the cache if it loads, removed otherwise.
     pub download: bool,
-    /// When the content was written ([`Fingerprint::written`]).
+    /// When the content was written ([`EntryStamp::written`]).
     pub written: Option<SystemTime>,
     /// Rebuilt from a delta: the object's content uncompressed, its
     /// length and SHA-256 (kept as the next delta's base).
@@ -146,10 +154,10 @@ pub struct Local {
 /// What fetching a changed entry gave.
 #[derive(Debug)]
 // One `Fetch` exists per entry fetched, moved once into the loader: its
-// size does not matter, and boxing `Local` would reach into the loader.
+// size does not matter, and boxing `FetchedFile` would reach into the loader.
 #[allow(clippy::large_enum_variant)]
 pub enum Fetch {
-    Ready(Local),
+    Ready(FetchedFile),
     /// Still being written (a file modified a moment ago), or replaced while
     /// it was fetched: looked at again soon, not judged now.
     Settling,

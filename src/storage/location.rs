@@ -16,9 +16,9 @@ use object_store::{ClientConfigKey, ObjectStore, ObjectStoreScheme};
 use url::Url;
 
 use super::backoff::request_retries;
-use super::client::{ClientLog, Connector};
 use super::error::{LocationError, OpenError};
 use crate::metrics::Metrics;
+use crate::storage::objects::client::{ClientLog, Connector};
 
 /// What `--snapshots` names, typed once by the command line (clap's
 /// `value_parser`) so that nothing later parses text: a directory, or the
@@ -108,12 +108,14 @@ pub struct StorageOptions {
     /// Bound of one listing or manifest request, and of a download that
     /// stops sending bytes.
     pub timeout: Duration,
-    /// Where downloads are kept, the last good object of each entry; `None`
-    /// downloads to a private temporary directory and keeps nothing.
+    /// Where downloads are kept, the last good object of each entry, for a
+    /// restart (and under a memory budget, a directory's private copies,
+    /// in `copies/`); `None`: a private temporary directory, removed when
+    /// the server stops, so that nothing is kept past the process.
     pub cache_dir: Option<PathBuf>,
     /// `--trust-key`: what is verified before it loads, and what was
-    /// accepted ([`super::trust`]); off by default.
-    pub trust: Arc<super::trust::Trust>,
+    /// accepted ([`super::signatures`]); off by default.
+    pub trust: Arc<super::signatures::Trust>,
 }
 
 impl Default for StorageOptions {
@@ -334,7 +336,8 @@ pub fn display(url: &Url) -> String {
     shown.to_string()
 }
 
-/// Connections time out after 5 s; a response that stops sending bytes for
+/// Connections time out after 5 s (or `timeout`, if shorter); a response
+/// that stops sending bytes for
 /// `timeout` fails; a whole request may take an hour (a large download on a
 /// slow link), listings are bounded by `timeout` by the caller.
 fn client_settings(timeout: Duration) -> Vec<(ClientConfigKey, String)> {

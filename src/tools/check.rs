@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::snapshot::{self, SnapshotError};
-use crate::storage::trust::{self, Refusal, Trust, loaded_as_signed, read_file_signature};
+use crate::storage::signatures::{self, Refusal, Trust, loaded_as_signed, read_file_signature};
 use crate::storage::{SnapshotFile, is_snapshot_name};
 use crate::store::claims::{self, Claim, Holders};
 use crate::store::key::{KeyHash, to_hex};
@@ -71,7 +71,7 @@ pub fn signatures(
         let verdict = read_file_signature(&file.path)
             .map_err(|e| Refusal::Malformed(format!("cannot read {}: {e}", file.name)))
             .and_then(|signed| {
-                let judged = trust.judge(trust::Claim::File(&signed), SystemTime::now());
+                let judged = trust.judge(signatures::Candidate::File(&signed), SystemTime::now());
                 judged.unwrap_or(Err(Refusal::Unsigned))
             })
             .and_then(|signed| {
@@ -85,7 +85,7 @@ pub fn signatures(
                     "{}: signed by key {}, revision {}, expires {}",
                     file.name,
                     signed.verified.key_id,
-                    trust::file_revision(statement.revision),
+                    signatures::file_revision(statement.revision),
                     statement.expires_at
                 );
             }
@@ -185,7 +185,7 @@ impl Checker {
             let before = ignored.len();
             ignored.retain(|name| {
                 !name
-                    .strip_suffix(trust::SIGNATURE_SUFFIX)
+                    .strip_suffix(signatures::SIGNATURE_SUFFIX)
                     .is_some_and(|file| {
                         snapshots.binary_search_by(|s| s.as_str().cmp(file)).is_ok()
                     })

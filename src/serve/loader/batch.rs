@@ -56,10 +56,10 @@ impl Batch {
 mod tests {
     use super::*;
     use crate::snapshot::SnapshotError;
-    use crate::storage::{FileFingerprint, Fingerprint};
+    use crate::storage::{EntryStamp, FileStamp};
 
     fn read(bytes: u64) -> ReadResult {
-        let fingerprint = Fingerprint::File(FileFingerprint {
+        let fingerprint = EntryStamp::File(FileStamp {
             len: bytes,
             modified: None,
             changed: (0, 0),

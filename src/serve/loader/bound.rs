@@ -15,7 +15,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 
 use super::demand::Kept;
 use super::limit;
-use crate::storage::Fingerprint;
+use crate::storage::EntryStamp;
 
 /// The share of the budget that loads in flight may take at once: a
 /// quarter lets a few workspaces of a tenth of the budget load side by
@@ -74,8 +74,8 @@ pub fn estimate(kept: &Kept) -> u64 {
             name, fingerprint, ..
         } => {
             let len = match fingerprint {
-                Fingerprint::File(file) => file.len,
-                Fingerprint::Object(object) => object.size,
+                EntryStamp::File(file) => file.len,
+                EntryStamp::Object(object) => object.size,
             };
             (len, name.clone())
         }

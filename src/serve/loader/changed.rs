@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::files::{FileEntry, Files, log_rejected};
-use crate::storage::{Fingerprint, Listing};
+use crate::storage::{EntryStamp, Listing};
 use crate::store::Dataset;
 
 /// The entries that left the listing but may have a successor in it, by
@@ -22,7 +22,7 @@ pub struct Changes {
     /// Names listed that cannot be read (already rejected in their entry).
     pub unreadable: Vec<String>,
     /// Entries whose content changed since it was last read.
-    pub to_read: Vec<(String, Fingerprint)>,
+    pub to_read: Vec<(String, EntryStamp)>,
     /// Entries gone that serve on until their successor loads.
     pub successors: Successors,
 }
@@ -118,10 +118,7 @@ fn forget(files: &mut Files, present: impl Fn(&str) -> bool) -> Removed {
 /// names that look like a snapshot but cannot be read (a dangling symlink,
 /// a directory, no permission): those are rejected here, once, and the
 /// previous version, if any, keeps serving.
-fn changed_files(
-    files: &mut Files,
-    present: &Listing,
-) -> (Vec<(String, Fingerprint)>, Vec<String>) {
+fn changed_files(files: &mut Files, present: &Listing) -> (Vec<(String, EntryStamp)>, Vec<String>) {
     let mut to_read = Vec::new();
     let mut unreadable = Vec::new();
     for (name, fingerprint) in &present.entries {

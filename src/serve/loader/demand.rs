@@ -22,8 +22,8 @@ use std::sync::Arc;
 use super::load;
 use crate::metrics::Metrics;
 use crate::snapshot::Loaded;
-use crate::storage::trust::Signed;
-use crate::storage::{Fetch, Fingerprint, OpenFile, Origin};
+use crate::storage::signatures::Signed;
+use crate::storage::{EntryStamp, Fetch, OpenFile, StorageOrigin};
 use crate::store::Dataset;
 
 /// Where the bytes of a version lie, for a load on demand.
@@ -42,13 +42,13 @@ pub enum Kept {
         /// A directory's private copy: the entry and fingerprint it was
         /// copied from, to copy again should the copy be deleted under the
         /// server (`None` elsewhere: nothing to fall back to).
-        copied_from: Option<(String, Fingerprint)>,
+        copied_from: Option<(String, EntryStamp)>,
     },
     /// Not read yet: the entry `name` of the source at `fingerprint`, as a
     /// manifest lists it.
     Listed {
         name: String,
-        fingerprint: Fingerprint,
+        fingerprint: EntryStamp,
         /// Under `--trust-key`: the signature its version was accepted with.
         signed: Option<Signed>,
     },
@@ -79,7 +79,7 @@ pub struct Demanded {
 pub fn load(
     kept: &Kept,
     hollow: &Dataset,
-    origin: &Origin,
+    origin: &StorageOrigin,
     precompress: bool,
     metrics: &Metrics,
 ) -> Result<Demanded, Unavailable> {
@@ -187,10 +187,10 @@ pub fn load(
 /// version by now, gone too, being written).
 fn copy_again(
     name: &str,
-    fingerprint: &Fingerprint,
+    fingerprint: &EntryStamp,
     gone: &Path,
     hollow: &Dataset,
-    origin: &Origin,
+    origin: &StorageOrigin,
     signed: Option<&Signed>,
     metrics: &Metrics,
 ) -> Result<(Loaded, Option<Kept>), String> {

@@ -15,9 +15,10 @@ use super::files::{self, Files};
 use super::load::{CLAIMS_MAX_VALUE, ReadResult};
 use super::verify;
 use crate::snapshot::{self, Loaded};
-use crate::storage::trust::{Claim, Listed, Refusal, Signed};
+use crate::storage::signatures::{Candidate, Listed, Refusal, Signed};
 use crate::storage::{
-    Claims, ErrorKind, Fetch, Fingerprint, Local, OpenFile, Origin, SnapshotFile, StorageError,
+    EntryStamp, ErrorKind, Fetch, FetchedFile, ManifestFacts, OpenFile, SnapshotFile, StorageError,
+    StorageOrigin,
 };
 use crate::store::key::from_hex;
 use crate::store::{Dataset, Meta};
@@ -25,8 +26,8 @@ use crate::store::{Dataset, Meta};
 /// An entry fetched to local disk, to be loaded.
 pub struct Fetched {
     pub name: String,
-    pub fingerprint: Fingerprint,
-    pub local: Local,
+    pub fingerprint: EntryStamp,
+    pub local: FetchedFile,
     /// Its content, opened once: every read of the load is of this file.
     pub file: Arc<OpenFile>,
     /// When its fetch started: a load's time counts from here.
@@ -48,16 +49,16 @@ pub enum Unfetched {
     /// with what it claims where its statement vouches for that
     /// (`verify::refused_claims`). (Boxed: rare, and it would make every
     /// fetch's result as large.)
-    Refused(Box<(String, Fingerprint, Refusal, Option<Dataset>)>),
+    Refused(Box<(String, EntryStamp, Refusal, Option<Dataset>)>),
 }
 
 /// Fetches each of `entries` as the iterator is advanced: the loads ask
 /// for the next entry when they can take it, so a download does not wait
 /// on disk long before its load.
 pub fn each<'a>(
-    origin: &'a Origin,
+    origin: &'a StorageOrigin,
     files: &'a Mutex<Files>,
-    entries: Vec<(String, Fingerprint)>,
+    entries: Vec<(String, EntryStamp)>,
     signed: &'a BTreeMap<String, Listed>,
 ) -> impl ExactSizeIterator<Item = Result<Fetched, Unfetched>> + 'a {
     entries
@@ -67,10 +68,10 @@ pub fn each<'a>(
 
 /// Fetches one entry: ready to load, or what stands in the way.
 fn fetch(
-    origin: &Origin,
+    origin: &StorageOrigin,
     files: &Mutex<Files>,
     name: String,
-    fingerprint: Fingerprint,
+    fingerprint: EntryStamp,
     signed: &BTreeMap<String, Listed>,
 ) -> Result<Fetched, Unfetched> {
     let started = Clock::now();
@@ -79,7 +80,7 @@ fn fetch(
     if let Some(Err(refusal)) = listed {
         let claims = signed.get(&name).and_then(|listed| {
             let read = || listed_claims(&name, &fingerprint, listed);
-            verify::refused_claims(origin.trust(), Claim::Listed(listed), read)
+            verify::refused_claims(origin.trust(), Candidate::Listed(listed), read)
         });
         let refused = (name, fingerprint, refusal, claims);
         return Err(Unfetched::Refused(Box::new(refused)));
@@ -113,7 +114,7 @@ fn fetch(
                             let opened = SnapshotFile::opened(file, &local.path, &local.label);
                             snapshot::claims(&local.label, &opened, CLAIMS_MAX_VALUE)
                         };
-                        verify::refused_claims(origin.trust(), Claim::File(file_signed), read)
+                        verify::refused_claims(origin.trust(), Candidate::File(file_signed), read)
                     });
                     origin.loaded(&name, local, false);
                     let refused = (name, fingerprint, refusal, claims);
@@ -140,7 +141,7 @@ fn fetch(
 
 /// The file `local` holds, opened once: as the source opened it (a
 /// directory's file or its private copy), or a download's path now.
-pub fn opened(local: &Local) -> std::io::Result<Arc<OpenFile>> {
+pub fn opened(local: &FetchedFile) -> std::io::Result<Arc<OpenFile>> {
     match &local.file {
         Some(file) => Ok(Arc::clone(file)),
         None => OpenFile::open(&local.path).map(Arc::new),
@@ -157,11 +158,11 @@ pub fn opened(local: &Local) -> std::io::Result<Arc<OpenFile>> {
 /// covers the claimed keys) is taken from its claims; any other is fetched,
 /// and there refused.
 pub fn listed(
-    entries: Vec<(String, Fingerprint)>,
-    claims: &BTreeMap<String, Claims>,
-    origin: &Origin,
+    entries: Vec<(String, EntryStamp)>,
+    claims: &BTreeMap<String, ManifestFacts>,
+    origin: &StorageOrigin,
     signed: &BTreeMap<String, Listed>,
-) -> (Vec<(String, Fingerprint)>, Vec<ReadResult>) {
+) -> (Vec<(String, EntryStamp)>, Vec<ReadResult>) {
     let mut to_fetch = Vec::new();
     let mut listed = Vec::new();
     for (name, fingerprint) in entries {
@@ -185,8 +186,8 @@ pub fn listed(
         match hollow {
             Some((dataset, signed)) => listed.push(ReadResult {
                 bytes: match &fingerprint {
-                    Fingerprint::Object(object) => object.size,
-                    Fingerprint::File(file) => file.len,
+                    EntryStamp::Object(object) => object.size,
+                    EntryStamp::File(file) => file.len,
                 },
                 name,
                 fingerprint,
@@ -211,8 +212,8 @@ pub fn listed(
 /// What a manifest lists of the workspace `name` at `fingerprint` (its
 /// version and key hashes) as a hollow dataset; `None` where it lists no
 /// key hashes.
-fn listed_claims(name: &str, fingerprint: &Fingerprint, listed: &Listed) -> Option<Dataset> {
-    let claims = Claims {
+fn listed_claims(name: &str, fingerprint: &EntryStamp, listed: &Listed) -> Option<Dataset> {
+    let claims = ManifestFacts {
         version: listed.version.clone(),
         key_hashes: listed.key_hashes.clone()?,
         limits: None,
@@ -224,8 +225,8 @@ fn listed_claims(name: &str, fingerprint: &Fingerprint, listed: &Listed) -> Opti
 /// hollow dataset limited by `limits`; `None` if a key hash is not one.
 fn hollow(
     name: &str,
-    fingerprint: &Fingerprint,
-    claims: &Claims,
+    fingerprint: &EntryStamp,
+    claims: &ManifestFacts,
     limits: Option<crate::store::limits::WorkspaceLimits>,
 ) -> Option<Dataset> {
     let key_hashes = claims
@@ -235,7 +236,7 @@ fn hollow(
         .collect::<Option<Vec<_>>>()?;
     // The object's identity stands for its content until it is read.
     let mut hasher = rustc_hash::FxHasher::default();
-    if let Fingerprint::Object(object) = fingerprint {
+    if let EntryStamp::Object(object) = fingerprint {
         hasher.write(object.tag.as_bytes());
     }
     Some(Dataset::hollow_of(Meta {
@@ -253,7 +254,7 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::*;
-    use crate::storage::trust::{Named, Statement, Trust, TrustedKeys};
+    use crate::storage::signatures::{Named, Statement, Trust, TrustedKeys};
     use crate::storage::{Directory, ObjectVersion};
     use crate::store::limits::WorkspaceLimits;
     use portfolio_wire::signed::SecretKey;
@@ -298,12 +299,12 @@ mod tests {
             revision: Some(2),
         };
         // The record's copy, edited by whoever can write the bucket.
-        let claims = Claims {
+        let claims = ManifestFacts {
             version: "v1".into(),
             key_hashes: vec![key_hash],
             limits: limits(1_000_000),
         };
-        let fingerprint = Fingerprint::Object(ObjectVersion {
+        let fingerprint = EntryStamp::Object(ObjectVersion {
             key: "p/objects/ws.json.gz".into(),
             tag: "cd".repeat(32),
             size: 10,
@@ -314,7 +315,7 @@ mod tests {
         let claims = BTreeMap::from([("ws".to_owned(), claims)]);
         let dir = tempfile::tempdir().unwrap();
         let limited_by = |trust: Option<Arc<Trust>>| {
-            let mut origin = Origin::new(Directory::open(dir.path()).unwrap());
+            let mut origin = StorageOrigin::new(Directory::open(dir.path()).unwrap());
             if let Some(trust) = trust {
                 origin = origin.trusting(trust);
             }
@@ -369,14 +370,14 @@ mod tests {
         let trust = Arc::new(Trust::new(keys, None).unwrap());
         let newer = listed_at(3, vec![key_hash.clone()], &signer);
         let accepted = trust
-            .judge(Claim::Listed(&newer), SystemTime::now())
+            .judge(Candidate::Listed(&newer), SystemTime::now())
             .unwrap();
         trust.published([&accepted.unwrap()]);
 
         let dir = tempfile::tempdir().unwrap();
-        let origin = Origin::new(Directory::open(dir.path()).unwrap()).trusting(trust);
+        let origin = StorageOrigin::new(Directory::open(dir.path()).unwrap()).trusting(trust);
         let files = Mutex::new(Files::new());
-        let fingerprint = Fingerprint::Object(ObjectVersion {
+        let fingerprint = EntryStamp::Object(ObjectVersion {
             key: "p/objects/ws.json.gz".into(),
             tag: "cd".repeat(32),
             size: 10,

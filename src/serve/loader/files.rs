@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use crate::metrics::Fleet;
-use crate::storage::trust::Signed;
-use crate::storage::{Fingerprint, Listing, StorageError};
+use crate::storage::signatures::Signed;
+use crate::storage::{EntryStamp, Listing, StorageError};
 use crate::store::Dataset;
 use crate::store::key::KeyHash;
 use crate::store::time::{Instant, utc_now};
@@ -19,7 +19,7 @@ pub use portfolio_wire::status::FileStatus;
 /// One snapshot file as the loader knows it.
 pub struct FileEntry {
     /// The content last read; `None` to read the file again on the next scan.
-    pub fingerprint: Option<Fingerprint>,
+    pub fingerprint: Option<EntryStamp>,
     pub status: FileStatus,
     /// The dataset this file serves, if any; kept when a newer content of
     /// the file is rejected, so the previous version keeps serving.

@@ -18,7 +18,7 @@ use super::files::Files;
 use super::resident::{Kept, Resident};
 use super::settle::Settled;
 use super::warm::Repacks;
-use crate::storage::Origin;
+use crate::storage::StorageOrigin;
 use crate::store::Dataset;
 
 /// Hollows out what `settled` loaded; the ones that stay resident start
@@ -28,7 +28,7 @@ pub fn out(
     files: &mut Files,
     settled: &Settled,
     resident: &Resident,
-    origin: &Origin,
+    origin: &StorageOrigin,
     precompress: bool,
 ) -> Repacks {
     let mut repacks = Repacks::default();

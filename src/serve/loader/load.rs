@@ -15,8 +15,8 @@ use super::limit::{Ledger, MemoryLimit, json_bytes};
 use super::verify;
 use crate::metrics::Metrics;
 use crate::snapshot::{self, Loaded, SnapshotError};
-use crate::storage::trust::Signed;
-use crate::storage::{Fingerprint, Origin, SnapshotFile, SourceStatus, StorageError};
+use crate::storage::signatures::Signed;
+use crate::storage::{EntryStamp, SnapshotFile, SourceStatus, StorageError, StorageOrigin};
 use crate::store::{Dataset, Previous};
 
 /// Files at least this large load alone, on the reloader thread.
@@ -32,7 +32,7 @@ const LARGE_FILE: u64 = 100 << 20;
 /// What loading needs of the scan.
 pub struct Loading<'a> {
     /// Where the entries come from: a load is judged against it.
-    pub origin: &'a Origin,
+    pub origin: &'a StorageOrigin,
     pub metrics: &'a Metrics,
     /// Files whose load would not fit are refused before they are built.
     pub memory: MemoryLimit,
@@ -84,7 +84,7 @@ impl Loading<'_> {
 /// What loading one changed entry gave.
 pub struct ReadResult {
     pub name: String,
-    pub fingerprint: Fingerprint,
+    pub fingerprint: EntryStamp,
     /// The size of what was read.
     pub bytes: u64,
     pub result: Result<Loaded, SnapshotError>,

@@ -1,4 +1,4 @@
-//! The loader: the scan over a snapshot source ([`crate::storage::Origin`],
+//! The loader: the scan over a snapshot source ([`crate::storage::StorageOrigin`],
 //! a directory or a prefix of an object store). It knows which entries are
 //! there, what each one loaded (or why it was rejected), resolves conflicts
 //! between them and publishes the resulting catalog. How bytes arrive is
@@ -7,7 +7,7 @@
 //! [`Snapshots::scan`] is one pipeline, each step a function in a file
 //! named for it, from values to values:
 //!
-//! 1. list: `Origin::list`, the entries and their fingerprints;
+//! 1. list: `StorageOrigin::list`, the entries and their fingerprints;
 //! 2. what changed (`changed.rs`): entries gone, entries to read;
 //! 3. fetch (`fetch.rs`): each changed entry onto local disk, in order;
 //! 4. load (`load.rs`): each built through [`crate::snapshot::load_following`]
@@ -44,7 +44,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant as Clock, SystemTime};
 
 use crate::metrics::{Fleet, Metrics};
-use crate::storage::{Fingerprint, ListError, Listing, Origin};
+use crate::storage::{EntryStamp, ListError, Listing, StorageOrigin};
 use crate::store::{Dataset, Store};
 use batch::{Batch, SETTLE_SHARE};
 use changed::Removed;
@@ -121,7 +121,7 @@ impl Retired {
 
 /// The snapshot source and the state of every entry in it.
 pub struct Snapshots {
-    origin: Arc<Origin>,
+    origin: Arc<StorageOrigin>,
     store: Arc<Store>,
     metrics: Arc<Metrics>,
     /// Per-file state, by file name. A std mutex: it is held only to read or
@@ -150,7 +150,7 @@ pub struct Snapshots {
 
 impl Snapshots {
     pub fn new(
-        origin: Arc<Origin>,
+        origin: Arc<StorageOrigin>,
         store: Arc<Store>,
         metrics: Arc<Metrics>,
         memory: MemoryLimit,
@@ -175,7 +175,7 @@ impl Snapshots {
         }
     }
 
-    pub fn origin(&self) -> &Origin {
+    pub fn origin(&self) -> &StorageOrigin {
         &self.origin
     }
 
@@ -296,10 +296,10 @@ impl Snapshots {
         // 3 to 7 under a memory budget for what a manifest describes: not
         // fetched; what it claims settles and serves hollow at once, and a
         // request loads it.
-        if self.resident.is_some() && !present.claims.is_empty() {
+        if self.resident.is_some() && !present.facts.is_empty() {
             let listed_now;
             (to_read, listed_now) =
-                fetch::listed(to_read, &present.claims, &self.origin, &present.signed);
+                fetch::listed(to_read, &present.facts, &self.origin, &present.signed);
             if !listed_now.is_empty() {
                 let settled = self.settle_read(listed_now, &mut successors);
                 to_read.extend(listed(&present, report.add(settled)));
@@ -473,7 +473,7 @@ impl Snapshots {
 
 /// The names of `names` that the listing holds, with their fingerprints.
 /// (A file read again wins the claim it won before, so this ends.)
-fn listed(present: &Listing, names: Vec<String>) -> Vec<(String, Fingerprint)> {
+fn listed(present: &Listing, names: Vec<String>) -> Vec<(String, EntryStamp)> {
     names
         .into_iter()
         .filter_map(|name| match present.entries.get(&name) {

@@ -18,7 +18,7 @@ use url::Url;
 
 use super::{MemoryLimit, Snapshots};
 use crate::metrics::Metrics;
-use crate::storage::{Location, Origin, StorageOptions};
+use crate::storage::{Location, StorageOptions, StorageOrigin};
 use crate::store::Store;
 use portfolio_wire::manifest::v1::Manifest;
 use portfolio_wire::manifest::{MAX_CHANGES, Record, Root, Version, record_path};
@@ -74,7 +74,7 @@ impl Fixture {
             cache_dir: cache_dir.map(ToOwned::to_owned),
             ..StorageOptions::default()
         };
-        let origin = Origin::over_store(
+        let origin = StorageOrigin::over_store(
             Arc::clone(&store) as Arc<dyn ObjectStore>,
             "fleet",
             "memory:///fleet/".to_owned(),
@@ -470,7 +470,8 @@ fn downloads_are_cached_and_serve_while_storage_is_unreachable() {
         ..StorageOptions::default()
     };
     let url = Url::parse("s3://bucket/fleet/").unwrap();
-    let origin = Origin::open(&Location::Url(url), &options, Arc::clone(&metrics), false).unwrap();
+    let origin =
+        StorageOrigin::open(&Location::Url(url), &options, Arc::clone(&metrics), false).unwrap();
     let catalog = Arc::new(Store::default());
     let snapshots = Snapshots::new(
         Arc::new(origin),

@@ -6,7 +6,7 @@
 use super::files::Files;
 use super::settle::Settled;
 use crate::metrics::Metrics;
-use crate::storage::Origin;
+use crate::storage::StorageOrigin;
 use crate::store::{Catalog, Store};
 
 /// Publishes what serves after `settled`.
@@ -15,7 +15,7 @@ pub fn publish(
     settled: &Settled,
     store: &Store,
     metrics: &Metrics,
-    origin: &Origin,
+    origin: &StorageOrigin,
 ) {
     log_loaded(files, &settled.loaded);
     let catalog = Catalog::new(files.values().filter_map(|e| e.dataset.clone()));

@@ -9,7 +9,7 @@
 //! policy, CLOCK-PRO-like with ghosts, keeps a workspace used once from
 //! pushing out one used often: `examples/cache_policy.rs`). A request for
 //! a workspace that is not resident loads it from the bytes its version
-//! was validated from ([`crate::storage::Source::kept`]); concurrent
+//! was validated from ([`crate::storage::ScanBookkeeping::kept`]); concurrent
 //! requests for it share that one load (the cache's placeholder: one
 //! loader per key, the others wait for its value). What the scan loads
 //! of a resident workspace replaces it here at once, as without a budget.
@@ -43,7 +43,7 @@ use super::bound::{self, LoadBound};
 use super::demand::{self, Demanded};
 pub use super::demand::{Kept, Unavailable};
 use crate::metrics::Metrics;
-use crate::storage::Origin;
+use crate::storage::StorageOrigin;
 use crate::store::Dataset;
 
 /// Bytes a dataset holds per byte of its rendered records: the records
@@ -161,7 +161,7 @@ pub struct Resident {
     precompress: bool,
     metrics: Arc<Metrics>,
     /// Where listed versions are fetched from on their first load.
-    origin: Arc<Origin>,
+    origin: Arc<StorageOrigin>,
     /// Where each version that serves lies, by fingerprint; the scan
     /// keeps it current ([`Resident::kept_at`], [`Resident::forget`]).
     kept: Mutex<FxHashMap<u64, Kept>>,
@@ -189,7 +189,7 @@ impl Resident {
         budget: u64,
         precompress: bool,
         metrics: Arc<Metrics>,
-        origin: Arc<Origin>,
+        origin: Arc<StorageOrigin>,
     ) -> Resident {
         // One shard: quick_cache splits the capacity between its shards,
         // and a workspace heavier than one shard's share would never stay.

@@ -17,8 +17,8 @@ use super::limit::{Ledger, MemoryLimit};
 use super::load::seam::{self, Step};
 use super::load::{self, Loading, Read};
 use crate::metrics::Metrics;
-use crate::storage::trust::{Named, Statement, Trust, TrustedKeys};
-use crate::storage::{Directory, Origin};
+use crate::storage::signatures::{Named, Statement, Trust, TrustedKeys};
+use crate::storage::{Directory, StorageOrigin};
 use portfolio_wire::signed::SecretKey;
 
 const COMPANY: &str = "00000000-0000-4000-8000-100000000000";
@@ -55,7 +55,7 @@ fn signature(bytes: &[u8], key: &SecretKey) -> Vec<u8> {
 
 /// What one scan's fetch and load of `acme.json` give, with `hook` run at
 /// each of the load's seams.
-fn fetch_then_load(origin: &Origin, hook: impl Fn(Step) + 'static) -> Read {
+fn fetch_then_load(origin: &StorageOrigin, hook: impl Fn(Step) + 'static) -> Read {
     let listing = origin.list().expect("listed");
     let entries: Vec<_> = listing
         .entries
@@ -95,7 +95,7 @@ fn a_symlink_flipped_between_the_fetch_and_the_load_never_serves_the_forged_file
     keys.add(key.public());
     let trust = Arc::new(Trust::new(keys, None).unwrap());
     let directory = Directory::open(dir.path()).unwrap().verifying(true);
-    let origin = Origin::new(directory).trusting(trust);
+    let origin = StorageOrigin::new(directory).trusting(trust);
     let fingerprint_of = |bytes: &[u8]| {
         crate::snapshot::load("x", bytes)
             .unwrap()

@@ -1,6 +1,6 @@
 //! `--trust-key` in the scan: the verdict on each changed entry, before it
 //! is downloaded where the manifest names it and before it is loaded in
-//! any case (`storage::trust` judges; this says when, and what follows).
+//! any case (`storage::signatures` judges; this says when, and what follows).
 //! A refused version is rejected like a bad file: what served keeps
 //! serving, the refusal is logged, counted and shown in `/snapshots`.
 //! Also: a newer signature of the content that serves (a re-signing), and
@@ -11,10 +11,10 @@ use std::time::SystemTime;
 
 use super::files::{FileEntry, Files};
 use crate::metrics::{Expiries, Metrics};
-use crate::storage::trust::{
-    Claim, Listed, Refusal, Signed, Statement, Trust, keys_digest, loaded_as_signed,
+use crate::storage::signatures::{
+    Candidate, Listed, Refusal, Signed, Statement, Trust, keys_digest, loaded_as_signed,
 };
-use crate::storage::{Fingerprint, Listing, Local};
+use crate::storage::{EntryStamp, FetchedFile, Listing};
 use crate::store::Dataset;
 use crate::store::time::Instant;
 use portfolio_wire::manifest::short;
@@ -28,34 +28,39 @@ pub type Verdict = Option<Result<Signed, Refusal>>;
 /// the manifest does not describe (a directory's file: judged once
 /// fetched).
 pub fn listed(trust: &Trust, name: &str, signed: &BTreeMap<String, Listed>) -> Verdict {
-    trust.judge(Claim::Listed(signed.get(name)?), SystemTime::now())
+    trust.judge(Candidate::Listed(signed.get(name)?), SystemTime::now())
 }
 
 /// Once fetched: the verdict on a directory's file (its signature file
 /// and its bytes), or on a version restored from the cache (judged on the
 /// signature it was accepted with). Anything else is unsigned: a prefix
 /// without a manifest has no signatures.
-pub fn fetched(trust: &Trust, name: &str, fingerprint: &Fingerprint, local: &Local) -> Verdict {
+pub fn fetched(
+    trust: &Trust,
+    name: &str,
+    fingerprint: &EntryStamp,
+    local: &FetchedFile,
+) -> Verdict {
     if !trust.enabled() {
         return None;
     }
     let now = SystemTime::now();
     if let Some(file) = &local.signed {
-        return trust.judge(Claim::File(file), now);
+        return trust.judge(Candidate::File(file), now);
     }
     let restored = match fingerprint {
-        Fingerprint::Object(object) => trust.accepted_as(name, &object.tag),
-        Fingerprint::File(_) => None,
+        EntryStamp::Object(object) => trust.accepted_as(name, &object.tag),
+        EntryStamp::File(_) => None,
     };
     match restored {
-        Some(listed) => trust.judge(Claim::Listed(&listed), now),
+        Some(listed) => trust.judge(Candidate::Listed(&listed), now),
         None => Some(Err(Refusal::Unsigned)),
     }
 }
 
 /// Once fetched and judged: a version rebuilt from a delta (or kept so)
 /// must be the content its signature names, uncompressed.
-pub fn rebuilt(signed: Signed, local: &Local) -> Result<Signed, Refusal> {
+pub fn rebuilt(signed: Signed, local: &FetchedFile) -> Result<Signed, Refusal> {
     match (&local.plain, &signed.statement().plain_sha256) {
         (Some((_, rebuilt)), Some(named)) if rebuilt != named => Err(Refusal::Mismatch(format!(
             "rebuilt from a delta as content {}, not the signed {}",
@@ -118,7 +123,7 @@ pub fn loaded(signed: &Signed, dataset: &Dataset) -> Result<(), Refusal> {
 /// must not turn any key's 401 into a 503. `read` is not called otherwise.
 pub fn refused_claims(
     trust: &Trust,
-    claim: Claim<'_>,
+    claim: Candidate<'_>,
     read: impl FnOnce() -> Option<Dataset>,
 ) -> Option<Dataset> {
     let statement = trust.authentic(claim)?;
@@ -186,7 +191,7 @@ pub fn resigned(
             continue;
         }
         if entry.status.refused.is_some() {
-            match trust.judge(Claim::Listed(listed), SystemTime::now()) {
+            match trust.judge(Candidate::Listed(listed), SystemTime::now()) {
                 Some(Ok(_)) => {
                     entry.fingerprint = None;
                     reread.push(name.clone());
@@ -208,7 +213,7 @@ pub fn resigned(
             continue;
         }
         let verdict = trust
-            .judge(Claim::Listed(listed), SystemTime::now())
+            .judge(Candidate::Listed(listed), SystemTime::now())
             .unwrap_or(Err(Refusal::Unsigned))
             .and_then(|signed| loaded(&signed, dataset).map(|()| signed));
         match verdict {

@@ -325,7 +325,7 @@ fn sign_file(
         checked.workspace,
         checked.version,
         signer.id(),
-        crate::storage::trust::file_revision(revision),
+        crate::storage::signatures::file_revision(revision),
         statement.expires_at
     ))
 }

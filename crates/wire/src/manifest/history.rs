@@ -268,6 +268,34 @@ impl Version {
     }
 }
 
+/// Versions made by hand, for the tests of this crate and of the crates
+/// that use it (`features = ["test-support"]` in their dev-dependencies).
+#[cfg(any(test, feature = "test-support"))]
+impl Version {
+    /// Version `n` of `workspace`: its SHA-256 the byte `n` 32 times, its
+    /// key `objects/<workspace>/<sha256>.json.gz`, one byte and one record,
+    /// named `v<n>`, published from `<workspace>.json` at no time given,
+    /// and nothing optional. A test sets what it needs besides:
+    /// `Version { size: 100, ..Version::for_test("ws", 1) }`.
+    pub fn for_test(workspace: &str, n: u8) -> Version {
+        let sha256 = format!("{n:02x}").repeat(32);
+        Version {
+            key: format!("objects/{workspace}/{sha256}.json.gz"),
+            sha256,
+            size: 1,
+            version: format!("v{n}"),
+            published_at: String::new(),
+            file: format!("{workspace}.json"),
+            records: 1,
+            key_hashes: None,
+            delta: None,
+            signature: None,
+            plain_sha256: None,
+            limits: None,
+        }
+    }
+}
+
 /// The first 12 digits of a SHA-256, as people read them.
 pub fn short(sha256: &str) -> &str {
     &sha256[..sha256.len().min(12)]
@@ -278,20 +306,11 @@ pub(super) mod tests {
     use super::*;
 
     pub fn version(n: u8, name: &str) -> Version {
-        let sha256 = format!("{n:02x}").repeat(32);
         Version {
-            key: format!("objects/ws/{sha256}.json.gz"),
-            sha256,
             size: 100 + u64::from(n),
             version: name.to_owned(),
             published_at: "2026-11-23T10:00:00.000Z".to_owned(),
-            file: "ws.json".to_owned(),
-            records: 1,
-            key_hashes: None,
-            delta: None,
-            signature: None,
-            plain_sha256: None,
-            limits: None,
+            ..Version::for_test("ws", n)
         }
     }
 

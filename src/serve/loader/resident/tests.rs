@@ -44,7 +44,7 @@ fn resident(dir: &Path, budget: u64, age: Duration) -> Arc<Resident> {
     let metrics = Arc::new(Metrics::new(&["other"]).with_budget(budget));
     let location = Location::Directory(dir.to_owned());
     let options = StorageOptions::default();
-    let origin = Origin::open(&location, &options, Arc::clone(&metrics), false).unwrap();
+    let origin = StorageOrigin::open(&location, &options, Arc::clone(&metrics), false).unwrap();
     let mut resident = Resident::new(budget, false, metrics, Arc::new(origin));
     resident.started -= age;
     Arc::new(resident)

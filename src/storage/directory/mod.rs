@@ -1,31 +1,37 @@
-//! The snapshot directory on disk as a [`Source`]: which names are
+//! The snapshot directory on disk as a [`SnapshotSource`]: which names are
 //! snapshots, what identifies a file's content without reading it, and when
 //! a file is settled enough to be read (at once if it was renamed into
-//! place). Files are read where they lie, so
-//! nothing is kept after a load, and the file watcher, not polling, says
-//! when to look again: the trait's defaults for those do nothing.
+//! place). Files are read where they lie, so no bytes are kept for a load
+//! on demand (`kept` is `None`; under a memory budget, `copies.rs` keeps
+//! them), though a large file that loaded is held open while it serves;
+//! and the file watcher, not polling, says when to look again:
+//! [`ScanBookkeeping`]'s defaults for polling do nothing.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::error::{ErrorKind, ListError, OpenError, StorageError};
-use super::file::{OpenFile, is_snapshot_name};
-use super::listing::{Fetch, FileFingerprint, Fingerprint, Listing, Local, SignatureStamp};
-use super::origin::Source;
-use super::trust::{FileSigned, SIGNATURE_SUFFIX, read_signature};
+pub(super) mod copies;
+
+use crate::storage::bookkeeping::ScanBookkeeping;
+use crate::storage::error::{ErrorKind, ListError, OpenError, StorageError};
+use crate::storage::listing::{EntryStamp, Fetch, FetchedFile, FileStamp, Listing, SignatureStamp};
+use crate::storage::signatures::{FileSigned, SIGNATURE_SUFFIX, read_signature};
+use crate::storage::snapshot_file::{LARGE_SNAPSHOT_FILE_BYTES, OpenFile, is_snapshot_name};
+use crate::storage::source::SnapshotSource;
 
 /// How long a file must have been left alone before it is read: a writer
 /// that rewrites in place is given this long to finish.
 const SETTLE: Duration = Duration::from_millis(150);
 
-/// Files this large are held open while their content serves: a writer
-/// that renames a new version over one then does not wait, inside its
-/// rename, for the kernel to drop the old content's page cache (about
-/// 45 ms for 200 MB, before the server could see the new file); the
-/// server lets it go once the new version has loaded, off the scan.
-const HELD_FROM: u64 = 16 << 20;
+/// Files this large ([`LARGE_SNAPSHOT_FILE_BYTES`]) are held open while
+/// their content serves: a writer that renames a new version over one then
+/// does not wait, inside its rename, for the kernel to drop the old
+/// content's page cache (about 45 ms for 200 MB, before the server could
+/// see the new file); the server lets it go once the new version has
+/// loaded, off the scan.
+const HELD_FROM: u64 = LARGE_SNAPSHOT_FILE_BYTES;
 
 /// At most this many files held open: each is a descriptor, and the
 /// connections need theirs (a directory of hundreds of large workspaces
@@ -37,7 +43,7 @@ pub struct Directory {
     dir: PathBuf,
     /// Files renamed into place, with what they held then: whole, so read
     /// without waiting for them to settle, if they still hold it.
-    renamed: Mutex<HashMap<String, FileFingerprint>>,
+    renamed: Mutex<HashMap<String, FileStamp>>,
     /// Large files that loaded, held open ([`HELD_FROM`]).
     held: Mutex<HashMap<String, std::fs::File>>,
     /// `--trust-key`: each file is read with its signature file and hashed
@@ -69,12 +75,12 @@ impl Directory {
         Directory { verify, ..self }
     }
 
-    fn fingerprint(&self, path: &Path) -> std::io::Result<FileFingerprint> {
-        file_fingerprint(path, self.verify)
+    fn stamp(&self, path: &Path) -> std::io::Result<FileStamp> {
+        file_stamp(path, self.verify)
     }
 }
 
-impl Source for Directory {
+impl SnapshotSource for Directory {
     fn describe(&self) -> String {
         self.dir.display().to_string()
     }
@@ -87,9 +93,9 @@ impl Source for Directory {
         list_snapshot_files(&self.dir, self.verify).map_err(ListError::Io)
     }
 
-    fn fetch(&self, name: &str, fingerprint: &Fingerprint, _plain: Option<&str>) -> Fetch {
-        match fingerprint {
-            Fingerprint::File(fp) => {
+    fn fetch(&self, name: &str, stamp: &EntryStamp, _plain: Option<&str>) -> Fetch {
+        match stamp {
+            EntryStamp::File(fp) => {
                 let renamed = self
                     .renamed
                     .lock()
@@ -100,13 +106,15 @@ impl Source for Directory {
                     other => other,
                 }
             }
-            Fingerprint::Object(_) => Fetch::Failed(StorageError::new(
+            EntryStamp::Object(_) => Fetch::Failed(StorageError::new(
                 ErrorKind::Other,
                 "a fingerprint of another kind of source",
             )),
         }
     }
+}
 
+impl ScanBookkeeping for Directory {
     fn renamed_into_place(&self, name: &str) {
         let signed = name.strip_suffix(SIGNATURE_SUFFIX).filter(|_| self.verify);
         let whole: Vec<String> = if is_snapshot_name(name) {
@@ -127,13 +135,13 @@ impl Source for Directory {
         for name in whole {
             // What it holds now: a write in place after the rename changes
             // it, and then the file settles as any other.
-            if let Ok(fp) = self.fingerprint(&self.dir.join(&name)) {
+            if let Ok(fp) = self.stamp(&self.dir.join(&name)) {
                 renamed.insert(name, fp);
             }
         }
     }
 
-    fn loaded(&self, name: &str, local: Local, ok: bool) {
+    fn loaded(&self, name: &str, local: FetchedFile, ok: bool) {
         if !ok || local.len < HELD_FROM {
             return;
         }
@@ -156,13 +164,11 @@ impl Source for Directory {
         let_go(held);
     }
 
-    /// A file rewritten while it was read has another fingerprint now.
-    fn unchanged(&self, name: &str, fingerprint: &Fingerprint) -> bool {
-        match fingerprint {
-            Fingerprint::File(fp) => {
-                self.fingerprint(&self.dir.join(name)).ok().as_ref() == Some(fp)
-            }
-            Fingerprint::Object(_) => true,
+    /// A file rewritten while it was read has another stamp now.
+    fn unchanged(&self, name: &str, stamp: &EntryStamp) -> bool {
+        match stamp {
+            EntryStamp::File(fp) => self.stamp(&self.dir.join(name)).ok().as_ref() == Some(fp),
+            EntryStamp::Object(_) => true,
         }
     }
 }
@@ -199,7 +205,7 @@ fn let_go(file: Option<std::fs::File>) {
     }
 }
 
-/// The snapshot files in `dir` by name, each with its fingerprint or the
+/// The snapshot files in `dir` by name, each with its stamp or the
 /// reason it cannot be read; and how many other names the directory holds.
 fn list_snapshot_files(dir: &Path, verify: bool) -> std::io::Result<Listing> {
     let mut out = BTreeMap::new();
@@ -215,7 +221,7 @@ fn list_snapshot_files(dir: &Path, verify: bool) -> std::io::Result<Listing> {
             ignored += 1;
             continue;
         };
-        let fingerprint = match file_fingerprint(&entry.path(), verify) {
+        let stamp = match file_stamp(&entry.path(), verify) {
             // Deleted between the listing and the stat: it is simply gone.
             // (A symlink to nothing, though, is a broken snapshot.)
             Err(e)
@@ -224,16 +230,16 @@ fn list_snapshot_files(dir: &Path, verify: bool) -> std::io::Result<Listing> {
             {
                 continue;
             }
-            result => result.map(Fingerprint::File),
+            result => result.map(EntryStamp::File),
         };
-        out.insert(name, fingerprint);
+        out.insert(name, stamp);
     }
     Ok(Listing {
         entries: out,
         ignored,
         names_are_workspaces: false,
         fresh: false,
-        claims: BTreeMap::new(),
+        facts: BTreeMap::new(),
         signed: BTreeMap::new(),
     })
 }
@@ -241,7 +247,7 @@ fn list_snapshot_files(dir: &Path, verify: bool) -> std::io::Result<Listing> {
 /// A fetched file with its signature file read. Its bytes are hashed as
 /// the load reads them from the file opened here (`SnapshotFile`), and
 /// checked against what the signature names once loaded.
-fn signed(mut local: Local) -> Fetch {
+fn signed(mut local: FetchedFile) -> Fetch {
     local.signed = Some(FileSigned {
         envelope: read_signature(&local.path),
         sha256: None,
@@ -252,9 +258,9 @@ fn signed(mut local: Local) -> Fetch {
 /// A file is read where it lies, once it has settled: one modified too
 /// recently may still be being written, and is left for a later scan,
 /// unless it was renamed into place (`whole`) and holds what it held then.
-fn fetch(dir: &Path, name: &str, fingerprint: &FileFingerprint, whole: bool) -> Fetch {
+fn fetch(dir: &Path, name: &str, stamp: &FileStamp, whole: bool) -> Fetch {
     if !whole
-        && fingerprint
+        && stamp
             .modified
             .is_some_and(|m| m.elapsed().is_ok_and(|age| age < SETTLE))
     {
@@ -274,29 +280,29 @@ fn fetch(dir: &Path, name: &str, fingerprint: &FileFingerprint, whole: bool) -> 
             ));
         }
     };
-    Fetch::Ready(Local {
+    Fetch::Ready(FetchedFile {
         path,
         label: name.to_owned(),
         len: file.len(),
         source: None,
         download: false,
-        written: fingerprint.modified,
+        written: stamp.modified,
         plain: None,
         signed: None,
         file: Some(std::sync::Arc::new(file)),
     })
 }
 
-/// The fingerprint of a regular file, following symlinks (a Kubernetes
+/// The stamp of a regular file, following symlinks (a Kubernetes
 /// volume is symlinks into `..data/`); with `signature`, its signature
 /// file's too.
-fn file_fingerprint(path: &Path, signature: bool) -> std::io::Result<FileFingerprint> {
+fn file_stamp(path: &Path, signature: bool) -> std::io::Result<FileStamp> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path)?;
     if !meta.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }
-    Ok(FileFingerprint {
+    Ok(FileStamp {
         len: meta.len(),
         modified: meta.modified().ok(),
         changed: (meta.ctime(), meta.ctime_nsec()),
@@ -324,8 +330,8 @@ mod tests {
 
     fn fetch_now(source: &Directory, name: &str) -> Fetch {
         let listing = source.list().expect("lists");
-        let fingerprint = listing.entries[name].as_ref().expect("readable");
-        source.fetch(name, fingerprint, None)
+        let stamp = listing.entries[name].as_ref().expect("readable");
+        source.fetch(name, stamp, None)
     }
 
     #[test]
@@ -387,7 +393,7 @@ mod tests {
         // The length the scan gives counts, not the file's: small files do.
         let local = |name: &str, len: u64| {
             std::fs::write(dir.path().join(name), "{}").unwrap();
-            Local {
+            FetchedFile {
                 path: dir.path().join(name),
                 label: name.to_owned(),
                 len,

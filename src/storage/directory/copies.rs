@@ -13,7 +13,8 @@
 //! the new content loses a conflict) and older ones are deleted. A copy
 //! whose load failed is deleted at once. The copies live in
 //! `<cache-dir>/copies`, or in a private temporary directory removed when
-//! the server stops (or by the next one, if it was killed: `scratch.rs`).
+//! the server stops (or by the next one, if it was killed:
+//! `storage/private_dirs.rs`).
 //! They take as much disk as the snapshots, up to twice that once every
 //! file has been replaced (the copy before each current one is kept).
 
@@ -22,12 +23,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use super::dir::Directory;
-use super::error::{ErrorKind, StorageError};
-use super::file::OpenFile;
-use super::listing::{Fetch, Fingerprint, Listing, Local};
-use super::origin::Source;
-use crate::storage::ListError;
+use super::Directory;
+use crate::storage::bookkeeping::ScanBookkeeping;
+use crate::storage::error::ListError;
+use crate::storage::error::{ErrorKind, StorageError};
+use crate::storage::listing::{EntryStamp, Fetch, FetchedFile, Listing};
+use crate::storage::snapshot_file::OpenFile;
+use crate::storage::source::SnapshotSource;
 
 /// Copies kept per entry: the current one and the one before it.
 const KEPT: usize = 2;
@@ -51,7 +53,7 @@ impl Copies {
         let (dir, temporary) = match cache_dir {
             Some(dir) => (dir.join("copies"), false),
             None => (
-                super::scratch::private_dir("portfolio-replica-copies")?,
+                crate::storage::private_dirs::private_dir("portfolio-replica-copies")?,
                 true,
             ),
         };
@@ -60,7 +62,7 @@ impl Copies {
             if dir.exists() {
                 std::fs::remove_dir_all(&dir)?;
             }
-            super::scratch::ensure(&dir)?;
+            crate::storage::private_dirs::ensure(&dir)?;
         }
         tracing::info!(dir = %dir.display(), "a memory budget: the last good version of each snapshot is kept here for loads on demand");
         Ok(Copies {
@@ -77,9 +79,9 @@ impl Copies {
     }
 
     /// Copies `local` (the file where it lies) to a fresh private path.
-    fn copy(&self, name: &str, local: Local) -> Fetch {
+    fn copy(&self, name: &str, local: FetchedFile) -> Fetch {
         // A temporary directory may have been cleaned up under us.
-        let _ = super::scratch::ensure(&self.dir);
+        let _ = crate::storage::private_dirs::ensure(&self.dir);
         let n = self.copies.fetch_add(1, Ordering::Relaxed);
         let ending = if name.ends_with(".gz") {
             ".json.gz"
@@ -96,7 +98,7 @@ impl Copies {
         };
         let opened = copied.and_then(|len| Ok((len, OpenFile::open(&copy)?)));
         match opened {
-            Ok((len, file)) => Fetch::Ready(Local {
+            Ok((len, file)) => Fetch::Ready(FetchedFile {
                 path: copy,
                 len,
                 download: true,
@@ -120,7 +122,7 @@ impl Copies {
     }
 }
 
-impl Source for Copies {
+impl SnapshotSource for Copies {
     fn describe(&self) -> String {
         self.inner.describe()
     }
@@ -133,22 +135,24 @@ impl Source for Copies {
         self.inner.list()
     }
 
-    fn fetch(&self, name: &str, fingerprint: &Fingerprint, plain: Option<&str>) -> Fetch {
-        match self.inner.fetch(name, fingerprint, plain) {
+    fn fetch(&self, name: &str, stamp: &EntryStamp, plain: Option<&str>) -> Fetch {
+        match self.inner.fetch(name, stamp, plain) {
             Fetch::Ready(local) => self.copy(name, local),
             other => other,
         }
     }
+}
 
-    fn unchanged(&self, name: &str, fingerprint: &Fingerprint) -> bool {
-        self.inner.unchanged(name, fingerprint)
+impl ScanBookkeeping for Copies {
+    fn unchanged(&self, name: &str, stamp: &EntryStamp) -> bool {
+        self.inner.unchanged(name, stamp)
     }
 
     fn renamed_into_place(&self, name: &str) {
         self.inner.renamed_into_place(name);
     }
 
-    fn loaded(&self, name: &str, local: Local, ok: bool) {
+    fn loaded(&self, name: &str, local: FetchedFile, ok: bool) {
         if !ok {
             let _ = std::fs::remove_file(&local.path);
             return;
@@ -171,7 +175,7 @@ impl Source for Copies {
         self.kept_copies().get(name)?.last().cloned()
     }
 
-    fn kept_instead(&self, name: &str, gone: &Path, copy: Local) -> bool {
+    fn kept_instead(&self, name: &str, gone: &Path, copy: FetchedFile) -> bool {
         let mut kept = self.kept_copies();
         let slot = kept
             .get_mut(name)
@@ -192,7 +196,7 @@ impl Source for Copies {
 impl Drop for Copies {
     fn drop(&mut self) {
         if self.temporary {
-            super::scratch::remove(&self.dir);
+            crate::storage::private_dirs::remove(&self.dir);
         }
     }
 }
@@ -201,13 +205,13 @@ impl Drop for Copies {
 mod tests {
     use super::*;
 
-    fn fingerprint(copies: &Copies, name: &str) -> Fingerprint {
+    fn stamp(copies: &Copies, name: &str) -> EntryStamp {
         let listing = copies.list().expect("listed");
         listing.entries[name].as_ref().expect("readable").clone()
     }
 
-    fn fetched(copies: &Copies, name: &str) -> Local {
-        match copies.fetch(name, &fingerprint(copies, name), None) {
+    fn fetched(copies: &Copies, name: &str) -> FetchedFile {
+        match copies.fetch(name, &stamp(copies, name), None) {
             Fetch::Ready(local) => local,
             _ => panic!("not fetched"),
         }

@@ -18,11 +18,13 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
 use super::download::read_small;
-use super::error::{ErrorKind, StorageError};
-use super::listing::{Claims, Fingerprint, Listing, ObjectVersion};
-use super::manifest::{self, DeltaRef, MAX_RECORD_BYTES, RECORDS_DIR, Record, Root, Version, v1};
-use super::trust::{Envelope, Listed};
+use crate::storage::error::{ErrorKind, StorageError};
+use crate::storage::listing::{EntryStamp, Listing, ManifestFacts, ObjectVersion};
+use crate::storage::signatures::{Envelope, Listed};
 use crate::store::time::Instant as At;
+use portfolio_wire::manifest::{
+    self, DeltaRef, MAX_RECORD_BYTES, RECORDS_DIR, Record, Root, Version, v1,
+};
 
 /// How often a replica reads the records even when the journal says it is
 /// up to date.
@@ -72,8 +74,9 @@ pub struct Entry {
     /// The version's delta from the one before it, its key from the root
     /// of the bucket.
     pub delta: Option<DeltaRef>,
-    /// What the version claims, if the manifest records its key hashes.
-    pub claims: Option<Claims>,
+    /// What the manifest records of the version, if it records its key
+    /// hashes.
+    pub facts: Option<ManifestFacts>,
     /// The snapshot's own version, its key hashes if recorded, and the
     /// publisher's signature of it as current, if it was signed.
     pub snapshot_version: String,
@@ -81,8 +84,9 @@ pub struct Entry {
     pub signature: Option<Envelope>,
 }
 
-/// The records read: each workspace's entry.
-pub type Records = BTreeMap<String, Entry>;
+/// Each workspace's entry by name: what reading the records gives, and
+/// what [`Followed`] holds.
+pub type WorkspaceEntries = BTreeMap<String, Entry>;
 
 /// Records read before: by object name, the ETag, workspace and entry.
 pub type Known = HashMap<String, (String, String, Entry)>;
@@ -145,7 +149,7 @@ impl Followed {
     pub fn advance(
         mut self,
         root: &Root,
-        records: Option<Records>,
+        records: Option<WorkspaceEntries>,
         prefix: &ObjectPath,
     ) -> Result<Followed, JournalGap> {
         let read_now = records.is_some();
@@ -194,15 +198,15 @@ impl Followed {
             entries: self
                 .entries
                 .iter()
-                .map(|(name, e)| (name.clone(), Ok(Fingerprint::Object(e.version.clone()))))
+                .map(|(name, e)| (name.clone(), Ok(EntryStamp::Object(e.version.clone()))))
                 .collect(),
             ignored: 0,
             names_are_workspaces: true,
             fresh: true,
-            claims: self
+            facts: self
                 .entries
                 .iter()
-                .filter_map(|(name, e)| Some((name.clone(), e.claims.clone()?)))
+                .filter_map(|(name, e)| Some((name.clone(), e.facts.clone()?)))
                 .collect(),
             signed: self
                 .entries
@@ -268,7 +272,7 @@ impl Entry {
             workspace_revision,
             record,
             delta,
-            claims: current.key_hashes.as_ref().map(|keys| Claims {
+            facts: current.key_hashes.as_ref().map(|keys| ManifestFacts {
                 version: current.version.clone(),
                 key_hashes: keys.clone(),
                 limits: current.limits,
@@ -289,7 +293,7 @@ pub async fn read_records(
     known: Known,
     timeout: Duration,
     error: &(dyn Fn(&object_store::Error, String) -> StorageError + Sync),
-) -> Result<(Records, ReadCost), StorageError> {
+) -> Result<(WorkspaceEntries, ReadCost), StorageError> {
     let dir: ObjectPath = prefix.parts().chain([RECORDS_DIR.into()]).collect();
     // Each request must answer within `timeout`, not the whole reading:
     // ten thousand records take longer than one request may.
@@ -311,7 +315,7 @@ pub async fn read_records(
         listed: listed.len(),
         ..ReadCost::default()
     };
-    let mut records = Records::new();
+    let mut records = WorkspaceEntries::new();
     let mut to_read = Vec::new();
     for meta in listed {
         let path = meta.location.to_string();
@@ -368,21 +372,7 @@ mod tests {
     use super::*;
 
     fn version(n: u8) -> Version {
-        let sha256 = format!("{n:02x}").repeat(32);
-        Version {
-            key: format!("objects/ws/{sha256}.json.gz"),
-            sha256,
-            size: 1,
-            version: format!("v{n}"),
-            published_at: String::new(),
-            file: "ws.json".to_owned(),
-            records: 1,
-            key_hashes: None,
-            delta: None,
-            signature: None,
-            plain_sha256: None,
-            limits: None,
-        }
+        Version::for_test("ws", n)
     }
 
     fn root_with(changes: &[(u64, u8)]) -> Root {

@@ -12,7 +12,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, GetResult, ObjectStore};
 use sha2::{Digest, Sha256};
 
-use super::error::{ErrorKind, StorageError};
+use crate::storage::error::{ErrorKind, StorageError};
 
 /// A small object read whole into memory (the manifest, a workspace
 /// record), and its ETag. One over `max` bytes is refused before its body

@@ -1,7 +1,7 @@
-//! [`Cached`]: a [`Source`] wrapped in the download cache (`--cache-dir`,
-//! `cache.rs`), as quickwit-storage wraps a storage in a cache. The wrapper
-//! answers what the cache can answer and leaves the rest to the source
-//! inside:
+//! [`Cached`]: a [`SnapshotSource`] (and its [`ScanBookkeeping`]) wrapped in
+//! the download cache (`--cache-dir`, `download_cache.rs`), as quickwit-storage
+//! wraps a storage in a cache. The wrapper answers what the cache can answer
+//! and leaves the rest to the source inside:
 //!
 //! - a fetch of a version the cache holds is the cached file, with no
 //!   request;
@@ -19,10 +19,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::cache::Cache;
-use super::error::ListError;
-use super::listing::{Fetch, Fingerprint, Listing, Local};
-use super::origin::Source;
+use super::download_cache::Cache;
+use crate::storage::bookkeeping::ScanBookkeeping;
+use crate::storage::error::ListError;
+use crate::storage::listing::{EntryStamp, Fetch, FetchedFile, Listing};
+use crate::storage::source::SnapshotSource;
 use portfolio_wire::status::OriginStatus;
 
 /// `S` with the download cache in front.
@@ -30,11 +31,11 @@ pub struct Cached<S> {
     inner: S,
     cache: Arc<Cache>,
     /// Never held across IO, so `/snapshots` answers during a slow poll.
-    state: Mutex<State>,
+    state: Mutex<StandIn>,
 }
 
 #[derive(Default)]
-struct State {
+struct StandIn {
     /// A poll has read the listing from storage: the cache no longer
     /// stands in for it.
     ever_listed: bool,
@@ -42,7 +43,7 @@ struct State {
     restored: bool,
 }
 
-impl<S: Source> Cached<S> {
+impl<S: SnapshotSource> Cached<S> {
     pub(super) fn new(inner: S, cache: Arc<Cache>) -> Cached<S> {
         Cached {
             inner,
@@ -51,7 +52,7 @@ impl<S: Source> Cached<S> {
         }
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
+    fn state(&self) -> MutexGuard<'_, StandIn> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -73,7 +74,7 @@ impl<S: Source> Cached<S> {
     }
 }
 
-impl<S: Source> Source for Cached<S> {
+impl<S: SnapshotSource + ScanBookkeeping> SnapshotSource for Cached<S> {
     fn describe(&self) -> String {
         self.inner.describe()
     }
@@ -95,26 +96,28 @@ impl<S: Source> Source for Cached<S> {
         }
     }
 
-    fn fetch(&self, name: &str, fingerprint: &Fingerprint, plain: Option<&str>) -> Fetch {
-        if let Fingerprint::Object(version) = fingerprint
+    fn fetch(&self, name: &str, stamp: &EntryStamp, plain: Option<&str>) -> Fetch {
+        if let EntryStamp::Object(version) = stamp
             && let Some(local) = self.cache.local(name, version)
         {
             return Fetch::Ready(local);
         }
-        self.inner.fetch(name, fingerprint, plain)
+        self.inner.fetch(name, stamp, plain)
     }
 
     fn directory(&self) -> Option<&Path> {
         self.inner.directory()
     }
+}
 
-    fn unchanged(&self, name: &str, fingerprint: &Fingerprint) -> bool {
-        self.inner.unchanged(name, fingerprint)
+impl<S: SnapshotSource + ScanBookkeeping> ScanBookkeeping for Cached<S> {
+    fn unchanged(&self, name: &str, stamp: &EntryStamp) -> bool {
+        self.inner.unchanged(name, stamp)
     }
 
     /// A download is the cache's to keep or delete; anything else, the
     /// source's.
-    fn loaded(&self, name: &str, local: Local, ok: bool) {
+    fn loaded(&self, name: &str, local: FetchedFile, ok: bool) {
         if local.download {
             self.cache.settle(name, local, ok);
         } else {
@@ -162,7 +165,7 @@ mod tests {
         down: AtomicBool,
     }
 
-    impl Source for Flaky {
+    impl SnapshotSource for Flaky {
         fn describe(&self) -> String {
             "memory:///flaky/".to_owned()
         }
@@ -175,10 +178,12 @@ mod tests {
             }
         }
 
-        fn fetch(&self, _name: &str, _fingerprint: &Fingerprint, _plain: Option<&str>) -> Fetch {
+        fn fetch(&self, _name: &str, _stamp: &EntryStamp, _plain: Option<&str>) -> Fetch {
             Fetch::Settling
         }
+    }
 
+    impl ScanBookkeeping for Flaky {
         fn status(&self) -> Option<OriginStatus> {
             Some(OriginStatus {
                 url: self.describe(),
@@ -216,7 +221,7 @@ mod tests {
             from_cache: false,
             from_delta: None,
         };
-        let local = Local {
+        let local = FetchedFile {
             path: download,
             label: "fleet/a.json".to_owned(),
             len: 5,
@@ -235,7 +240,7 @@ mod tests {
 
         // Storage down at startup: the cache's listing, once.
         let listing = cached.list().expect("the cache's listing");
-        let Some(Ok(fingerprint)) = listing.entries.get("a.json") else {
+        let Some(Ok(stamp)) = listing.entries.get("a.json") else {
             panic!("{listing:?}");
         };
         let status = cached.status().unwrap();
@@ -245,7 +250,7 @@ mod tests {
             Err(ListError::Source { backs_off: true })
         ));
         // The version it holds is fetched from it, not from the source.
-        let Fetch::Ready(local) = cached.fetch("a.json", fingerprint, None) else {
+        let Fetch::Ready(local) = cached.fetch("a.json", stamp, None) else {
             panic!("not from the cache");
         };
         assert!(local.source.is_some_and(|s| s.from_cache));

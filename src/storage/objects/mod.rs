@@ -8,16 +8,24 @@
 //! - **Manifest mode**, once `manifest.json` exists under the prefix: one
 //!   conditional GET of it per poll (`If-None-Match`, a 304 when nothing
 //!   changed), the workspace records when its journal says to
-//!   (`super::follow`), and the immutable object named per workspace,
+//!   (`follow_manifest.rs`), and the immutable object named per workspace,
 //!   checked against its SHA-256.
 //!
-//! A failed poll changes nothing that serves: it is logged once per change
-//! of kind, counted, shown in `/snapshots`, and retried with a capped,
-//! jittered backoff (`backoff.rs`). At startup with storage unreachable,
-//! the entries of `--cache-dir` serve: that, and keeping each download, is
-//! the cache in front of this source (`cached.rs`). All IO runs on a small
-//! runtime of its own, driven by the reloader thread, away from the request
-//! path.
+//! A failed poll changes nothing that serves: it is logged once per change of
+//! kind, counted, shown in `/snapshots`, and retried with a capped, jittered
+//! backoff (`storage/backoff.rs`). At startup with storage unreachable, the
+//! entries of `--cache-dir` serve: that, and keeping each download, is the
+//! cache in front of this source (`cached.rs`). All IO runs on a small runtime
+//! of its own, driven by the thread that asks (the reloader, or under a memory
+//! budget a load on demand's blocking task), never on the request path's async
+//! workers.
+
+mod cached;
+pub(super) mod client;
+mod delta_rebuild;
+pub(super) mod download;
+mod download_cache;
+pub(super) mod follow_manifest;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -27,20 +35,21 @@ use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, ObjectMeta, ObjectStore};
 use url::Url;
 
-use super::backoff::PollBackoff;
-use super::cache::Cache;
-use super::cached::Cached;
-use super::client::{ClientLog, classify};
-use super::download::{DownloadError, Expect, download, read_small};
-use super::error::{ErrorKind, ListError, OpenError, StorageError};
-use super::file::is_snapshot_name;
-use super::follow::{self, Followed, Records};
-use super::listing::{Fetch, Fingerprint, Listing, Local, ObjectVersion};
-use super::location::{self, StorageOptions};
-use super::manifest::{self, MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest, ManifestError};
-use super::origin::Source;
+use self::cached::Cached;
+use self::client::{ClientLog, classify};
+use self::download::{DownloadError, Expect, download, read_small};
+use self::download_cache::Cache;
+use self::follow_manifest::{Followed, WorkspaceEntries};
 use crate::metrics::Metrics;
+use crate::storage::backoff::PollBackoff;
+use crate::storage::bookkeeping::ScanBookkeeping;
+use crate::storage::error::{ErrorKind, ListError, OpenError, StorageError};
+use crate::storage::listing::{EntryStamp, Fetch, FetchedFile, Listing, ObjectVersion};
+use crate::storage::location::{self, StorageOptions};
+use crate::storage::snapshot_file::is_snapshot_name;
+use crate::storage::source::SnapshotSource;
 use crate::store::time::{utc_millis, utc_now};
+use portfolio_wire::manifest::{self, MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest, ManifestError};
 use portfolio_wire::status::{OriginStatus, SourceStatus};
 
 /// Tags of objects the store lists without an ETag start with this.
@@ -52,7 +61,7 @@ const LIST_PAGE: usize = 1000;
 
 /// A prefix of an object store, polled.
 pub struct ObjectSource {
-    pub(super) store: Arc<dyn ObjectStore>,
+    store: Arc<dyn ObjectStore>,
     prefix: ObjectPath,
     url: String,
     log: Arc<ClientLog>,
@@ -61,18 +70,18 @@ pub struct ObjectSource {
     runtime: Option<tokio::runtime::Runtime>,
     /// Where downloads go and deltas find their base; the cache in front
     /// of this source (`Cached`) keeps and restores entries.
-    pub(super) cache: Arc<Cache>,
-    pub(super) metrics: Arc<Metrics>,
+    cache: Arc<Cache>,
+    metrics: Arc<Metrics>,
     timeout: Duration,
     /// Never held across IO, so `/snapshots` answers during a slow poll.
-    state: Mutex<State>,
+    state: Mutex<PollState>,
     /// `--trust-key`: a delta's result is used only if it is the content
     /// the version's signature names.
     verify: bool,
 }
 
 #[derive(Default)]
-struct State {
+struct PollState {
     manifest: Option<ManifestSeen>,
     /// A poll has read the listing from storage.
     ever_listed: bool,
@@ -105,9 +114,9 @@ enum Polled {
     Manifest(
         Result<Manifest, ManifestError>,
         Option<String>,
-        Option<Records>,
+        Option<WorkspaceEntries>,
     ),
-    Unmodified(Option<Records>),
+    Unmodified(Option<WorkspaceEntries>),
 }
 
 impl ObjectSource {
@@ -182,16 +191,16 @@ impl ObjectSource {
             cache,
             metrics,
             timeout: options.timeout,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(PollState::default()),
             verify: options.trust.enabled(),
         })
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
+    fn state(&self) -> MutexGuard<'_, PollState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(super) fn block_on<T>(&self, future: impl Future<Output = T>) -> T {
+    fn block_on<T>(&self, future: impl Future<Output = T>) -> T {
         self.runtime
             .as_ref()
             .expect("the runtime lives as long as the origin")
@@ -252,7 +261,7 @@ impl ObjectSource {
             followed.map(Followed::known).unwrap_or_default()
         };
         let error = |e: &object_store::Error, message: String| self.error(e, message);
-        let (records, cost) = follow::read_records(
+        let (records, cost) = follow_manifest::read_records(
             self.store.as_ref(),
             &self.prefix,
             known,
@@ -303,7 +312,7 @@ impl ObjectSource {
     }
 
     /// The listing a poll read, remembering the manifest.
-    fn read_poll(&self, state: &mut State, polled: Polled) -> Result<Listing, StorageError> {
+    fn read_poll(&self, state: &mut PollState, polled: Polled) -> Result<Listing, StorageError> {
         match polled {
             Polled::Objects(objects) => {
                 state.manifest = None;
@@ -381,12 +390,12 @@ impl ObjectSource {
             };
             listing
                 .entries
-                .insert(name.to_owned(), Ok(Fingerprint::Object(version)));
+                .insert(name.to_owned(), Ok(EntryStamp::Object(version)));
         }
         listing
     }
 
-    fn succeeded(&self, state: &mut State) {
+    fn succeeded(&self, state: &mut PollState) {
         let now = SystemTime::now();
         state.ever_listed = true;
         state.last_success = Some(now);
@@ -403,7 +412,7 @@ impl ObjectSource {
         self.metrics.source_success(now);
     }
 
-    fn failed(&self, state: &mut State, error: StorageError) {
+    fn failed(&self, state: &mut PollState, error: StorageError) {
         state.failures += 1;
         self.metrics.source_error(error.kind.label());
         let changed = state
@@ -479,7 +488,7 @@ impl ObjectSource {
     }
 }
 
-impl Source for ObjectSource {
+impl SnapshotSource for ObjectSource {
     fn describe(&self) -> String {
         self.url.clone()
     }
@@ -535,8 +544,8 @@ impl Source for ObjectSource {
     /// The object `version` of `name` on local disk: a fresh download into
     /// the cache directory (the cache in front answers for a version it
     /// holds), or rebuilt from a delta.
-    fn fetch(&self, name: &str, fingerprint: &Fingerprint, plain: Option<&str>) -> Fetch {
-        let Fingerprint::Object(version) = fingerprint else {
+    fn fetch(&self, name: &str, stamp: &EntryStamp, plain: Option<&str>) -> Fetch {
+        let EntryStamp::Object(version) = stamp else {
             return Fetch::Failed(StorageError::new(
                 ErrorKind::Other,
                 "a fingerprint of another kind of source",
@@ -596,7 +605,7 @@ impl Source for ObjectSource {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "object downloaded"
         );
-        Fetch::Ready(Local {
+        Fetch::Ready(FetchedFile {
             path,
             label: version.key.clone(),
             len: downloaded.len,
@@ -618,7 +627,9 @@ impl Source for ObjectSource {
             file: None,
         })
     }
+}
 
+impl ScanBookkeeping for ObjectSource {
     /// Records whether the poll that just ended had trouble that calls for
     /// backing off.
     fn polled(&self, trouble: bool) {
@@ -675,7 +686,7 @@ impl Drop for ObjectSource {
 }
 
 /// The listing of the manifest last read, or why it cannot be followed.
-fn manifest_listing(state: &State) -> Result<Listing, StorageError> {
+fn manifest_listing(state: &PollState) -> Result<Listing, StorageError> {
     let Some(seen) = &state.manifest else {
         return Err(StorageError::new(
             ErrorKind::Manifest,

@@ -15,13 +15,13 @@ use object_store::ObjectStore;
 use object_store::path::Path as ObjectPath;
 use sha2::{Digest, Sha256};
 
-use super::cache::{Cache, Plain, Record};
-use super::delta::{self, DeltaError};
+use super::ObjectSource;
 use super::download::{DownloadError, Expect, download};
-use super::listing::{Fetch, Local, ObjectVersion};
-use super::manifest::DeltaRef;
-use super::objects::ObjectSource;
+use super::download_cache::{Cache, CacheRecord, Plain};
+use crate::storage::listing::{Fetch, FetchedFile, ObjectVersion};
 use crate::store::time::utc_now;
+use portfolio_wire::delta::{self, DeltaError};
+use portfolio_wire::manifest::DeltaRef;
 use portfolio_wire::status::SourceStatus;
 
 impl ObjectSource {
@@ -85,7 +85,7 @@ impl ObjectSource {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "object rebuilt from a delta"
         );
-        Some(Fetch::Ready(Local {
+        Some(Fetch::Ready(FetchedFile {
             path: rebuilt.path,
             label: version.key.clone(),
             len: rebuilt.plain.len,
@@ -170,7 +170,7 @@ pub async fn rebuild(
     store: &dyn ObjectStore,
     cache: &Cache,
     delta: &DeltaRef,
-    (base, record): (&Path, &Record),
+    (base, record): (&Path, &CacheRecord),
     at_most: u64,
     on_chunk: &mut dyn FnMut(u64),
 ) -> Result<Rebuilt, RebuildError> {
@@ -209,7 +209,7 @@ pub async fn rebuild(
 fn apply(
     cache: &Cache,
     delta: &Path,
-    (base, record): (&Path, &Record),
+    (base, record): (&Path, &CacheRecord),
     out: &Path,
     at_most: u64,
 ) -> Result<Plain, DeltaError> {
@@ -225,7 +225,7 @@ fn apply(
                 1 << 20,
                 std::fs::File::open(base)?,
             ));
-            let mut writer = Hashing {
+            let mut writer = HashingWriter {
                 out: std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&to)?),
                 hasher: Sha256::new(),
             };
@@ -253,12 +253,12 @@ fn apply(
     })
 }
 
-struct Hashing<W> {
+struct HashingWriter<W> {
     out: W,
     hasher: Sha256,
 }
 
-impl<W: std::io::Write> std::io::Write for Hashing<W> {
+impl<W: std::io::Write> std::io::Write for HashingWriter<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.out.write(buf)?;
         self.hasher.update(&buf[..n]);

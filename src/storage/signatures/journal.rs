@@ -23,9 +23,9 @@ const COMPACT_EVERY: u64 = 64;
 
 const JOURNAL: &str = "journal-";
 
-/// The journal in one directory.
+/// The journal of accepted versions in one directory.
 #[derive(Debug)]
-pub(super) struct Ledger {
+pub(super) struct AcceptedJournal {
     dir: PathBuf,
     /// The next batch's number.
     next: AtomicU64,
@@ -33,10 +33,10 @@ pub(super) struct Ledger {
     written: AtomicU64,
 }
 
-impl Ledger {
+impl AcceptedJournal {
     /// The journal in `dir`, and what it remembers; compacted into one
     /// file if it had several.
-    pub fn open(dir: &Path) -> Result<(Ledger, HashMap<String, Accepted>), TrustError> {
+    pub fn open(dir: &Path) -> Result<(AcceptedJournal, HashMap<String, Accepted>), TrustError> {
         let mut accepted = HashMap::new();
         let mut files = Vec::new();
         let mut last = 0;
@@ -44,7 +44,7 @@ impl Ledger {
             Ok(entries) => Some(entries),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => {
-                return Err(TrustError::Ledger {
+                return Err(TrustError::Journal {
                     path: dir.to_owned(),
                     why: e.to_string(),
                 });
@@ -75,15 +75,15 @@ impl Ledger {
             }
             files.push(path);
         }
-        let ledger = Ledger {
+        let journal = AcceptedJournal {
             dir: dir.to_owned(),
             next: AtomicU64::new(last + 1),
             written: AtomicU64::new(0),
         };
         if files.len() > 1 {
-            ledger.compact(accepted.values(), &files);
+            journal.compact(accepted.values(), &files);
         }
-        Ok((ledger, accepted))
+        Ok((journal, accepted))
     }
 
     /// Writes `batch` durably; every [`COMPACT_EVERY`] batches, the journal

@@ -15,8 +15,8 @@ use object_store::client::{
     ReqwestConnector,
 };
 
-use super::error::ErrorKind;
 use crate::metrics::Metrics;
+use crate::storage::error::ErrorKind;
 
 /// What the client saw of its requests.
 #[derive(Debug, Default)]

@@ -40,7 +40,9 @@ fn listed(sha: &str, revision: u64, at: SystemTime) -> Listed {
 }
 
 fn verdict(trust: &Trust, listed: &Listed, now: SystemTime) -> Result<Signed, Refusal> {
-    trust.judge(Claim::Listed(listed), now).expect("verifying")
+    trust
+        .judge(Candidate::Listed(listed), now)
+        .expect("verifying")
 }
 
 #[test]
@@ -48,7 +50,7 @@ fn nothing_is_judged_without_keys() {
     let now = SystemTime::now();
     assert!(
         Trust::off()
-            .judge(Claim::Listed(&listed("a", 1, now)), now)
+            .judge(Candidate::Listed(&listed("a", 1, now)), now)
             .is_none()
     );
 }
@@ -85,7 +87,7 @@ fn an_expired_signature_is_never_newly_accepted_but_keeps_what_serves() {
 }
 
 #[test]
-fn unsigned_and_altered_claims_are_refused() {
+fn unsigned_and_altered_candidates_are_refused() {
     let now = SystemTime::now();
     let trust = trusting(None);
     let mut unsigned = listed("a", 1, now);
@@ -159,11 +161,14 @@ fn a_files_signature_is_read_beside_it_and_covers_its_bytes() {
     std::fs::write(dir.path().join("ws.json.sig"), envelope.to_json()).unwrap();
     let trust = trusting(None);
     let read = read_file_signature(&file).unwrap();
-    assert!(trust.judge(Claim::File(&read), now).unwrap().is_ok());
+    assert!(trust.judge(Candidate::File(&read), now).unwrap().is_ok());
 
     std::fs::write(&file, b"{ }").unwrap();
     let read = read_file_signature(&file).unwrap();
-    let refused = trust.judge(Claim::File(&read), now).unwrap().unwrap_err();
+    let refused = trust
+        .judge(Candidate::File(&read), now)
+        .unwrap()
+        .unwrap_err();
     assert_eq!(refused.kind(), "mismatch");
     std::fs::write(dir.path().join("ws.json.sig"), b"garbage").unwrap();
     let read = read_file_signature(&file).unwrap();
@@ -212,7 +217,7 @@ fn a_torn_entry_of_what_was_accepted_is_forgotten_not_fatal() {
             revision: Some(3),
         };
         trust
-            .judge(Claim::Listed(&listed), SystemTime::now())
+            .judge(Candidate::Listed(&listed), SystemTime::now())
             .unwrap()
             .unwrap()
     };

@@ -12,7 +12,7 @@
 //! `--cache-dir` (one small file per workspace, under `accepted/`), so a
 //! restart cannot be fooled into an older version either.
 //!
-//! Storage gives what a version claims (the manifest's entry, or a file
+//! Storage gives what a version says it is (the manifest's entry, or a file
 //! and its `.sig`); the scan asks for the verdict, and tells what it
 //! published.
 
@@ -25,7 +25,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::file::OpenFile;
+use crate::storage::snapshot_file::OpenFile;
 
 use portfolio_wire::manifest::short;
 pub use portfolio_wire::signed::{
@@ -61,7 +61,7 @@ impl Listed {
     }
 }
 
-/// What a directory's file claims: its signature file as read, and the
+/// What a directory's file says it is: its signature file as read, and the
 /// SHA-256 of its bytes where it was hashed before its load (`check`);
 /// `None` where the load hashes what it reads, and the digest is checked
 /// once it is loaded (`serve::loader::verify::read`).
@@ -71,8 +71,9 @@ pub struct FileSigned {
     pub sha256: Option<String>,
 }
 
-/// What a version claims to be, from either kind of source.
-pub enum Claim<'a> {
+/// A version up for the verdict: what it says it is, from either kind of
+/// source.
+pub enum Candidate<'a> {
     Listed(&'a Listed),
     File(&'a FileSigned),
 }
@@ -107,10 +108,10 @@ struct Accepted {
 pub struct Trust {
     keys: Option<TrustedKeys>,
     accepted: Mutex<HashMap<String, Accepted>>,
-    /// Accepted, not yet written to `ledger`.
+    /// Accepted, not yet written to `journal`.
     unwritten: Mutex<Vec<Accepted>>,
     /// `<cache-dir>/accepted`, where accepted versions are remembered.
-    ledger: Option<ledger::Ledger>,
+    journal: Option<journal::AcceptedJournal>,
 }
 
 impl Default for Trust {
@@ -123,7 +124,7 @@ impl std::fmt::Debug for Trust {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Trust")
             .field("keys", &self.key_ids())
-            .field("ledger", &self.ledger)
+            .field("journal", &self.journal)
             .finish()
     }
 }
@@ -160,7 +161,7 @@ pub enum TrustError {
     #[error(
         "cannot read what was accepted before from {path}: {why} (it guards against replayed versions)"
     )]
-    Ledger { path: PathBuf, why: String },
+    Journal { path: PathBuf, why: String },
 }
 
 impl Trust {
@@ -170,7 +171,7 @@ impl Trust {
             keys: None,
             accepted: Mutex::default(),
             unwritten: Mutex::default(),
-            ledger: None,
+            journal: None,
         }
     }
 
@@ -194,10 +195,10 @@ impl Trust {
 
     /// Verification with `keys`, remembering under `cache_dir` if given.
     pub fn new(keys: TrustedKeys, cache_dir: Option<&Path>) -> Result<Trust, TrustError> {
-        let (ledger, accepted) = match cache_dir {
+        let (journal, accepted) = match cache_dir {
             Some(dir) => {
-                let (ledger, accepted) = ledger::Ledger::open(&dir.join(ACCEPTED_DIR))?;
-                (Some(ledger), accepted)
+                let (journal, accepted) = journal::AcceptedJournal::open(&dir.join(ACCEPTED_DIR))?;
+                (Some(journal), accepted)
             }
             None => (None, HashMap::new()),
         };
@@ -205,7 +206,7 @@ impl Trust {
             keys: Some(keys),
             accepted: Mutex::new(accepted),
             unwritten: Mutex::default(),
-            ledger,
+            journal,
         })
     }
 
@@ -215,7 +216,7 @@ impl Trust {
 
     /// Whether what it accepts outlives the process (`--cache-dir`).
     pub fn remembers(&self) -> bool {
-        self.ledger.is_some()
+        self.journal.is_some()
     }
 
     pub fn key_ids(&self) -> Vec<String> {
@@ -230,39 +231,43 @@ impl Trust {
         self.unwritten.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The verdict on a version that claims `claim`, with `now` for its
+    /// The verdict on `candidate`, with `now` for its
     /// expiry; `None` when nothing is verified.
-    pub fn judge(&self, claim: Claim<'_>, now: SystemTime) -> Option<Result<Signed, Refusal>> {
+    pub fn judge(
+        &self,
+        candidate: Candidate<'_>,
+        now: SystemTime,
+    ) -> Option<Result<Signed, Refusal>> {
         let keys = self.keys.as_ref()?;
-        Some(self.verdict(keys, claim, now))
+        Some(self.verdict(keys, candidate, now))
     }
 
-    /// The statement of a claim that a trusted key signed, whatever the
+    /// The statement of a candidate that a trusted key signed, whatever the
     /// verdict on it: a replayed or expired version's statement is
     /// authentic (only its revision or expiry is refused), so what it
     /// names (a workspace, the digest of its keys) may be believed of it.
     /// `None` when nothing is verified, or when no trusted key signed it.
-    pub fn authentic(&self, claim: Claim<'_>) -> Option<Statement> {
+    pub fn authentic(&self, candidate: Candidate<'_>) -> Option<Statement> {
         let keys = self.keys.as_ref()?;
-        let verified = keys.verify(envelope_of(&claim).ok()?).ok()?;
+        let verified = keys.verify(envelope_of(&candidate).ok()?).ok()?;
         Some(verified.statement)
     }
 
     fn verdict(
         &self,
         keys: &TrustedKeys,
-        claim: Claim<'_>,
+        candidate: Candidate<'_>,
         now: SystemTime,
     ) -> Result<Signed, Refusal> {
-        let envelope = envelope_of(&claim)?;
+        let envelope = envelope_of(&candidate)?;
         let verified = keys.verify(envelope)?;
         let statement = &verified.statement;
-        statement.covers(&match &claim {
-            Claim::Listed(listed) => listed.named(),
+        statement.covers(&match &candidate {
+            Candidate::Listed(listed) => listed.named(),
             // A file's workspace and version are checked once it is loaded
             // (`loaded_as_signed`), and so are its bytes where they were
             // not hashed before.
-            Claim::File(file) => Named {
+            Candidate::File(file) => Named {
                 workspace: &statement.workspace,
                 version: &statement.version,
                 sha256: file.sha256.as_deref().unwrap_or(&statement.sha256),
@@ -272,9 +277,9 @@ impl Trust {
         })?;
         // A file's revision is a signing time, shown as one; a record's
         // is the manifest's counter.
-        let shown = |revision: u64| match &claim {
-            Claim::File(_) => file_revision(revision),
-            Claim::Listed(_) => revision.to_string(),
+        let shown = |revision: u64| match &candidate {
+            Candidate::File(_) => file_revision(revision),
+            Candidate::Listed(_) => revision.to_string(),
         };
         if let Some(before) = self.accepted().get(&statement.workspace) {
             if statement.revision < before.revision {
@@ -352,17 +357,17 @@ impl Trust {
             }
         }
         drop(accepted);
-        if self.ledger.is_some() {
+        if self.journal.is_some() {
             self.unwritten().extend(changed);
         }
     }
 
     /// Writes what [`Trust::published`] accepted since the last call into
     /// `--cache-dir`, durably, as one batch of its journal (one `fsync`,
-    /// however many workspaces: [`ledger`]). The scan calls it before the
+    /// however many workspaces: `journal.rs`). The scan calls it before the
     /// catalog swap that serves them.
     pub fn persist(&self) {
-        let Some(ledger) = &self.ledger else {
+        let Some(journal) = &self.journal else {
             return;
         };
         let changed = std::mem::take(&mut *self.unwritten());
@@ -370,7 +375,7 @@ impl Trust {
             return;
         }
         let all = || self.accepted().values().cloned().collect();
-        if let Err(error) = ledger.append(&changed, all) {
+        if let Err(error) = journal.append(&changed, all) {
             tracing::warn!(
                 workspaces = changed.len(),
                 error = %error,
@@ -380,11 +385,11 @@ impl Trust {
     }
 }
 
-/// The envelope a claim carries, or why it has none to verify.
-fn envelope_of<'a>(claim: &Claim<'a>) -> Result<&'a Envelope, Refusal> {
-    match claim {
-        Claim::Listed(listed) => listed.envelope.as_ref().ok_or(Refusal::Unsigned),
-        Claim::File(file) => file.envelope.as_ref().map_err(Clone::clone),
+/// The envelope a candidate carries, or why it has none to verify.
+fn envelope_of<'a>(candidate: &Candidate<'a>) -> Result<&'a Envelope, Refusal> {
+    match candidate {
+        Candidate::Listed(listed) => listed.envelope.as_ref().ok_or(Refusal::Unsigned),
+        Candidate::File(file) => file.envelope.as_ref().map_err(Clone::clone),
     }
 }
 
@@ -464,7 +469,7 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     Ok(crate::store::key::to_hex(&hasher.finalize().into()))
 }
 
-mod ledger;
+mod journal;
 
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,7 @@
-//! Reading one snapshot file: its name decides whether it is a snapshot at
-//! all, and whether it is gzip. A file is a [`Source`]: the load streams it
-//! (a `.json.gz` is inflated as a stream, never into one buffer); only a
-//! rejected file is read whole, to say exactly why.
+//! Reading one snapshot file: its name decides whether it is a snapshot at all,
+//! and whether it is gzip. A file is a [`crate::snapshot::Source`]: the load
+//! streams it (a `.json.gz` is inflated as a stream, never into one buffer);
+//! only a rejected file is read whole, to say exactly why.
 //!
 //! A file the scan or a load on demand reads is opened once ([`OpenFile`]):
 //! without blocking (a FIFO or a device named like a snapshot cannot stall
@@ -24,6 +24,11 @@ use sha2::{Digest, Sha256};
 use crate::snapshot::{SnapshotError, Source};
 
 pub use crate::snapshot::is_snapshot_name;
+
+/// The stored size, in bytes, from which a snapshot file is handled alone:
+/// the scan loads one this large by itself rather than in a batch, and a
+/// directory holds one open once it has loaded (`storage/directory/`).
+pub const LARGE_SNAPSHOT_FILE_BYTES: u64 = 16 << 20;
 
 /// A regular file opened once, read by position (so that any number of
 /// readers start from its beginning) and never past the length it had
@@ -65,7 +70,7 @@ impl OpenFile {
 
     /// A reader of its bytes from `from` up to its length.
     pub fn reader(&self, from: u64) -> impl Read + '_ {
-        Window {
+        FileWindow {
             file: &self.file,
             at: from.min(self.len),
             end: self.len,
@@ -92,13 +97,13 @@ impl OpenFile {
 }
 
 /// A window of an open file, read by position.
-struct Window<'a> {
+struct FileWindow<'a> {
     file: &'a std::fs::File,
     at: u64,
     end: u64,
 }
 
-impl Read for Window<'_> {
+impl Read for FileWindow<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let left = usize::try_from(self.end - self.at).unwrap_or(usize::MAX);
         let want = buf.len().min(left);
@@ -238,7 +243,7 @@ impl SnapshotFile {
                 let window = file.reader(0);
                 match &self.digest {
                     Some(digest) if !digest.started.swap(true, Ordering::Relaxed) => {
-                        Ok(Box::new(Hashing {
+                        Ok(Box::new(HashingReader {
                             inner: window,
                             hasher: Sha256::new(),
                             read: 0,
@@ -257,14 +262,14 @@ impl SnapshotFile {
 
 /// A reader that hashes what passes through it, and leaves the hash and
 /// the count where [`SnapshotFile::sha256`] finds them when it is dropped.
-struct Hashing<'a, R> {
+struct HashingReader<'a, R> {
     inner: R,
     hasher: Sha256,
     read: u64,
     into: &'a Mutex<Option<(Sha256, u64)>>,
 }
 
-impl<R: Read> Read for Hashing<'_, R> {
+impl<R: Read> Read for HashingReader<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.hasher.update(&buf[..n]);
@@ -273,7 +278,7 @@ impl<R: Read> Read for Hashing<'_, R> {
     }
 }
 
-impl<R> Drop for Hashing<'_, R> {
+impl<R> Drop for HashingReader<'_, R> {
     fn drop(&mut self) {
         let hashed = (std::mem::take(&mut self.hasher), self.read);
         *self.into.lock().unwrap_or_else(|p| p.into_inner()) = Some(hashed);

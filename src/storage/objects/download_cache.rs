@@ -9,7 +9,8 @@
 //! so the cache never holds an object that was rejected or half written.
 //! Without `--cache-dir`, downloads go to a private temporary directory
 //! that goes with the process; the last good object of each entry stays
-//! there too (never restored from), as the base a delta applies to.
+//! there too (never restored from), as the base a delta applies to and
+//! what a load on demand reads.
 //!
 //! An entry rebuilt from a delta keeps its uncompressed bytes (`plain`),
 //! the next delta's base.
@@ -20,12 +21,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::listing::{Fingerprint, Listing, Local, ObjectVersion};
+use crate::storage::listing::{EntryStamp, FetchedFile, Listing, ObjectVersion};
 use portfolio_wire::status::SourceStatus;
 
 /// What the cache records of one entry.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Record {
+pub struct CacheRecord {
     /// The entry's name (an object name, or a workspace in manifest mode).
     pub name: String,
     pub key: String,
@@ -56,7 +57,7 @@ pub struct Plain {
     pub sha256: String,
 }
 
-impl Record {
+impl CacheRecord {
     pub fn version(&self) -> ObjectVersion {
         ObjectVersion {
             key: self.key.clone(),
@@ -83,6 +84,7 @@ impl Record {
     }
 }
 
+/// The download cache of one object store source.
 pub struct Cache {
     dir: PathBuf,
     /// `--cache-dir` was given; otherwise `dir` is private and temporary.
@@ -99,7 +101,7 @@ impl Cache {
             // One directory per cache: several servers may run in one
             // process, and each deletes its own directory when it stops.
             None => (
-                super::scratch::private_dir("portfolio-replica-downloads")?,
+                crate::storage::private_dirs::private_dir("portfolio-replica-downloads")?,
                 false,
             ),
         };
@@ -133,7 +135,7 @@ impl Cache {
     }
 
     /// The cached copy of `name` at `version`, if the cache holds it.
-    pub fn lookup(&self, name: &str, version: &ObjectVersion) -> Option<(PathBuf, Record)> {
+    pub fn lookup(&self, name: &str, version: &ObjectVersion) -> Option<(PathBuf, CacheRecord)> {
         if !self.keep {
             return None;
         }
@@ -146,7 +148,7 @@ impl Cache {
 
     /// The data file of `name`'s last good object if it is the object
     /// whose tag is `tag` (with or without `--cache-dir`): a delta's base.
-    pub fn base(&self, name: &str, tag: &str) -> Option<(PathBuf, Record)> {
+    pub fn base(&self, name: &str, tag: &str) -> Option<(PathBuf, CacheRecord)> {
         let record = self.record(name).filter(|r| r.tag == tag)?;
         let path = self.dir.join(&record.data);
         path.is_file().then_some((path, record))
@@ -161,9 +163,9 @@ impl Cache {
 
     /// The cached copy of `name` at `version`, ready to load, if the cache
     /// holds it.
-    pub fn local(&self, name: &str, version: &ObjectVersion) -> Option<Local> {
+    pub fn local(&self, name: &str, version: &ObjectVersion) -> Option<FetchedFile> {
         let (path, record) = self.lookup(name, version)?;
-        Some(Local {
+        Some(FetchedFile {
             path,
             label: version.key.clone(),
             len: version.size,
@@ -178,12 +180,12 @@ impl Cache {
 
     /// A download that loaded (`ok`) becomes the cached copy of `name`;
     /// one that was rejected is deleted.
-    pub fn settle(&self, name: &str, local: Local, ok: bool) {
+    pub fn settle(&self, name: &str, local: FetchedFile, ok: bool) {
         let (true, Some(source)) = (ok, local.source) else {
             self.discard(&local.path);
             return;
         };
-        let record = Record {
+        let record = CacheRecord {
             name: name.to_owned(),
             key: source.key,
             tag: source
@@ -214,8 +216,14 @@ impl Cache {
     }
 
     /// Keeps `download` as the last good object of `name` (without
-    /// `--cache-dir`, in the private directory, for deltas only).
-    pub fn commit(&self, name: &str, download: &Path, mut record: Record) -> std::io::Result<()> {
+    /// `--cache-dir`, in the private directory, for deltas and loads on
+    /// demand only).
+    pub fn commit(
+        &self,
+        name: &str,
+        download: &Path,
+        mut record: CacheRecord,
+    ) -> std::io::Result<()> {
         let old = self.record(name);
         // A rebuilt file is plain JSON whatever the object's key says.
         let ending = if record.plain.is_some() {
@@ -260,7 +268,7 @@ impl Cache {
 
     /// Every entry the cache holds a good object of, by name (none
     /// without `--cache-dir`: a private directory is never restored from).
-    pub fn records(&self) -> Vec<Record> {
+    pub fn records(&self) -> Vec<CacheRecord> {
         if !self.keep {
             return Vec::new();
         }
@@ -278,17 +286,17 @@ impl Cache {
         for record in records {
             listing.entries.insert(
                 record.name.clone(),
-                Ok(Fingerprint::Object(record.version())),
+                Ok(EntryStamp::Object(record.version())),
             );
         }
         Some(listing)
     }
 
-    fn all_records(&self) -> Vec<Record> {
+    fn all_records(&self) -> Vec<CacheRecord> {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return Vec::new();
         };
-        let mut records: Vec<Record> = entries
+        let mut records: Vec<CacheRecord> = entries
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
             .filter(|name| name.ends_with(".meta.json") && !name.starts_with('.'))
             .filter_map(|meta| read_record(&self.dir.join(meta)))
@@ -298,7 +306,7 @@ impl Cache {
         records
     }
 
-    fn record(&self, name: &str) -> Option<Record> {
+    fn record(&self, name: &str) -> Option<CacheRecord> {
         read_record(&self.dir.join(format!("{}.meta.json", file_stem(name))))
             .filter(|r| r.name == name)
     }
@@ -331,12 +339,12 @@ impl Drop for Cache {
     /// A private download directory goes with the process.
     fn drop(&mut self) {
         if !self.keep {
-            super::scratch::remove(&self.dir);
+            crate::storage::private_dirs::remove(&self.dir);
         }
     }
 }
 
-fn read_record(path: &Path) -> Option<Record> {
+fn read_record(path: &Path) -> Option<CacheRecord> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
@@ -378,8 +386,8 @@ fn hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
-    fn record(name: &str, tag: &str) -> Record {
-        Record {
+    fn record(name: &str, tag: &str) -> CacheRecord {
+        CacheRecord {
             name: name.to_owned(),
             key: format!("prefix/{name}"),
             tag: tag.to_owned(),
