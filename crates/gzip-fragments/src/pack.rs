@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::crc;
 use crate::huffman::Code;
 use crate::lz77::Matcher;
-use crate::pass::{Join, Pass, pieces, reserved};
+use crate::pass::{Join, Pass, Reuse, pieces, reserved};
 use crate::placement::Placement;
 use crate::train::{Trained, train};
 
@@ -560,47 +560,4 @@ pub(crate) fn trimmed(record: &[u8], trim: usize) -> &[u8] {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Fragments that a packing copies instead of compressing them: a
-/// previous version's, for the records (and predecessors) that did not
-/// change ([`Packed::rebuild`]); none for `()`.
-pub(crate) trait Reuse: Sync {
-    /// Record `i`'s solo fragment (a bit range of a padded stream), CRC
-    /// and shift, to be copied.
-    fn solo(&self, i: usize) -> Option<(&[u8], u64, u64, u32, u32)>;
-
-    /// The fragment at position `k` of rung `r` of chain `c` (a bit range
-    /// of a padded stream), to be copied.
-    fn chained(&self, c: usize, r: usize, k: usize) -> Option<(&[u8], u64, u64)>;
-
-    /// The CRC and shift of record `i`, of `len` bytes, if known without
-    /// reading it (for the chain tables where there are no solo pieces).
-    fn crc(&self, i: usize, len: usize) -> Option<(u32, u32)>;
-
-    /// Where the record at position `k` of chain `c` was in the previous
-    /// version's chain, and the prefix CRC there.
-    fn was_at(&self, c: usize, k: usize) -> Option<(usize, u32)>;
-}
-
-impl Reuse for () {
-    #[inline]
-    fn solo(&self, _: usize) -> Option<(&[u8], u64, u64, u32, u32)> {
-        None
-    }
-
-    #[inline]
-    fn chained(&self, _: usize, _: usize, _: usize) -> Option<(&[u8], u64, u64)> {
-        None
-    }
-
-    #[inline]
-    fn crc(&self, _: usize, _: usize) -> Option<(u32, u32)> {
-        None
-    }
-
-    #[inline]
-    fn was_at(&self, _: usize, _: usize) -> Option<(usize, u32)> {
-        None
-    }
 }

@@ -8,6 +8,9 @@
 //! afresh and the others on from their predecessor, which gives the same
 //! fragments ([`Matcher::parse_next`]).
 //!
+//! A fragment that [`Reuse`] has (a previous version's, in a rebuild) is
+//! copied instead of compressed.
+//!
 //! Where training parsed a whole stream ([`Recorded`]: the solo fragments,
 //! or a chain's first rung, of a small collection), a record's symbols
 //! are written as training found them, not parsed again: the same parse
@@ -19,8 +22,7 @@ use std::ops::Range;
 use crate::bits::{BitWriter, Burst, PADDING};
 use crate::crc;
 use crate::huffman::Code;
-use crate::lz77::{Matcher, Symbols};
-use crate::pack::Reuse;
+use crate::lz77::{Matcher, Symbols, with_predecessors};
 use crate::placement::Placement;
 use crate::train::{Recorded, replay};
 
@@ -136,6 +138,49 @@ pub(crate) struct Pass<'a, F, R> {
     /// (none when rebuilding).
     pub(crate) recorded: &'a Recorded,
     pub(crate) keep_going: &'a (dyn Fn() -> bool + Sync),
+}
+
+/// Fragments that a packing copies instead of compressing them: a
+/// previous version's, for the records (and predecessors) that did not
+/// change ([`Packed::rebuild`](crate::Packed::rebuild)); none for `()`.
+pub(crate) trait Reuse: Sync {
+    /// Record `i`'s solo fragment (a bit range of a padded stream), CRC
+    /// and shift, to be copied.
+    fn solo(&self, i: usize) -> Option<(&[u8], u64, u64, u32, u32)>;
+
+    /// The fragment at position `k` of rung `r` of chain `c` (a bit range
+    /// of a padded stream), to be copied.
+    fn chained(&self, c: usize, r: usize, k: usize) -> Option<(&[u8], u64, u64)>;
+
+    /// The CRC and shift of record `i`, of `len` bytes, if known without
+    /// reading it (for the chain tables where there are no solo pieces).
+    fn crc(&self, i: usize, len: usize) -> Option<(u32, u32)>;
+
+    /// Where the record at position `k` of chain `c` was in the previous
+    /// version's chain, and the prefix CRC there.
+    fn was_at(&self, c: usize, k: usize) -> Option<(usize, u32)>;
+}
+
+impl Reuse for () {
+    #[inline]
+    fn solo(&self, _: usize) -> Option<(&[u8], u64, u64, u32, u32)> {
+        None
+    }
+
+    #[inline]
+    fn chained(&self, _: usize, _: usize, _: usize) -> Option<(&[u8], u64, u64)> {
+        None
+    }
+
+    #[inline]
+    fn crc(&self, _: usize, _: usize) -> Option<(u32, u32)> {
+        None
+    }
+
+    #[inline]
+    fn was_at(&self, _: usize, _: usize) -> Option<(usize, u32)> {
+        None
+    }
 }
 
 impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse> Pass<'_, F, R> {
@@ -366,21 +411,4 @@ pub(crate) fn reserved<T>(n: usize, placement: &impl Placement) -> Vec<T> {
     let v = Vec::with_capacity(n);
     placement.reserved(&v);
     v
-}
-
-/// The records `before`, then `record`, comma-separated, in `scratch`, as
-/// a page has them; returns where `record` starts.
-pub(crate) fn with_predecessors<'r>(
-    scratch: &mut Vec<u8>,
-    before: impl Iterator<Item = &'r [u8]>,
-    record: &[u8],
-) -> usize {
-    scratch.clear();
-    for b in before {
-        scratch.extend_from_slice(b);
-        scratch.push(b',');
-    }
-    let start = scratch.len();
-    scratch.extend_from_slice(record);
-    start
 }

@@ -14,7 +14,8 @@
 //! a pass over the records without compressing.
 
 use crate::crc;
-use crate::pack::{NOT_CHAINED, Packed, Packing, RecordBytes, Reuse, pack};
+use crate::pack::{NOT_CHAINED, Packed, Packing, RecordBytes, pack};
+use crate::pass::Reuse;
 use crate::placement::Placement;
 use crate::train::{Recorded, Trained};
 

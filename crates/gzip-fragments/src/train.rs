@@ -11,8 +11,7 @@
 //! writes them instead of parsing the same bytes twice.
 
 use crate::huffman::{Code, DISTANCES, END, LITERALS, distance_symbol, length_symbol};
-use crate::lz77::{Matcher, Symbols};
-use crate::pass::with_predecessors;
+use crate::lz77::{Matcher, Symbols, with_predecessors};
 
 /// At most this many records of each kind (solo, and each chain) ...
 const SAMPLE: usize = 4096;
