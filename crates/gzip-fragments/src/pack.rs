@@ -81,14 +81,17 @@ pub struct Packed {
     compressed: usize,
 }
 
-/// A record's bytes, as [`Packed::build`] gets them.
-pub trait RecordBytes {
+/// A collection's records as [`Packed::build`] reads them: by index, as
+/// bytes.
+pub trait IndexedRecords {
+    /// How many records there are: their indices are `0..count()`.
     fn count(&self) -> usize;
+    /// Record `i`'s bytes.
     fn record(&self, i: usize) -> &[u8];
 }
 
 /// Records held as one buffer each: what tests, benches and fuzzing pass.
-impl<T: AsRef<[u8]>> RecordBytes for Vec<T> {
+impl<T: AsRef<[u8]>> IndexedRecords for Vec<T> {
     fn count(&self) -> usize {
         self.len()
     }
@@ -134,7 +137,7 @@ impl Packed {
     /// calling one included), the caller's share of the machine. Each large
     /// buffer is shown to `placement` when made and when written.
     pub fn build(
-        records: &(impl RecordBytes + Sync),
+        records: &(impl IndexedRecords + Sync),
         packing: &Packing<'_>,
         threads: usize,
         placement: &impl Placement,
@@ -148,7 +151,7 @@ impl Packed {
 /// where they can be if `recorded` (tests compare with a packing that
 /// parses everything twice).
 pub(crate) fn build(
-    records: &(impl RecordBytes + Sync),
+    records: &(impl IndexedRecords + Sync),
     packing: &Packing<'_>,
     threads: usize,
     placement: &impl Placement,
@@ -174,7 +177,7 @@ pub(crate) fn build(
 /// recorded: every fragment that `reuse` has is copied from it, every
 /// other one compressed.
 pub(crate) fn pack(
-    records: &(impl RecordBytes + Sync),
+    records: &(impl IndexedRecords + Sync),
     packing: &Packing<'_>,
     trained: Trained,
     reuse: &impl Reuse,

@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use crate::bits::{BitWriter, Burst, PADDING};
+use crate::bits::{BitWriter, BurstWriter, PADDING};
 use crate::crc;
 use crate::huffman::Code;
 use crate::lz77::{Matcher, Symbols, with_predecessors};
@@ -293,7 +293,7 @@ impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse> Pass<'_, F, R> {
 /// Symbols written as they are found, with a collection's code.
 struct Encoder<'c, 'b> {
     code: &'c Code,
-    w: Burst<'b>,
+    w: BurstWriter<'b>,
 }
 
 impl Symbols for Encoder<'_, '_> {
@@ -317,7 +317,7 @@ fn record_crc(bytes: &[u8]) -> (u32, u32) {
 /// A [`Chunk`] being written.
 struct Writing<'s> {
     at: Vec<u64>,
-    bits: Stream<'s>,
+    bits: FragmentWriter<'s>,
     compressed: usize,
     crcs: Vec<RecordCrc>,
 }
@@ -326,7 +326,7 @@ impl<'s> Writing<'s> {
     fn new(positions: usize) -> Writing<'s> {
         Writing {
             at: Vec::with_capacity(positions),
-            bits: Stream::new(BitWriter::default()),
+            bits: FragmentWriter::new(BitWriter::default()),
             compressed: 0,
             crcs: Vec::new(),
         }
@@ -350,14 +350,14 @@ impl<'s> Writing<'s> {
 /// A stream of fragments being written, in which copied fragments wait
 /// to go in one copy while each starts where the one before it ended in
 /// the same stream (a previous version's fragments do, between changes).
-pub(crate) struct Stream<'s> {
+struct FragmentWriter<'s> {
     bits: BitWriter,
     run: Option<(&'s [u8], u64, u64)>,
 }
 
-impl<'s> Stream<'s> {
-    fn new(bits: BitWriter) -> Stream<'s> {
-        Stream { bits, run: None }
+impl<'s> FragmentWriter<'s> {
+    fn new(bits: BitWriter) -> FragmentWriter<'s> {
+        FragmentWriter { bits, run: None }
     }
 
     /// Bits written so far, the waiting run included.
