@@ -84,10 +84,22 @@ fn rust_files(path: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// A file's code without comments and without its unit tests (which sit
-/// at the end, after `#[cfg(test)]`): what the product runs.
+/// A file's code without comments and without its unit tests (the module
+/// of them at the end, `#[cfg(test)] mod tests`): what the product runs.
+/// Code after a test-only item before them (a helper, `#[cfg(test)] impl`)
+/// is the product's too, so such an item is read with it.
 fn product_code(source: &str) -> String {
-    let code = source.split("#[cfg(test)]").next().unwrap_or(source);
+    let tests = source
+        .match_indices("#[cfg(test)]")
+        .find(|(at, attribute)| {
+            let item = source[at + attribute.len()..].trim_start();
+            let item = ["pub(crate) ", "pub(super) ", "pub "]
+                .iter()
+                .find_map(|v| item.strip_prefix(v))
+                .unwrap_or(item);
+            item.starts_with("mod ")
+        });
+    let code = &source[..tests.map_or(source.len(), |(at, _)| at)];
     code.lines()
         .map(|line| match line.find("//") {
             Some(at) => &line[..at],
@@ -490,7 +502,7 @@ fn no_three_files_import_each_other_in_a_circle() {
 #[test]
 fn the_import_checker_sees_every_form_of_import() {
     let code = product_code(
-        "use crate::{api::Route, store};\nuse std::fs::File; // crate::ops\nfn f() { crate::snapshot::load(); warp::any(); }\n#[cfg(test)]\nmod tests { use std::net::TcpStream; }",
+        "use crate::{api::Route, store};\nuse std::fs::File; // crate::ops\nfn f() { crate::snapshot::load(); warp::any(); }\n#[cfg(test)]\nfn helper() {}\nfn g() { crate::limit::admit(); }\n#[cfg(test)]\nmod tests { use std::net::TcpStream; }",
     );
     let paths = used_paths(&code);
     for expected in [
@@ -499,6 +511,8 @@ fn the_import_checker_sees_every_form_of_import() {
         "std::fs::File",
         "crate::snapshot::load",
         "warp::any",
+        // Past a test-only item, the product goes on.
+        "crate::limit::admit",
     ] {
         assert!(
             paths.iter().any(|p| p == expected),
