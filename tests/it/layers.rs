@@ -261,7 +261,11 @@ impl Crate {
             .find_map(|m| self.modules.get_key_value(&m).map(|(k, _)| k))
     }
 
-    /// Each file's module, and the modules (files) of this crate it uses.
+    /// Each file's module, and the modules (files) of this crate it uses
+    /// through `crate::`, `self::` and `super::` paths. A parent's plain
+    /// `child::item` is not counted: a module uses its own children freely,
+    /// and counting it would make a circle of every child that uses the
+    /// parent's items and a sibling.
     fn imports(&self) -> BTreeMap<String, BTreeSet<String>> {
         let mut graph = BTreeMap::new();
         for (module, file) in &self.modules {
