@@ -34,25 +34,25 @@ impl BitWriter {
         self.out.len() as u64 * 8 + u64::from(self.pending)
     }
 
-    /// Writes at most `max_bits` bits with `f`, through a [`Burst`]: many
-    /// codes in a row (a fragment's symbols) at a fraction of [`put`]'s
-    /// cost each. The burst goes to `f` and back by value, so that its
+    /// Writes at most `max_bits` bits with `f`, through a [`BurstWriter`]:
+    /// many codes in a row (a fragment's symbols) at a fraction of
+    /// [`put`]'s cost each. The burst goes to `f` and back by value, so that its
     /// state can stay in registers.
     ///
     /// [`put`]: BitWriter::put
     #[inline]
-    pub fn burst(&mut self, max_bits: usize, f: impl FnOnce(Burst<'_>) -> Burst<'_>) {
+    pub fn burst(&mut self, max_bits: usize, f: impl FnOnce(BurstWriter<'_>) -> BurstWriter<'_>) {
         let at = self.out.len();
         // Room for the waiting bits, `max_bits`, and the 8-byte store made
         // at the last byte reached.
         self.out.resize(at + max_bits.div_ceil(8) + 16, 0);
-        let burst = Burst {
+        let burst = BurstWriter {
             buf: &mut self.out[at..],
             at: 0,
             acc: self.acc,
             pending: self.pending,
         };
-        let Burst {
+        let BurstWriter {
             at: written,
             acc,
             pending,
@@ -159,13 +159,13 @@ impl BitWriter {
     }
 }
 
-/// Where codes go: a [`BitWriter`], or a [`Burst`] of it.
-pub trait Sink {
+/// Where codes go: a [`BitWriter`], or a [`BurstWriter`] of it.
+pub trait BitSink {
     /// Writes the low `len` bits of `bits` (`len` ≤ 28, no higher bits set).
     fn put(&mut self, bits: u32, len: u32);
 }
 
-impl Sink for BitWriter {
+impl BitSink for BitWriter {
     #[inline]
     fn put(&mut self, bits: u32, len: u32) {
         BitWriter::put(self, bits, len);
@@ -176,7 +176,7 @@ impl Sink for BitWriter {
 /// accumulator, which is stored whole (8 bytes) at the first byte not yet
 /// full, and the bytes it filled are stepped over; no branch, no capacity
 /// to check, and the state in registers.
-pub struct Burst<'b> {
+pub struct BurstWriter<'b> {
     buf: &'b mut [u8],
     /// Bytes complete.
     at: usize,
@@ -185,7 +185,7 @@ pub struct Burst<'b> {
     pending: u32,
 }
 
-impl Sink for Burst<'_> {
+impl BitSink for BurstWriter<'_> {
     #[inline(always)]
     fn put(&mut self, bits: u32, len: u32) {
         debug_assert!(len <= 28 && bits >> len == 0 && self.pending < 32);

@@ -7,7 +7,7 @@
 //! so that any record (and any byte of a page's own text) can be written
 //! with it.
 
-use crate::bits::{BitWriter, Sink};
+use crate::bits::{BitSink, BitWriter};
 
 /// Literal/length symbols: 256 bytes, end of block, 29 lengths.
 pub const LITERALS: usize = 286;
@@ -77,14 +77,14 @@ impl Code {
 
     /// Writes literal byte `b`.
     #[inline]
-    pub fn put_literal(&self, out: &mut impl Sink, b: u8) {
+    pub fn put_literal(&self, out: &mut impl BitSink, b: u8) {
         let c = self.literal[b as usize];
         out.put(u32::from(c.code), u32::from(c.len));
     }
 
     /// Writes a match: `len` (3..=258) bytes from `dist` (1..=32768) back.
     #[inline]
-    pub fn put_match(&self, out: &mut impl Sink, len: u32, dist: u32) {
+    pub fn put_match(&self, out: &mut impl BitSink, len: u32, dist: u32) {
         let (bits, n) = self.lengths[len as usize];
         out.put(bits, n);
         let (sym, extra, value) = distance_symbol(dist);

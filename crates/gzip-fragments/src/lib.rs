@@ -11,12 +11,12 @@
 //! a trailer whose CRC-32 is combined from the records' CRCs. The result is
 //! one ordinary gzip member that any decoder reads.
 //!
-//! The crate knows records only as bytes ([`RecordBytes`]) and lists only as
-//! orders of record indices: what a record means, and which orders a
-//! collection is served in, are its caller's. So are the machine's
-//! resources: [`Packed::build`] runs on as many threads as it is given
-//! and shows its large buffers to the caller's [`Placement`] (huge pages,
-//! say); the crate makes no system call. A new version of a collection
+//! The crate knows records only as bytes by index ([`IndexedRecords`]) and
+//! lists only as orders of those indices: what a record means, and which
+//! orders a collection is served in, are its caller's. So are the
+//! machine's resources: [`Packed::build`] runs on as many threads as it is
+//! given and shows its large buffers to the caller's [`Placement`] (huge
+//! pages, say); the crate makes no system call. A new version of a collection
 //! is packed from the previous one's packing by [`Packed::rebuild`], which
 //! compresses only the records that changed and their neighbours.
 //!
@@ -38,7 +38,7 @@ mod placement;
 mod repack;
 mod train;
 
-pub use pack::{Packed, Packing, RecordBytes};
+pub use pack::{IndexedRecords, Packed, Packing};
 pub use page::GzipPage;
 pub use placement::Placement;
 

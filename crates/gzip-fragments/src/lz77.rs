@@ -1,5 +1,6 @@
 //! The match finder: a record's bytes as literals and back-references,
-//! optionally against a dictionary (the bytes that precede it on a page).
+//! optionally against a dictionary (the bytes that precede it on a page,
+//! laid out before it by [`with_predecessors`]).
 //!
 //! Hash chains over 4-byte prefixes, a bounded search and one step of lazy
 //! evaluation, as zlib's middle levels do it; tuned for records of a few
@@ -286,6 +287,24 @@ impl Matcher {
             (best, best_dist)
         }
     }
+}
+
+/// A record and its dictionary as a parse takes them: the records
+/// `before`, then `record`, comma-separated, in `scratch`, as a page has
+/// them; returns where `record` starts (the `start` of [`Matcher::parse`]).
+pub fn with_predecessors<'r>(
+    scratch: &mut Vec<u8>,
+    before: impl Iterator<Item = &'r [u8]>,
+    record: &[u8],
+) -> usize {
+    scratch.clear();
+    for b in before {
+        scratch.extend_from_slice(b);
+        scratch.push(b',');
+    }
+    let start = scratch.len();
+    scratch.extend_from_slice(record);
+    start
 }
 
 #[cfg(test)]

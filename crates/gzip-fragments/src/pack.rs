@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::crc;
 use crate::huffman::Code;
 use crate::lz77::Matcher;
-use crate::pass::{Join, Pass, pieces, reserved};
+use crate::pass::{Join, Pass, Reuse, pieces, reserved};
 use crate::placement::Placement;
 use crate::train::{Trained, train};
 
@@ -81,14 +81,17 @@ pub struct Packed {
     compressed: usize,
 }
 
-/// A record's bytes, as [`Packed::build`] gets them.
-pub trait RecordBytes {
+/// A collection's records as [`Packed::build`] reads them: by index, as
+/// bytes.
+pub trait IndexedRecords {
+    /// How many records there are: their indices are `0..count()`.
     fn count(&self) -> usize;
+    /// Record `i`'s bytes.
     fn record(&self, i: usize) -> &[u8];
 }
 
 /// Records held as one buffer each: what tests, benches and fuzzing pass.
-impl<T: AsRef<[u8]>> RecordBytes for Vec<T> {
+impl<T: AsRef<[u8]>> IndexedRecords for Vec<T> {
     fn count(&self) -> usize {
         self.len()
     }
@@ -134,7 +137,7 @@ impl Packed {
     /// calling one included), the caller's share of the machine. Each large
     /// buffer is shown to `placement` when made and when written.
     pub fn build(
-        records: &(impl RecordBytes + Sync),
+        records: &(impl IndexedRecords + Sync),
         packing: &Packing<'_>,
         threads: usize,
         placement: &impl Placement,
@@ -148,7 +151,7 @@ impl Packed {
 /// where they can be if `recorded` (tests compare with a packing that
 /// parses everything twice).
 pub(crate) fn build(
-    records: &(impl RecordBytes + Sync),
+    records: &(impl IndexedRecords + Sync),
     packing: &Packing<'_>,
     threads: usize,
     placement: &impl Placement,
@@ -174,7 +177,7 @@ pub(crate) fn build(
 /// recorded: every fragment that `reuse` has is copied from it, every
 /// other one compressed.
 pub(crate) fn pack(
-    records: &(impl RecordBytes + Sync),
+    records: &(impl IndexedRecords + Sync),
     packing: &Packing<'_>,
     trained: Trained,
     reuse: &impl Reuse,
@@ -560,47 +563,4 @@ pub(crate) fn trimmed(record: &[u8], trim: usize) -> &[u8] {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Fragments that a packing copies instead of compressing them: a
-/// previous version's, for the records (and predecessors) that did not
-/// change ([`Packed::rebuild`]); none for `()`.
-pub(crate) trait Reuse: Sync {
-    /// Record `i`'s solo fragment (a bit range of a padded stream), CRC
-    /// and shift, to be copied.
-    fn solo(&self, i: usize) -> Option<(&[u8], u64, u64, u32, u32)>;
-
-    /// The fragment at position `k` of rung `r` of chain `c` (a bit range
-    /// of a padded stream), to be copied.
-    fn chained(&self, c: usize, r: usize, k: usize) -> Option<(&[u8], u64, u64)>;
-
-    /// The CRC and shift of record `i`, of `len` bytes, if known without
-    /// reading it (for the chain tables where there are no solo pieces).
-    fn crc(&self, i: usize, len: usize) -> Option<(u32, u32)>;
-
-    /// Where the record at position `k` of chain `c` was in the previous
-    /// version's chain, and the prefix CRC there.
-    fn was_at(&self, c: usize, k: usize) -> Option<(usize, u32)>;
-}
-
-impl Reuse for () {
-    #[inline]
-    fn solo(&self, _: usize) -> Option<(&[u8], u64, u64, u32, u32)> {
-        None
-    }
-
-    #[inline]
-    fn chained(&self, _: usize, _: usize, _: usize) -> Option<(&[u8], u64, u64)> {
-        None
-    }
-
-    #[inline]
-    fn crc(&self, _: usize, _: usize) -> Option<(u32, u32)> {
-        None
-    }
-
-    #[inline]
-    fn was_at(&self, _: usize, _: usize) -> Option<(usize, u32)> {
-        None
-    }
 }

@@ -8,6 +8,9 @@
 //! afresh and the others on from their predecessor, which gives the same
 //! fragments ([`Matcher::parse_next`]).
 //!
+//! A fragment that [`Reuse`] has (a previous version's, in a rebuild) is
+//! copied instead of compressed.
+//!
 //! Where training parsed a whole stream ([`Recorded`]: the solo fragments,
 //! or a chain's first rung, of a small collection), a record's symbols
 //! are written as training found them, not parsed again: the same parse
@@ -16,11 +19,10 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use crate::bits::{BitWriter, Burst, PADDING};
+use crate::bits::{BitWriter, BurstWriter, PADDING};
 use crate::crc;
 use crate::huffman::Code;
-use crate::lz77::{Matcher, Symbols};
-use crate::pack::Reuse;
+use crate::lz77::{Matcher, Symbols, with_predecessors};
 use crate::placement::Placement;
 use crate::train::{Recorded, replay};
 
@@ -138,6 +140,49 @@ pub(crate) struct Pass<'a, F, R> {
     pub(crate) keep_going: &'a (dyn Fn() -> bool + Sync),
 }
 
+/// Fragments that a packing copies instead of compressing them: a
+/// previous version's, for the records (and predecessors) that did not
+/// change ([`Packed::rebuild`](crate::Packed::rebuild)); none for `()`.
+pub(crate) trait Reuse: Sync {
+    /// Record `i`'s solo fragment (a bit range of a padded stream), CRC
+    /// and shift, to be copied.
+    fn solo(&self, i: usize) -> Option<(&[u8], u64, u64, u32, u32)>;
+
+    /// The fragment at position `k` of rung `r` of chain `c` (a bit range
+    /// of a padded stream), to be copied.
+    fn chained(&self, c: usize, r: usize, k: usize) -> Option<(&[u8], u64, u64)>;
+
+    /// The CRC and shift of record `i`, of `len` bytes, if known without
+    /// reading it (for the chain tables where there are no solo pieces).
+    fn crc(&self, i: usize, len: usize) -> Option<(u32, u32)>;
+
+    /// Where the record at position `k` of chain `c` was in the previous
+    /// version's chain, and the prefix CRC there.
+    fn was_at(&self, c: usize, k: usize) -> Option<(usize, u32)>;
+}
+
+impl Reuse for () {
+    #[inline]
+    fn solo(&self, _: usize) -> Option<(&[u8], u64, u64, u32, u32)> {
+        None
+    }
+
+    #[inline]
+    fn chained(&self, _: usize, _: usize, _: usize) -> Option<(&[u8], u64, u64)> {
+        None
+    }
+
+    #[inline]
+    fn crc(&self, _: usize, _: usize) -> Option<(u32, u32)> {
+        None
+    }
+
+    #[inline]
+    fn was_at(&self, _: usize, _: usize) -> Option<(usize, u32)> {
+        None
+    }
+}
+
 impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse> Pass<'_, F, R> {
     /// The solo fragments of records `range`, with their CRCs.
     pub(crate) fn solo(&self, range: Range<usize>, matcher: &mut Matcher) -> Option<Chunk> {
@@ -248,7 +293,7 @@ impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse> Pass<'_, F, R> {
 /// Symbols written as they are found, with a collection's code.
 struct Encoder<'c, 'b> {
     code: &'c Code,
-    w: Burst<'b>,
+    w: BurstWriter<'b>,
 }
 
 impl Symbols for Encoder<'_, '_> {
@@ -272,7 +317,7 @@ fn record_crc(bytes: &[u8]) -> (u32, u32) {
 /// A [`Chunk`] being written.
 struct Writing<'s> {
     at: Vec<u64>,
-    bits: Stream<'s>,
+    bits: FragmentWriter<'s>,
     compressed: usize,
     crcs: Vec<RecordCrc>,
 }
@@ -281,7 +326,7 @@ impl<'s> Writing<'s> {
     fn new(positions: usize) -> Writing<'s> {
         Writing {
             at: Vec::with_capacity(positions),
-            bits: Stream::new(BitWriter::default()),
+            bits: FragmentWriter::new(BitWriter::default()),
             compressed: 0,
             crcs: Vec::new(),
         }
@@ -305,14 +350,14 @@ impl<'s> Writing<'s> {
 /// A stream of fragments being written, in which copied fragments wait
 /// to go in one copy while each starts where the one before it ended in
 /// the same stream (a previous version's fragments do, between changes).
-pub(crate) struct Stream<'s> {
+struct FragmentWriter<'s> {
     bits: BitWriter,
     run: Option<(&'s [u8], u64, u64)>,
 }
 
-impl<'s> Stream<'s> {
-    fn new(bits: BitWriter) -> Stream<'s> {
-        Stream { bits, run: None }
+impl<'s> FragmentWriter<'s> {
+    fn new(bits: BitWriter) -> FragmentWriter<'s> {
+        FragmentWriter { bits, run: None }
     }
 
     /// Bits written so far, the waiting run included.
@@ -366,21 +411,4 @@ pub(crate) fn reserved<T>(n: usize, placement: &impl Placement) -> Vec<T> {
     let v = Vec::with_capacity(n);
     placement.reserved(&v);
     v
-}
-
-/// The records `before`, then `record`, comma-separated, in `scratch`, as
-/// a page has them; returns where `record` starts.
-pub(crate) fn with_predecessors<'r>(
-    scratch: &mut Vec<u8>,
-    before: impl Iterator<Item = &'r [u8]>,
-    record: &[u8],
-) -> usize {
-    scratch.clear();
-    for b in before {
-        scratch.extend_from_slice(b);
-        scratch.push(b',');
-    }
-    let start = scratch.len();
-    scratch.extend_from_slice(record);
-    start
 }

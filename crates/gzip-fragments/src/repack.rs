@@ -14,7 +14,8 @@
 //! a pass over the records without compressing.
 
 use crate::crc;
-use crate::pack::{NOT_CHAINED, Packed, Packing, RecordBytes, Reuse, pack};
+use crate::pack::{IndexedRecords, NOT_CHAINED, Packed, Packing, pack};
+use crate::pass::Reuse;
 use crate::placement::Placement;
 use crate::train::{Recorded, Trained};
 
@@ -52,7 +53,7 @@ impl Packed {
     /// says so, and shows its large buffers to `placement`.
     pub fn rebuild(
         old: &Packed,
-        records: &(impl RecordBytes + Sync),
+        records: &(impl IndexedRecords + Sync),
         previous: &[u32],
         packing: &Packing<'_>,
         threads: usize,
@@ -92,7 +93,7 @@ impl Packed {
     /// `previous` keeps are what they were: a test of the caller's word,
     /// in debug builds.
     #[cfg(debug_assertions)]
-    fn check_kept(&self, records: &impl RecordBytes, previous: &[u32]) {
+    fn check_kept(&self, records: &impl IndexedRecords, previous: &[u32]) {
         for (i, &o) in previous.iter().enumerate() {
             let Some((.., crc, _)) = self.solo(o as usize) else {
                 continue;

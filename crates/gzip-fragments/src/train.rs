@@ -11,8 +11,7 @@
 //! writes them instead of parsing the same bytes twice.
 
 use crate::huffman::{Code, DISTANCES, END, LITERALS, distance_symbol, length_symbol};
-use crate::lz77::{Matcher, Symbols};
-use crate::pass::with_predecessors;
+use crate::lz77::{Matcher, Symbols, with_predecessors};
 
 /// At most this many records of each kind (solo, and each chain) ...
 const SAMPLE: usize = 4096;
@@ -82,8 +81,8 @@ pub(crate) fn train<'r>(
         );
     }
     let count = |part: &[(Option<&[u32]>, usize, bool)]| {
-        let mut counts = Counts::default();
-        let mut mine = Part {
+        let mut counts = SymbolCounts::default();
+        let mut mine = PartSymbols {
             symbols: Vec::new(),
             ends: Vec::with_capacity(part.len()),
         };
@@ -155,7 +154,7 @@ pub(crate) struct Trained {
 #[derive(Default)]
 pub(crate) struct Recorded {
     /// The sample's parts, in its order, as the threads parsed them.
-    parts: Vec<Part>,
+    parts: Vec<PartSymbols>,
     /// Entries of the sample a part (the last may have fewer).
     per_part: usize,
     /// The sample entry of record 0, if the solo stream is kept.
@@ -164,9 +163,10 @@ pub(crate) struct Recorded {
     chains: Vec<Option<usize>>,
 }
 
-/// The symbols of one part of the sample, and where each entry's end.
+/// The symbols kept from one part of the sample (one thread's), and where
+/// each entry's end among them.
 #[derive(Default)]
-struct Part {
+struct PartSymbols {
     symbols: Vec<u32>,
     ends: Vec<u32>,
 }
@@ -197,7 +197,7 @@ impl Recorded {
     /// Words held, for tests of the memory it takes.
     #[cfg(test)]
     pub(crate) fn words(&self) -> usize {
-        let part = |p: &Part| p.symbols.capacity() + p.ends.capacity();
+        let part = |p: &PartSymbols| p.symbols.capacity() + p.ends.capacity();
         self.parts.iter().map(part).sum()
     }
 }
@@ -216,7 +216,7 @@ pub(crate) fn replay<S: Symbols>(symbols: &[u32], mut out: S) -> S {
 
 /// Symbols counted and kept.
 struct Recording<'a> {
-    counts: &'a mut Counts,
+    counts: &'a mut SymbolCounts,
     symbols: &'a mut Vec<u32>,
 }
 
@@ -235,21 +235,21 @@ impl Symbols for Recording<'_> {
 }
 
 /// How often each literal/length and distance symbol came up.
-struct Counts {
+struct SymbolCounts {
     literal: [u32; LITERALS],
     distance: [u32; DISTANCES],
 }
 
-impl Default for Counts {
+impl Default for SymbolCounts {
     fn default() -> Self {
-        Counts {
+        SymbolCounts {
             literal: [0; LITERALS],
             distance: [0; DISTANCES],
         }
     }
 }
 
-impl Symbols for &mut Counts {
+impl Symbols for &mut SymbolCounts {
     fn literal(&mut self, b: u8) {
         self.literal[b as usize] += 1;
     }
@@ -260,8 +260,8 @@ impl Symbols for &mut Counts {
     }
 }
 
-impl Counts {
-    fn merge(&mut self, other: &Counts) {
+impl SymbolCounts {
+    fn merge(&mut self, other: &SymbolCounts) {
         let pairs = self.literal.iter_mut().zip(&other.literal);
         pairs.for_each(|(a, b)| *a += b);
         let pairs = self.distance.iter_mut().zip(&other.distance);

@@ -158,7 +158,7 @@ fn edit() -> impl Strategy<Value = Edit> {
 
 /// One piece of a page, in collection `c` (of two).
 #[derive(Clone, Debug)]
-enum Part {
+enum PagePart {
     Text {
         c: usize,
         text: Vec<u8>,
@@ -264,7 +264,7 @@ fn collection() -> impl Strategy<Value = Collection> {
     )
 }
 
-fn part() -> impl Strategy<Value = Part> {
+fn part() -> impl Strategy<Value = PagePart> {
     let text = prop_oneof![
         Just(b"{\"data\":[".to_vec()),
         Just(b"],\"pagination\":{\"offset\":20,\"hasMore\":true}}".to_vec()),
@@ -273,12 +273,12 @@ fn part() -> impl Strategy<Value = Part> {
     ];
     let c = 0usize..2;
     prop_oneof![
-        2 => (c.clone(), text).prop_map(|(c, text)| Part::Text { c, text }),
-        1 => (c.clone(), any::<Index>()).prop_map(|(c, i)| Part::Record { c, i }),
+        2 => (c.clone(), text).prop_map(|(c, text)| PagePart::Text { c, text }),
+        1 => (c.clone(), any::<Index>()).prop_map(|(c, i)| PagePart::Record { c, i }),
         3 => (c.clone(), any::<Index>(), 0usize..40, 0usize..40, any::<bool>()).prop_map(
-            |(c, chain, offset, limit, vouch)| Part::Stretch { c, chain, offset, limit, vouch }
+            |(c, chain, offset, limit, vouch)| PagePart::Stretch { c, chain, offset, limit, vouch }
         ),
-        1 => (c, vec(any::<Index>(), 0..12)).prop_map(|(c, list)| Part::List { c, list }),
+        1 => (c, vec(any::<Index>(), 0..12)).prop_map(|(c, list)| PagePart::List { c, list }),
     ]
 }
 
@@ -298,16 +298,20 @@ fn gunzip_one(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// The page `parts` make, plain and gzip.
-fn page(collections: &[Collection; 2], packed: &[Packed; 2], parts: &[Part]) -> (Vec<u8>, Vec<u8>) {
+fn page(
+    collections: &[Collection; 2],
+    packed: &[Packed; 2],
+    parts: &[PagePart],
+) -> (Vec<u8>, Vec<u8>) {
     let mut plain = Vec::new();
     let mut gz = GzipPage::new(64);
     for part in parts {
         match part {
-            Part::Text { c, text } => {
+            PagePart::Text { c, text } => {
                 plain.extend_from_slice(text);
                 gz.text(&packed[*c], text);
             }
-            Part::Record { c, i } => {
+            PagePart::Record { c, i } => {
                 let col = &collections[*c];
                 if col.records.is_empty() {
                     continue;
@@ -316,7 +320,7 @@ fn page(collections: &[Collection; 2], packed: &[Packed; 2], parts: &[Part]) -> 
                 plain.extend_from_slice(col.plain(i));
                 gz.record(&packed[*c], i, col.plain(i));
             }
-            Part::Stretch {
+            PagePart::Stretch {
                 c,
                 chain,
                 offset,
@@ -333,7 +337,7 @@ fn page(collections: &[Collection; 2], packed: &[Packed; 2], parts: &[Part]) -> 
                 let list = &list[(*offset).min(list.len())..(offset + limit).min(list.len())];
                 write_list(&mut plain, &mut gz, col, &packed[*c], list, chain);
             }
-            Part::List { c, list } => {
+            PagePart::List { c, list } => {
                 let col = &collections[*c];
                 if col.records.is_empty() {
                     continue;

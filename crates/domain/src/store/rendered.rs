@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwapOption;
 use bytes::Bytes;
-use gzip_fragments::{Packed, RecordBytes};
+use gzip_fragments::{IndexedRecords, Packed};
 use rustc_hash::FxHashMap;
 
 use crate::os;
@@ -89,7 +89,7 @@ impl Origin {
 /// while it holds them.
 pub type PackedGuard = arc_swap::Guard<Option<Arc<Packed>>>;
 
-impl RecordBytes for Rendered {
+impl IndexedRecords for Rendered {
     fn count(&self) -> usize {
         self.spans.len()
     }
