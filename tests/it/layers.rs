@@ -135,7 +135,9 @@ fn used_paths(code: &str) -> Vec<String> {
                 }
             }
             i = end;
-        } else {
+        } else if path.contains("::") {
+            // A bare word is no path: `pub(super)` is a visibility, not a
+            // use of the parent.
             paths.push(path.to_owned());
         }
     }
@@ -506,7 +508,7 @@ fn no_three_files_import_each_other_in_a_circle() {
 #[test]
 fn the_import_checker_sees_every_form_of_import() {
     let code = product_code(
-        "use crate::{api::Route, store};\nuse std::fs::File; // crate::ops\nfn f() { crate::snapshot::load(); warp::any(); }\n#[cfg(test)]\nfn helper() {}\nfn g() { crate::limit::admit(); }\n#[cfg(test)]\nmod tests { use std::net::TcpStream; }",
+        "use crate::{api::Route, store};\npub(super) fn h() {}\nuse std::fs::File; // crate::ops\nfn f() { crate::snapshot::load(); warp::any(); }\n#[cfg(test)]\nfn helper() {}\nfn g() { crate::limit::admit(); }\n#[cfg(test)]\nmod tests { use std::net::TcpStream; }",
     );
     let paths = used_paths(&code);
     for expected in [
@@ -530,6 +532,10 @@ fn the_import_checker_sees_every_form_of_import() {
     assert!(
         !paths.iter().any(|p| p.contains("net")),
         "unit tests are not the product: {paths:?}"
+    );
+    assert!(
+        !paths.iter().any(|p| p == "super"),
+        "a visibility is not a use: {paths:?}"
     );
     assert!(starts_with_path("crate::api::Route", "crate::api"));
     assert!(!starts_with_path("crate::apis", "crate::api"));
