@@ -20,7 +20,9 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use super::download::read_small;
 use super::error::{ErrorKind, StorageError};
 use super::listing::{Claims, Fingerprint, Listing, ObjectVersion};
-use super::manifest::{self, DeltaRef, MAX_RECORD_BYTES, RECORDS_DIR, Record, Root, Version, v1};
+use super::manifest::{
+    self, DeltaRef, MAX_RECORD_BYTES, RECORDS_DIR, Root, Version, WorkspaceRecord, v1,
+};
 use super::trust::{Envelope, Listed};
 use crate::store::time::Instant as At;
 
@@ -97,7 +99,7 @@ pub struct ReadCost {
 
 impl Followed {
     /// A format-1 manifest, read whole.
-    pub fn from_v1(manifest: &v1::Manifest, prefix: &ObjectPath) -> Followed {
+    pub fn from_v1(manifest: &v1::ManifestV1, prefix: &ObjectPath) -> Followed {
         let entries = manifest
             .workspaces
             .iter()
@@ -350,7 +352,7 @@ async fn read_record(
     store: &dyn ObjectStore,
     path: ObjectPath,
     error: &(dyn Fn(&object_store::Error, String) -> StorageError + Sync),
-) -> Result<Option<(Record, String, String, u64)>, StorageError> {
+) -> Result<Option<(WorkspaceRecord, String, String, u64)>, StorageError> {
     let result = match store.get(&path).await {
         Ok(result) => result,
         Err(object_store::Error::NotFound { .. }) => return Ok(None),
@@ -359,7 +361,7 @@ async fn read_record(
     let (bytes, etag) = read_small(result, &path, MAX_RECORD_BYTES, "a workspace record").await?;
     let etag = etag.unwrap_or_default();
     let what = path.to_string();
-    let record = Record::parse(&bytes, &what)?;
+    let record = WorkspaceRecord::parse(&bytes, &what)?;
     Ok(Some((record, what, etag, bytes.len() as u64)))
 }
 

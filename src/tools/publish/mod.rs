@@ -30,7 +30,7 @@ use crate::tools::http_client::HttpUrl;
 use crate::tools::sign::Signer;
 pub use changes::diff_versions;
 use error::PublishError;
-use portfolio_wire::manifest::{History, Manifest, Record, Version, short};
+use portfolio_wire::manifest::{History, Manifest, Version, WorkspaceRecord, short};
 pub use refresh::refresh_signatures;
 use state::{Announced, Fleet};
 use update::Conditional;
@@ -301,7 +301,7 @@ fn announce(
 /// workspace's versions were signed before, as replicas that check
 /// signatures will then refuse it.
 fn say_signature(
-    record: &Record,
+    record: &WorkspaceRecord,
     signer: Option<&Signer>,
     out: &mut impl Write,
     err: &mut impl Write,
@@ -628,7 +628,7 @@ async fn read_all(
                 "revision": root.revision,
                 "updated_at": root.updated_at,
             });
-            let records: Vec<Record> = fleet.records(only).await?;
+            let records: Vec<WorkspaceRecord> = fleet.records(only).await?;
             let workspaces = records
                 .into_iter()
                 .map(|r| (r.workspace, r.history))

@@ -16,7 +16,7 @@ use super::{Target, announce, each, fail, retried};
 use crate::storage::location::StorageOptions;
 use crate::store::time::utc_now;
 use crate::tools::sign::Signer;
-use portfolio_wire::manifest::{Record, record_path};
+use portfolio_wire::manifest::{WorkspaceRecord, record_path};
 
 /// Attempts at one record that keeps changing (as `rollback`'s).
 const ATTEMPTS: u32 = 30;
@@ -28,7 +28,7 @@ pub(super) enum Outcome {
     Fresh,
     /// Written at the next revision, signed; why it needed it.
     Resigned {
-        record: Record,
+        record: WorkspaceRecord,
         why: String,
         conflicts: u32,
     },
@@ -112,7 +112,7 @@ pub fn refresh_signatures(
 /// outcomes in the records' order.
 pub(super) async fn refresh(
     fleet: &Fleet<'_>,
-    records: &[Record],
+    records: &[WorkspaceRecord],
     signer: &Signer,
     now: SystemTime,
 ) -> Vec<Result<Outcome, PublishError>> {
@@ -124,7 +124,7 @@ pub(super) async fn refresh(
 /// and judged again (that writer may have signed it).
 async fn refresh_one(
     fleet: &Fleet<'_>,
-    record: &Record,
+    record: &WorkspaceRecord,
     signer: &Signer,
     now: SystemTime,
 ) -> Result<Outcome, PublishError> {

@@ -116,7 +116,7 @@ impl Local {
     }
 
     /// The record of `workspace`, and the root.
-    fn read(&self, workspace: &str) -> (Record, Root) {
+    fn read(&self, workspace: &str) -> (WorkspaceRecord, Root) {
         let target = Target::open(&self.url, &StorageOptions::default(), Access::Read).unwrap();
         let fleet = target.fleet();
         let record = target.block_on(fleet.record(workspace)).unwrap().unwrap();

@@ -46,7 +46,7 @@ pub enum Put {
 /// What [`Conditional::update`] asks of its caller: given the object's
 /// bytes (`None`: no object yet), the bytes to write (`None`: leave it) and
 /// the value to return.
-pub type Change<'c, T> =
+pub type UpdateFn<'c, T> =
     dyn FnMut(Option<&[u8]>) -> Result<(Option<Vec<u8>>, T), PublishError> + Send + 'c;
 
 /// What [`Conditional::update`] did.
@@ -134,7 +134,7 @@ impl Conditional<'_> {
     pub async fn update<T>(
         &self,
         key: &ObjectPath,
-        change: &mut Change<'_, T>,
+        change: &mut UpdateFn<'_, T>,
     ) -> Result<Updated<T>, PublishError> {
         let mut conflicts = 0;
         for attempt in 0..ATTEMPTS {

@@ -226,9 +226,9 @@ fn a_new_signature_of_a_file_is_at_a_higher_revision_even_with_the_clock_set_bac
 
 /// A record of workspace `ws` at `revision` whose current version holds
 /// one key.
-fn record(revision: u64) -> Record {
+fn record(revision: u64) -> WorkspaceRecord {
     let sha256 = "ab".repeat(32);
-    Record {
+    WorkspaceRecord {
         workspace: "ws".to_owned(),
         revision,
         updated_at: String::new(),
