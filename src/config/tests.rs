@@ -116,7 +116,7 @@ fn generate_takes_a_fleet_and_escape_text() {
         Some(Command::Generate {
             scale: Scale::Tiny,
             workspaces: Some(8000),
-            text: Text::Escapes,
+            text: TextStyle::Escapes,
             ..
         })
     ));
@@ -126,7 +126,7 @@ fn generate_takes_a_fleet_and_escape_text() {
         Some(Command::Generate {
             scale: Scale::Small,
             workspaces: None,
-            text: Text::Plain,
+            text: TextStyle::Plain,
             ..
         })
     ));

@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use super::clock::Clock;
-use super::context::Ctx;
+use super::context::WriterContext;
 use super::plan::Plan;
 use super::text::{feed_title, sentences};
 use super::timestamp::{DAY, RANGE_END, RANGE_START, Ts};
@@ -11,7 +11,7 @@ use super::world::{Company, World};
 
 /// Writes `feed` and returns how many entries there are.
 pub(super) fn write_feed<W: Write>(
-    ctx: &mut Ctx,
+    ctx: &mut WriterContext,
     world: &World,
     plan: &Plan,
     w: &mut W,
@@ -43,7 +43,7 @@ pub(super) fn write_feed<W: Write>(
 }
 
 /// Writes the `sources` of one feed entry: zero to three links.
-fn write_feed_sources(ctx: &mut Ctx, company: &Company, published: i64, private: bool) {
+fn write_feed_sources(ctx: &mut WriterContext, company: &Company, published: i64, private: bool) {
     ctx.json.key("sources");
     ctx.json.begin_array();
     for _ in 0..ctx.rng.below(4) {

@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use super::clock::Clock;
-use super::context::Ctx;
+use super::context::WriterContext;
 use super::plan::Plan;
 use super::text::{note_title, paragraphs};
 use super::timestamp::{RANGE_END, RANGE_START};
@@ -11,7 +11,7 @@ use super::world::World;
 
 /// Writes `notes` and returns how many there are.
 pub(super) fn write_notes<W: Write>(
-    ctx: &mut Ctx,
+    ctx: &mut WriterContext,
     world: &World,
     plan: &Plan,
     w: &mut W,

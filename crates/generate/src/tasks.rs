@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use super::clock::Clock;
-use super::context::Ctx;
+use super::context::WriterContext;
 use super::plan::Plan;
 use super::text::{task_description, task_title};
 use super::timestamp::{DAY, LAST_DAY, RANGE_END, RANGE_START, Ts};
@@ -11,7 +11,7 @@ use super::world::World;
 
 /// Writes `tasks` and returns how many there are.
 pub(super) fn write_tasks<W: Write>(
-    ctx: &mut Ctx,
+    ctx: &mut WriterContext,
     world: &World,
     plan: &Plan,
     w: &mut W,

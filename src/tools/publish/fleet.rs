@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::Workspaces;
-use crate::tools::http_client::{self, HttpUrl, Read, Unreachable, UrlError};
+use crate::tools::http_client::{self, HttpUrl, ReadMode, Unreachable, UrlError};
 use portfolio_wire::status::{FileStatus, SnapshotsStatus};
 
 /// How long one replica may take to answer, from connecting to the last
@@ -119,7 +119,7 @@ enum ReplicaProblem {
 /// connection, or an answer that is not a replica's status.
 fn snapshots(replica: &HttpUrl, query: &str) -> Result<SnapshotsStatus, ReplicaProblem> {
     let url = replica.join(query)?;
-    let answer = http_client::get(&url, TIMEOUT, Read::Body)?;
+    let answer = http_client::get(&url, TIMEOUT, ReadMode::Body)?;
     match answer.status.as_u16() {
         200 => Ok(serde_json::from_slice(&answer.body)?),
         401 => Err(ReplicaProblem::WrongAddress),

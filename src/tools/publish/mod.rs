@@ -32,7 +32,7 @@ pub use changes::diff_versions;
 use error::PublishError;
 use portfolio_wire::manifest::{History, Manifest, Version, WorkspaceRecord, short};
 pub use refresh::refresh_signatures;
-use state::{Announced, Fleet};
+use state::{Announced, FleetObjects};
 use update::Conditional;
 
 /// An object store prefix to publish to.
@@ -87,8 +87,8 @@ impl Target {
         Some(target)
     }
 
-    fn fleet(&self) -> Fleet<'_> {
-        Fleet {
+    fn fleet(&self) -> FleetObjects<'_> {
+        FleetObjects {
             objects: Conditional {
                 store: self.store.as_ref(),
                 prefix: &self.prefix,
@@ -603,7 +603,7 @@ pub fn migrate(
 type Workspaces = std::collections::BTreeMap<String, History>;
 
 async fn read_all(
-    fleet: &Fleet<'_>,
+    fleet: &FleetObjects<'_>,
     only: &[String],
 ) -> Result<Option<(serde_json::Value, Workspaces)>, PublishError> {
     let Some(manifest) = fleet.manifest().await? else {

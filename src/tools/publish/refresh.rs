@@ -11,7 +11,7 @@ use std::io::Write;
 use std::time::SystemTime;
 
 use super::error::PublishError;
-use super::state::{Announced, Fleet};
+use super::state::{Announced, FleetObjects};
 use super::{Target, announce, each, fail, retried};
 use crate::storage::location::StorageOptions;
 use crate::store::time::utc_now;
@@ -111,7 +111,7 @@ pub fn refresh_signatures(
 /// Each of `records` re-signed if it needs it, at most a few at once; the
 /// outcomes in the records' order.
 pub(super) async fn refresh(
-    fleet: &Fleet<'_>,
+    fleet: &FleetObjects<'_>,
     records: &[WorkspaceRecord],
     signer: &Signer,
     now: SystemTime,
@@ -123,7 +123,7 @@ pub(super) async fn refresh(
 /// needs it; a record that another writer changed meanwhile is read again
 /// and judged again (that writer may have signed it).
 async fn refresh_one(
-    fleet: &Fleet<'_>,
+    fleet: &FleetObjects<'_>,
     record: &WorkspaceRecord,
     signer: &Signer,
     now: SystemTime,

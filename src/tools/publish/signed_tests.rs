@@ -288,7 +288,7 @@ fn outcomes(results: Vec<Result<Outcome, PublishError>>) -> Vec<String> {
 async fn refresh_renews_at_half_life_retries_a_record_that_moved_and_reports_what_it_cannot_sign() {
     let store = InMemory::new();
     let prefix = ObjectPath::from("fleet");
-    let fleet = Fleet {
+    let fleet = FleetObjects {
         objects: Conditional {
             store: &store,
             prefix: &prefix,

@@ -40,7 +40,9 @@ fn delta_keys(record: &WorkspaceRecord) -> Vec<String> {
         .collect()
 }
 
-pub struct Fleet<'a> {
+/// The fleet's objects in storage: the root (`manifest.json`), the
+/// workspace records and the key claims, read and written conditionally.
+pub struct FleetObjects<'a> {
     pub objects: Conditional<'a>,
 }
 
@@ -48,7 +50,7 @@ pub struct Fleet<'a> {
 /// that serves now.
 pub type Announced = (String, u64, Version);
 
-impl Fleet<'_> {
+impl FleetObjects<'_> {
     fn root_path(&self) -> ObjectPath {
         self.objects.path(MANIFEST_NAME)
     }
@@ -214,7 +216,7 @@ impl Fleet<'_> {
     /// refusing one that another workspace's current version holds, as the
     /// conflict rule would (`store::claims`: the version published first
     /// keeps it). `name` is what the message calls the claimant. Returns the
-    /// claims it created, for [`Fleet::release`] if the publish fails.
+    /// claims it created, for [`FleetObjects::release`] if the publish fails.
     pub async fn claim(
         &self,
         workspace: &str,

@@ -30,7 +30,7 @@ pub struct Conditional<'a> {
 
 /// An object as read: its bytes, the version a conditional write names,
 /// and when it was written.
-pub struct Read {
+pub struct StoredObject {
     pub bytes: Bytes,
     pub version: UpdateVersion,
     pub age: Duration,
@@ -66,7 +66,7 @@ impl Conditional<'_> {
     }
 
     /// The object, or `None` if there is none.
-    pub async fn read(&self, key: &ObjectPath) -> Result<Option<Read>, PublishError> {
+    pub async fn read(&self, key: &ObjectPath) -> Result<Option<StoredObject>, PublishError> {
         let unreadable = |source| PublishError::Read {
             key: key.clone(),
             source,
@@ -84,7 +84,7 @@ impl Conditional<'_> {
             .to_std()
             .unwrap_or_default();
         let bytes = result.bytes().await.map_err(unreadable)?;
-        Ok(Some(Read {
+        Ok(Some(StoredObject {
             bytes,
             version,
             age,

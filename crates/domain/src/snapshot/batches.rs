@@ -61,7 +61,7 @@ enum Digested {
 }
 
 /// Where the streaming pass sends each record.
-pub enum Sink<'s, 'b> {
+pub enum RecordSink<'s, 'b> {
     /// Built right away on the reading thread.
     Inline(&'b mut Builder),
     /// Batched to worker threads.
@@ -71,7 +71,7 @@ pub enum Sink<'s, 'b> {
     Digests(&'b mut OnRecord<'b>),
 }
 
-/// What a [`Sink::Digests`] calls with each record's collection, index in
+/// What a [`RecordSink::Digests`] calls with each record's collection, index in
 /// it, offset in the (uncompressed) input, and bytes.
 pub type OnRecord<'b> = dyn FnMut(Collection, usize, u64, &[u8]) -> Result<(), GaveUp> + 'b;
 
@@ -242,7 +242,7 @@ fn build_batch(file: &str, batch: &Batch, mut builder: Builder) -> Result<Builde
     Ok(builder)
 }
 
-impl Sink<'_, '_> {
+impl RecordSink<'_, '_> {
     /// Builds (or queues) one record of `collection`, at `index` in it.
     pub fn record(
         &mut self,
@@ -253,17 +253,17 @@ impl Sink<'_, '_> {
         bytes: &[u8],
     ) -> Result<(), GaveUp> {
         match self {
-            Sink::Inline(builder) => build_record(file, collection, index, bytes, builder),
-            Sink::Workers(workers) => workers.record(collection, index, bytes),
-            Sink::Digests(record) => record(collection, index, offset, bytes),
+            RecordSink::Inline(builder) => build_record(file, collection, index, bytes, builder),
+            RecordSink::Workers(workers) => workers.record(collection, index, bytes),
+            RecordSink::Digests(record) => record(collection, index, offset, bytes),
         }
     }
 
     /// Waits until every record given is in the builder.
     pub fn finish(&mut self) -> Result<(), GaveUp> {
         match self {
-            Sink::Inline(_) | Sink::Digests(_) => Ok(()),
-            Sink::Workers(workers) => workers.finish(),
+            RecordSink::Inline(_) | RecordSink::Digests(_) => Ok(()),
+            RecordSink::Workers(workers) => workers.finish(),
         }
     }
 }

@@ -29,7 +29,7 @@ use crate::store::{Builder, Collection, Dataset, Meta, OneThread, Previous, Repe
 pub use digests::{Digests, RecordDigest, RecordSpan, digests};
 pub use error::{Place, SnapshotError};
 pub use header::FORMAT_VERSION;
-pub use parse::{Header, parse};
+pub use parse::{SnapshotHeader, parse};
 
 /// Whether a directory entry is a snapshot: `*.json` or `*.json.gz`, not
 /// hidden. Everything else (`*.tmp`, `*.part`, editor swap files) is a
@@ -105,7 +105,7 @@ pub fn claims(file: &str, source: &(impl Source + ?Sized), max_value: usize) -> 
     let streamed = stream::scan_within(
         file,
         source.open().ok()?,
-        batches::Sink::Digests(&mut |_, _, _, _| Ok(())),
+        batches::RecordSink::Digests(&mut |_, _, _, _| Ok(())),
         &mut |_, _| {},
         max_value,
     )

@@ -9,7 +9,7 @@ use super::index::{
     Interner, breathe, group_by, group_by_pair, group_by_parent, index_ids, newest_first, sort_by,
 };
 use super::reuse::Kept;
-use super::{Builder, Built, BytesDigest, Key, Meta, Part, RepeatedId, Reusable};
+use super::{Builder, Built, BytesDigest, Key, LoadingCollection, Meta, RepeatedId, Reusable};
 use crate::store::collection::{Collection, RecordCounts};
 use crate::store::id::{IdMap, format_id};
 use crate::store::rendered::{Rendered, Renderer};
@@ -187,7 +187,7 @@ impl Builder {
 
 /// Id → record index of every collection; the first repeat is an error.
 fn check_ids(
-    parts: &[Part; Collection::COUNT],
+    parts: &[LoadingCollection; Collection::COUNT],
 ) -> Result<[IdMap<u32>; Collection::COUNT], RepeatedId> {
     let mut ids: [IdMap<u32>; Collection::COUNT] = Default::default();
     for c in Collection::ALL {
@@ -206,7 +206,7 @@ fn check_ids(
 /// warning per collection says how many, with the first as an example: the
 /// record's id and the id it points at.
 fn dangling_references(
-    parts: &[Part; Collection::COUNT],
+    parts: &[LoadingCollection; Collection::COUNT],
     ids: &[IdMap<u32>; Collection::COUNT],
 ) -> Vec<String> {
     let mut warnings = Vec::new();
