@@ -6,7 +6,7 @@ use super::clock::Clock;
 use super::context::WriterContext;
 use super::plan::Plan;
 use super::text::{feed_title, sentences};
-use super::timestamp::{DAY, RANGE_END, RANGE_START, Ts};
+use super::timestamp::{DAY, Ts};
 use super::world::{Company, World};
 
 /// Writes `feed` and returns how many entries there are.
@@ -17,8 +17,7 @@ pub(super) fn write_feed<W: Write>(
     w: &mut W,
 ) -> io::Result<u64> {
     let run_start = plan.feed / 3;
-    let clock = Clock::new(&mut ctx.rng, RANGE_START, RANGE_END, plan.feed, 40)
-        .with_shared_first()
+    let clock = Clock::whole_range_shared_first(&mut ctx.rng, plan.feed)
         .with_run(run_start, plan.feed_tie_run.min(plan.feed - run_start));
     ctx.write_stamped("feed", &clock, w, |ctx, _, published| {
         let company = world.company(&mut ctx.rng);
