@@ -12,7 +12,7 @@ use std::time::SystemTime;
 
 use super::error::PublishError;
 use super::state::{Announced, FleetObjects};
-use super::{Target, announce, each, fail, retried};
+use super::{Opening, Target, announce, each, fail, retried};
 use crate::storage::location::StorageOptions;
 use crate::store::time::utc_now;
 use crate::tools::sign::Signer;
@@ -47,65 +47,64 @@ pub fn refresh_signatures(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    let Some(target) = Target::writable_or_say(to, options, err) else {
-        return false;
-    };
-    let fleet = target.fleet();
-    let records = match target.block_on(fleet.records(only)) {
-        Ok(records) => records,
-        Err(e) => return fail(err, e),
-    };
-    let mut failed = 0;
-    for missing in only
-        .iter()
-        .filter(|w| !records.iter().any(|r| &r.workspace == *w))
-    {
-        failed += 1;
-        let missing = PublishError::NoWorkspace {
-            workspace: missing.clone(),
+    Target::run(to, options, Opening::Records, err, |target, err| {
+        let fleet = target.fleet();
+        let records = match target.block_on(fleet.records(only)) {
+            Ok(records) => records,
+            Err(e) => return fail(err, e),
         };
-        fail(err, missing);
-    }
-    let outcomes = target.block_on(refresh(&fleet, &records, signer, SystemTime::now()));
-    let (mut changes, mut fresh): (Vec<Announced>, usize) = (Vec::new(), 0);
-    for (record, outcome) in records.iter().zip(outcomes) {
-        match outcome {
-            Ok(Outcome::Fresh) => fresh += 1,
-            Ok(Outcome::Resigned {
-                record,
-                why,
-                conflicts,
-            }) => {
-                let Some(current) = record.history.current_version() else {
-                    continue;
-                };
-                let _ = writeln!(
-                    out,
-                    "re-signed: {} {} at revision {} ({why}), valid until {}{}",
-                    record.workspace,
-                    current.version,
-                    record.revision,
-                    signer.expiry(current).unwrap_or_else(|| "?".to_owned()),
-                    retried(conflicts)
-                );
-                changes.push((record.workspace.clone(), record.revision, current.clone()));
-            }
-            Err(e) => {
-                failed += 1;
-                let _ = writeln!(err, "error: {}: {e}", record.workspace);
+        let mut failed = 0;
+        for missing in only
+            .iter()
+            .filter(|w| !records.iter().any(|r| &r.workspace == *w))
+        {
+            failed += 1;
+            let missing = PublishError::NoWorkspace {
+                workspace: missing.clone(),
+            };
+            fail(err, missing);
+        }
+        let outcomes = target.block_on(refresh(&fleet, &records, signer, SystemTime::now()));
+        let (mut changes, mut fresh): (Vec<Announced>, usize) = (Vec::new(), 0);
+        for (record, outcome) in records.iter().zip(outcomes) {
+            match outcome {
+                Ok(Outcome::Fresh) => fresh += 1,
+                Ok(Outcome::Resigned {
+                    record,
+                    why,
+                    conflicts,
+                }) => {
+                    let Some(current) = record.history.current_version() else {
+                        continue;
+                    };
+                    let _ = writeln!(
+                        out,
+                        "re-signed: {} {} at revision {} ({why}), valid until {}{}",
+                        record.workspace,
+                        current.version,
+                        record.revision,
+                        signer.expiry(current).unwrap_or_else(|| "?".to_owned()),
+                        retried(conflicts)
+                    );
+                    changes.push((record.workspace.clone(), record.revision, current.clone()));
+                }
+                Err(e) => {
+                    failed += 1;
+                    let _ = writeln!(err, "error: {}: {e}", record.workspace);
+                }
             }
         }
-    }
-    // Nothing written, nothing to announce (`announce` would say so in a
-    // publish's words).
-    let announced = changes.is_empty() || announce(&target, &changes, out, err);
-    let _ = writeln!(
-        out,
-        "signatures: {} re-signed, {fresh} still fresh (over half of {} left), {failed} failed",
-        changes.len(),
-        humanize(signer.valid_for())
-    );
-    announced && failed == 0
+        // Nothing written, nothing to announce (`announce` would say so in a
+        // publish's words).
+        let announced = changes.is_empty() || announce(target, &changes, out, err);
+        let _ = writeln!(
+            out,
+            "signatures: {} re-signed, {fresh} still fresh (over half of {} left), {failed} failed",
+            changes.len(),
+            humanize(signer.valid_for())
+        );
+        announced && failed == 0
+    })
 }
 
 /// Each of `records` re-signed if it needs it, at most a few at once; the
