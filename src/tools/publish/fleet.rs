@@ -147,20 +147,9 @@ mod tests {
     fn marks_replicas_behind_the_manifest() {
         let mut history: Option<History> = None;
         for (n, name) in [(1u8, "v1"), (2, "v2")] {
-            let sha256 = format!("{n:02x}").repeat(32);
             let version = Version {
-                key: format!("objects/ws-acme/{sha256}.json.gz"),
-                sha256,
-                size: 1,
-                version: name.to_owned(),
-                published_at: String::new(),
                 file: "acme.json".to_owned(),
-                records: 1,
-                key_hashes: None,
-                delta: None,
-                signature: None,
-                plain_sha256: None,
-                limits: None,
+                ..Version::for_tests(n, "ws-acme", name)
             };
             match &mut history {
                 Some(h) => assert!(h.publish(version, 10)),

@@ -253,20 +253,9 @@ fn a_rollback_to_a_version_that_cannot_be_signed_writes_nothing() {
 /// A version of `workspace` made by hand, with one key hash unless
 /// `keyless` (as an older build recorded it).
 fn version(workspace: &str, n: u8, keyless: bool) -> Version {
-    let sha256 = format!("{n:02x}").repeat(32);
     Version {
-        key: format!("objects/{workspace}/{sha256}.json.gz"),
-        sha256,
-        size: 1,
-        version: format!("v{n}"),
-        published_at: String::new(),
-        file: format!("{workspace}.json"),
-        records: 1,
         key_hashes: (!keyless).then(|| vec![format!("{n:02x}").repeat(32)]),
-        delta: None,
-        signature: None,
-        plain_sha256: None,
-        limits: None,
+        ..Version::for_tests(n, workspace, &format!("v{n}"))
     }
 }
 

@@ -223,6 +223,28 @@ impl History {
 }
 
 impl Version {
+    /// A version for tests (here and in the crates that read manifests):
+    /// `workspace`'s object of SHA-256 `n` written 32 times, named `name`,
+    /// of one record and 1 byte, published at no time from
+    /// `<workspace>.json`, with none of the optional parts.
+    pub fn for_tests(n: u8, workspace: &str, name: &str) -> Version {
+        let sha256 = format!("{n:02x}").repeat(32);
+        Version {
+            key: format!("objects/{workspace}/{sha256}.json.gz"),
+            sha256,
+            size: 1,
+            version: name.to_owned(),
+            published_at: String::new(),
+            file: format!("{workspace}.json"),
+            records: 1,
+            key_hashes: None,
+            delta: None,
+            signature: None,
+            plain_sha256: None,
+            limits: None,
+        }
+    }
+
     /// Its key hashes, if it records them.
     pub fn key_hashes(&self) -> Option<Vec<KeyHash>> {
         let hashes = self.key_hashes.as_ref()?;
@@ -278,20 +300,10 @@ pub(super) mod tests {
     use super::*;
 
     pub fn version(n: u8, name: &str) -> Version {
-        let sha256 = format!("{n:02x}").repeat(32);
         Version {
-            key: format!("objects/ws/{sha256}.json.gz"),
-            sha256,
             size: 100 + u64::from(n),
-            version: name.to_owned(),
             published_at: "2026-11-23T10:00:00.000Z".to_owned(),
-            file: "ws.json".to_owned(),
-            records: 1,
-            key_hashes: None,
-            delta: None,
-            signature: None,
-            plain_sha256: None,
-            limits: None,
+            ..Version::for_tests(n, "ws", name)
         }
     }
 
