@@ -143,6 +143,9 @@ impl<'d> Body<'d> {
     pub fn len(&self) -> usize {
         match &self.shape {
             Shape::Shared { plain, .. } => plain.len(),
+            // Every part named, here, in `write` and in `write_gzip`, on
+            // purpose: the compiler then makes each of them take in a part
+            // added to `Shape::Parts`.
             Shape::Parts {
                 head,
                 record,
@@ -184,6 +187,9 @@ impl<'d> Body<'d> {
     pub fn write(&self, out: &mut Vec<u8>) {
         match &self.shape {
             Shape::Shared { plain, .. } => out.extend_from_slice(plain),
+            // Every part named, here, in `len` and in `write_gzip`, on
+            // purpose: the compiler then makes each of them take in a part
+            // added to `Shape::Parts`.
             Shape::Parts {
                 head,
                 record,
@@ -229,6 +235,9 @@ impl<'d> Body<'d> {
     /// page does not pay (see `assembly_pays`), or if the body is a
     /// shared one (see [`Body::shared_gzip`]).
     pub fn write_gzip(&self, out: &mut Vec<u8>) -> bool {
+        // Every part named, here, in `len` and in `write`, on
+        // purpose: the compiler then makes each of them take in a part
+        // added to `Shape::Parts`.
         let Shape::Parts {
             head,
             record,

@@ -187,6 +187,8 @@ impl Builder {
     /// this builder after its own: records can be built in batches on
     /// several threads and joined in order.
     pub fn append(&mut self, other: Builder) {
+        // Every field named, here and in `Builder::finish`, on purpose: the
+        // compiler then makes both take in a field added to `Builder`.
         let Builder {
             parts,
             interner,
