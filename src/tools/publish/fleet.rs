@@ -137,6 +137,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
+    use crate::testing::assert_holds;
     use portfolio_wire::manifest::{History, Version};
 
     fn status(body: Value) -> SnapshotsStatus {
@@ -173,10 +174,7 @@ mod tests {
                 "error": "slow down", "error_kind": "throttling", "serving_from_cache": false}}));
         let text = describe(&manifest, &r1, &behind);
         assert!(text.contains("v1 (BEHIND: current is v2)"), "{text}");
-        assert!(
-            text.contains("stale 42s") && text.contains("problem: throttled"),
-            "{text}"
-        );
+        assert_holds(&text, &["stale 42s", "problem: throttled"]);
         assert!(
             text.contains("r1:9090  cannot poll storage (throttling): slow down"),
             "{text}"
