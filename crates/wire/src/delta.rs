@@ -377,7 +377,7 @@ impl<W: Write> Ops<'_, W> {
 
 /// What applying a delta wrote.
 #[derive(Debug)]
-pub struct Applied {
+pub struct AppliedDelta {
     pub len: u64,
     pub sha256: String,
 }
@@ -444,7 +444,7 @@ pub fn apply(
     delta: &mut impl Read,
     out: &mut impl Write,
     at_most: u64,
-) -> Result<Applied, DeltaError> {
+) -> Result<AppliedDelta, DeltaError> {
     let mut hasher = Sha256::new();
     let mut len = 0u64;
     let mut buf = vec![0u8; 1 << 20];
@@ -501,7 +501,7 @@ pub fn apply(
             hex(&expected)
         )));
     }
-    Ok(Applied {
+    Ok(AppliedDelta {
         len,
         sha256: hex(&got),
     })

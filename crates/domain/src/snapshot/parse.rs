@@ -229,7 +229,7 @@ impl<'de, M: MapAccess<'de>> WithRecordType<'de> for CollectionValue<'_, '_, '_,
     type Output = Result<(), M::Error>;
 
     fn with<P: WireRecord<'de>>(self, collection: Collection) -> Self::Output {
-        self.map.next_value_seed(Records::<P> {
+        self.map.next_value_seed(CollectionSeed::<P> {
             ctx: self.ctx,
             collection,
             record: PhantomData,
@@ -238,13 +238,13 @@ impl<'de, M: MapAccess<'de>> WithRecordType<'de> for CollectionValue<'_, '_, '_,
 }
 
 /// The records of one collection, as a serde seed.
-struct Records<'c, 'f, 'b, P> {
+struct CollectionSeed<'c, 'f, 'b, P> {
     ctx: &'c mut ParseContext<'f, 'b>,
     collection: Collection,
     record: PhantomData<fn() -> P>,
 }
 
-impl<'de, P: WireRecord<'de>> DeserializeSeed<'de> for Records<'_, '_, '_, P> {
+impl<'de, P: WireRecord<'de>> DeserializeSeed<'de> for CollectionSeed<'_, '_, '_, P> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
@@ -252,7 +252,7 @@ impl<'de, P: WireRecord<'de>> DeserializeSeed<'de> for Records<'_, '_, '_, P> {
     }
 }
 
-impl<'de, P: WireRecord<'de>> Visitor<'de> for Records<'_, '_, '_, P> {
+impl<'de, P: WireRecord<'de>> Visitor<'de> for CollectionSeed<'_, '_, '_, P> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

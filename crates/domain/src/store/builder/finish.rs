@@ -8,7 +8,7 @@ use bytes::Bytes;
 use super::index::{
     Interner, breathe, group_by, group_by_pair, group_by_parent, index_ids, newest_first, sort_by,
 };
-use super::reuse::Kept;
+use super::reuse::KeptForReuse;
 use super::{Builder, Built, BytesDigest, Key, LoadingCollection, Meta, RepeatedId, Reusable};
 use crate::store::collection::{Collection, RecordCounts};
 use crate::store::id::{IdMap, format_id};
@@ -145,7 +145,7 @@ impl Builder {
             let m = Collection::Metrics.index();
             keys[m] = latest.iter().map(|&i| keys[m][i as usize]).collect();
             digests[m] = latest.iter().map(|&i| digests[m][i as usize]).collect();
-            Reusable::keep(Kept {
+            Reusable::keep(KeptForReuse {
                 keys,
                 digests,
                 texts: interner.into_texts(),
