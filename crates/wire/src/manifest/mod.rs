@@ -5,9 +5,9 @@
 //! Format 2, written by this build:
 //! - `manifest.json`, the [`Root`]: a revision and a bounded journal of the
 //!   latest changes, the one object every replica polls;
-//! - `workspaces/<id>.json`, one [`WorkspaceRecord`] per workspace: the version
-//!   that serves and those kept for rollback, written by the publishers of
-//!   that workspace only;
+//! - `workspaces/<id>.json`, one [`WorkspaceRecord`] per workspace: the
+//!   version that serves and those kept for rollback, written by the
+//!   publishers of that workspace only;
 //! - `keys/<sha256 of a key>.json`, one [`KeyClaim`] per API key: which
 //!   workspace holds it, so that a publish checks its keys without reading
 //!   every workspace;

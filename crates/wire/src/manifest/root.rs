@@ -1,8 +1,8 @@
 //! Manifest format 2's shared state: `manifest.json` as a bounded journal
 //! of the latest changes. Each workspace's versions live in an object of
-//! their own (`super::WorkspaceRecord`); the root only says that they changed, so
-//! a publish writes, and a replica's poll reads, an amount that does not
-//! depend on the number of workspaces.
+//! their own (`super::WorkspaceRecord`); the root only says that they
+//! changed, so a publish writes, and a replica's poll reads, an amount
+//! that does not depend on the number of workspaces.
 
 use serde::{Deserialize, Serialize};
 
@@ -29,8 +29,9 @@ pub struct Root {
     pub revision: u64,
     /// When it was last written (RFC 3339, UTC).
     pub updated_at: String,
-    /// `changes` holds every change of a revision above this one; a replica
-    /// that has followed only up to here (or less) must read the records.
+    /// `changes` holds every change of a revision above this one: a replica
+    /// that has followed up to here needs only them; one behind must read
+    /// the records.
     pub complete_after: u64,
     /// The latest changes, oldest first.
     pub changes: Vec<WorkspaceChange>,
