@@ -92,7 +92,8 @@ pub(super) struct SnapshotMetrics {
     counts: LoadCounters,
 }
 
-/// Loads and failures: in all, or per file and workspace.
+/// Loads and failures in all; or loads and failures by file, and the last
+/// load and the records by workspace (`--metrics-per-workspace`).
 enum LoadCounters {
     Total {
         loads: Counter,

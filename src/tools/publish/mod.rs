@@ -1,6 +1,6 @@
 //! The publisher side of object storage (docs/object-storage.md): the
-//! `publish`, `rollback`, `versions` and `migrate` commands. Replicas only
-//! read; these write the immutable snapshot objects, each workspace's
+//! `publish` (and `publish --refresh-signatures`), `rollback`, `versions`,
+//! `migrate` and `diff --to` commands. Replicas only read; these write the immutable snapshot objects, each workspace's
 //! record, the key claims and the root's journal (`state`), always with
 //! conditional writes (`update`), so that publishers running at once never
 //! lose each other's update.
@@ -107,12 +107,14 @@ impl Target {
 /// How a command opens its target.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Opening {
-    /// To read it (every command but `publish`, and `publish --dry-run`).
+    /// As it is ([`Access::Read`]: a `file://` prefix's directory must
+    /// exist): `diff`, `versions`, `migrate`, `publish --dry-run`.
     Read,
-    /// To write objects (`publish`): a `file://` prefix's directory is made.
+    /// For `publish` ([`Access::Write`]: a `file://` prefix's directory is
+    /// made if need be).
     Write,
-    /// To write records (rollback, refresh): its manifest must be one this
-    /// build writes.
+    /// As `Read`, for a command that writes records (`rollback`, `publish
+    /// --refresh-signatures`): its manifest must be one this build writes.
     Records,
 }
 

@@ -27,7 +27,8 @@ const IN_FLIGHT: Duration = Duration::from_secs(300);
 /// Attempts at one claim that keeps changing.
 const CLAIM_ATTEMPTS: u32 = 30;
 
-/// Records read at once by `versions` and `migrate`.
+/// Records read at once by `versions`, `migrate` and `publish
+/// --refresh-signatures`.
 const CONCURRENT: usize = 32;
 
 /// The keys of the deltas `record`'s versions name.

@@ -29,7 +29,7 @@ pub struct Conditional<'a> {
 }
 
 /// An object as read: its bytes, the version a conditional write names,
-/// and when it was written.
+/// and how long ago it was written.
 pub struct StoredObject {
     pub bytes: Bytes,
     pub version: UpdateVersion,

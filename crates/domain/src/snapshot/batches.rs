@@ -38,7 +38,7 @@ const BATCH_RECORDS: usize = 1 << 16;
 const QUEUED: usize = 8;
 
 /// A run of records of one collection, copied out of the read window.
-struct Batch {
+struct RecordBatch {
     seq: u64,
     collection: Collection,
     /// Position of the first record in its collection.
@@ -82,9 +82,9 @@ pub type WorkerJob<'s> = Box<dyn FnOnce() + Send + 's>;
 pub struct Workers<'s, 'b> {
     builder: &'b mut Builder,
     previous: Option<Arc<Previous>>,
-    batches: Option<SyncSender<Batch>>,
+    batches: Option<SyncSender<RecordBatch>>,
     done: Receiver<(u64, Result<Builder, GaveUp>)>,
-    current: Option<Batch>,
+    current: Option<RecordBatch>,
     next_seq: u64,
     /// Finished batches waiting for an earlier one, by sequence number.
     waiting: BTreeMap<u64, Builder>,
@@ -114,7 +114,7 @@ impl<'s, 'b> Workers<'s, 'b> {
         count: usize,
         builder: &'b mut Builder,
     ) -> (Workers<'s, 'b>, Vec<WorkerJob<'s>>) {
-        let (batches_tx, batches_rx) = sync_channel::<Batch>(QUEUED);
+        let (batches_tx, batches_rx) = sync_channel::<RecordBatch>(QUEUED);
         let batches_rx = Arc::new(Mutex::new(batches_rx));
         let (done_tx, done_rx) = channel();
         let mut jobs: Vec<WorkerJob<'s>> = Vec::with_capacity(count);
@@ -164,7 +164,7 @@ impl<'s, 'b> Workers<'s, 'b> {
                 false => Digested::Build(digest),
             }
         });
-        let batch = self.current.get_or_insert_with(|| Batch {
+        let batch = self.current.get_or_insert_with(|| RecordBatch {
             seq: 0,
             collection,
             first: index,
@@ -219,7 +219,7 @@ impl<'s, 'b> Workers<'s, 'b> {
     }
 }
 
-fn build_batch(file: &str, batch: &Batch, mut builder: Builder) -> Result<Builder, GaveUp> {
+fn build_batch(file: &str, batch: &RecordBatch, mut builder: Builder) -> Result<Builder, GaveUp> {
     let mut start = 0;
     for (k, &end) in batch.ends.iter().enumerate() {
         let (collection, index, bytes) =

@@ -86,7 +86,7 @@ pub fn scan_within<'b>(
     progress: &'b mut dyn FnMut(Collection, usize),
     max_value: usize,
 ) -> Result<Streamed, GaveUp> {
-    let mut window = Window::new(reader);
+    let mut window = ReadWindow::new(reader);
     window.max = max_value;
     let mut s = StreamingPass {
         window,
@@ -111,7 +111,7 @@ pub fn scan_within<'b>(
 const PROGRESS_BYTES: usize = 32 * 1024;
 
 struct StreamingPass<'f, 's, 'b, R> {
-    window: Window<R>,
+    window: ReadWindow<R>,
     file: &'f str,
     sink: RecordSink<'s, 'b>,
     progress: &'b mut dyn FnMut(Collection, usize),
@@ -316,7 +316,7 @@ impl<'de> WithRecordType<'de> for UnparsedRecord<'_, 'de> {
 
 /// A window over a reader: the bytes not yet consumed, refilled a chunk at
 /// a time; consumed bytes are dropped at the next refill.
-struct Window<R> {
+struct ReadWindow<R> {
     reader: R,
     buf: Vec<u8>,
     /// The first byte not yet consumed.
@@ -330,9 +330,9 @@ struct Window<R> {
     max: usize,
 }
 
-impl<R: Read> Window<R> {
-    fn new(reader: R) -> Window<R> {
-        Window {
+impl<R: Read> ReadWindow<R> {
+    fn new(reader: R) -> ReadWindow<R> {
+        ReadWindow {
             reader,
             buf: Vec::with_capacity(2 * CHUNK),
             pos: 0,
@@ -413,7 +413,7 @@ impl<R: Read> Window<R> {
         self.plain_len()
     }
 
-    /// [`Window::value_len`] of an object or array, 64 bytes at a time
+    /// [`ReadWindow::value_len`] of an object or array, 64 bytes at a time
     /// ([`super::structure`]): every record.
     fn nested_len(&mut self) -> Result<usize, GaveUp> {
         let mut nesting = Nesting::default();
@@ -443,7 +443,7 @@ impl<R: Read> Window<R> {
         }
     }
 
-    /// [`Window::value_len`] a byte at a time: strings and scalars (the
+    /// [`ReadWindow::value_len`] a byte at a time: strings and scalars (the
     /// header's values), and the reference the block scan is tested
     /// against.
     fn plain_len(&mut self) -> Result<usize, GaveUp> {
@@ -539,7 +539,7 @@ mod tests {
     }
 
     fn lengths(text: &str, step: usize) -> Result<Vec<usize>, GaveUp> {
-        let mut w = Window::new(Trickle {
+        let mut w = ReadWindow::new(Trickle {
             bytes: text.as_bytes(),
             step,
         });
@@ -597,11 +597,11 @@ mod tests {
         for seed in 0..40 {
             let text = nested_values(seed, 200 + 37 * seed as usize);
             for step in [1, 5, 63, 64, 65, 200, CHUNK] {
-                let mut blocks = Window::new(Trickle {
+                let mut blocks = ReadWindow::new(Trickle {
                     bytes: text.as_bytes(),
                     step,
                 });
-                let mut bytes = Window::new(Trickle {
+                let mut bytes = ReadWindow::new(Trickle {
                     bytes: text.as_bytes(),
                     step,
                 });
@@ -621,7 +621,7 @@ mod tests {
         // Refilled a chunk at a time: a value of three chunks.
         let text = format!("[\"{}\"] [1]", "x".repeat(3 * CHUNK));
         let lengths_within = |max: usize| {
-            let mut w = Window::new(Trickle {
+            let mut w = ReadWindow::new(Trickle {
                 bytes: text.as_bytes(),
                 step: CHUNK,
             });
