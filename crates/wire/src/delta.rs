@@ -607,6 +607,8 @@ impl Sha256AndLen {
     }
 }
 
+/// `bytes` in lower-case hex, as the manifest, deltas and signatures write
+/// digests.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -16,6 +16,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
 use sha2::{Digest, Sha256};
 
 use super::error::PublishError;
+use portfolio_wire::delta::hex;
 
 /// Objects up to this size are sent in one request, larger ones in parts of
 /// this size (S3 wants parts of 5 MiB or more).
@@ -212,10 +213,6 @@ impl<W: Write> Write for Sha256Writer<W> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
     }
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
