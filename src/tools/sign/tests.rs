@@ -5,7 +5,6 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use super::*;
-use crate::testing::assert_holds;
 use portfolio_wire::manifest::History;
 use portfolio_wire::signed::{DEFAULT_VALID_FOR, PublicKey};
 
@@ -70,7 +69,10 @@ fn keygen_writes_a_private_key_and_its_public_key_and_never_overwrites() {
     let err = keygen(&dir.path().join("missing/key"))
         .unwrap_err()
         .to_string();
-    assert_holds(&err, &["cannot write", "missing/key.key"]);
+    assert!(
+        err.contains("cannot write") && err.contains("missing/key.key"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -97,7 +99,10 @@ fn a_bad_key_file_is_refused_naming_the_file_and_line() {
     let err = load(&garbled);
     assert!(err.contains("garbled.key (--sign-key), line 3"), "{err}");
     let err = load(&dir.path().join("absent.key"));
-    assert_holds(&err, &["cannot read the signing key", "absent.key"]);
+    assert!(
+        err.contains("cannot read the signing key") && err.contains("absent.key"),
+        "{err}"
+    );
 }
 
 #[cfg(unix)]
@@ -110,9 +115,9 @@ fn a_key_file_others_can_read_is_used_with_a_warning() {
     let mut warnings = Vec::new();
     assert!(Signer::load(&files.secret, DEFAULT_VALID_FOR, &mut warnings).is_ok());
     let warnings = text(warnings);
-    assert_holds(
-        &warnings,
-        &["can be read by other users (mode 0644)", "k.key"],
+    assert!(
+        warnings.contains("can be read by other users (mode 0644)") && warnings.contains("k.key"),
+        "{warnings}"
     );
 }
 
