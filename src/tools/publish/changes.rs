@@ -103,7 +103,7 @@ pub fn diff_versions(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    Target::run(to, options, Opening::Read, err, |target, err| {
+    Target::run(to, options, Opening::Read, err, |target, _, err| {
         let mut sides = Vec::new();
         for spec in specs {
             match target.block_on(named(target, spec)) {

@@ -64,14 +64,14 @@ impl Target {
     }
 
     /// Every command's first step: opens `to` as `opening` says and runs
-    /// `command` on it; if it cannot, writes the `error:` line saying why
-    /// and returns false.
+    /// `command` on it and its fleet's objects; if it cannot, writes the
+    /// `error:` line saying why and returns false.
     fn run<E: Write>(
         to: &str,
         options: &StorageOptions,
         opening: Opening,
         err: &mut E,
-        command: impl FnOnce(&Target, &mut E) -> bool,
+        command: impl FnOnce(&Target, &FleetObjects<'_>, &mut E) -> bool,
     ) -> bool {
         let access = match opening {
             Opening::Read | Opening::Records => Access::Read,
@@ -81,12 +81,13 @@ impl Target {
             Ok(target) => target,
             Err(e) => return fail(err, e),
         };
+        let fleet = target.fleet();
         if opening == Opening::Records
-            && let Err(e) = target.block_on(target.fleet().writable())
+            && let Err(e) = target.block_on(fleet.writable())
         {
             return fail(err, e);
         }
-        command(&target, err)
+        command(&target, &fleet, err)
     }
 
     fn fleet(&self) -> FleetObjects<'_> {
@@ -161,7 +162,7 @@ pub fn publish(
     } else {
         Opening::Write
     };
-    Target::run(to, options, opening, err, |target, err| {
+    Target::run(to, options, opening, err, |target, fleet, err| {
         let Some(checked) = check::check(files, out, err) else {
             return fail(err, "nothing published: every file must pass the checks");
         };
@@ -172,7 +173,6 @@ pub fn publish(
                 return fail(err, format!("{e}\nerror: nothing published"));
             }
         }
-        let fleet = target.fleet();
         if let Err(e) = target.block_on(fleet.writable()) {
             return fail(err, e);
         }
@@ -458,8 +458,7 @@ pub fn rollback(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    Target::run(to, options, Opening::Records, err, |target, err| {
-        let fleet = target.fleet();
+    Target::run(to, options, Opening::Records, err, |target, fleet, err| {
         let mut conflicts = 0;
         let (from, to, record) = loop {
             let record = match target.block_on(fleet.record(workspace)) {
@@ -546,9 +545,8 @@ pub fn versions(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    Target::run(to, options, Opening::Read, err, |target, err| {
-        let fleet = target.fleet();
-        let (head, workspaces) = match target.block_on(read_all(&fleet, only)) {
+    Target::run(to, options, Opening::Read, err, |target, fleet, err| {
+        let (head, workspaces) = match target.block_on(read_all(fleet, only)) {
             Ok(Some(read)) => read,
             Ok(None) => {
                 return fail(
@@ -599,19 +597,23 @@ pub fn migrate(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    Target::run(to, options, Opening::Read, err, |target, err| match target
-        .block_on(target.fleet().migrate())
-    {
-        Ok(n) => {
-            let _ = writeln!(
-                out,
-                "migrated: {}manifest.json is in format 2, with {n} workspace record(s); replicas read the records on their next poll",
-                slash(&target.display)
-            );
-            true
-        }
-        Err(e) => fail(err, e),
-    })
+    Target::run(
+        to,
+        options,
+        Opening::Read,
+        err,
+        |target, fleet, err| match target.block_on(fleet.migrate()) {
+            Ok(n) => {
+                let _ = writeln!(
+                    out,
+                    "migrated: {}manifest.json is in format 2, with {n} workspace record(s); replicas read the records on their next poll",
+                    slash(&target.display)
+                );
+                true
+            }
+            Err(e) => fail(err, e),
+        },
+    )
 }
 
 /// What `versions` shows: the manifest's head (format, revision, when),

@@ -47,8 +47,7 @@ pub fn refresh_signatures(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    Target::run(to, options, Opening::Records, err, |target, err| {
-        let fleet = target.fleet();
+    Target::run(to, options, Opening::Records, err, |target, fleet, err| {
         let records = match target.block_on(fleet.records(only)) {
             Ok(records) => records,
             Err(e) => return fail(err, e),
@@ -64,7 +63,7 @@ pub fn refresh_signatures(
             };
             fail(err, missing);
         }
-        let outcomes = target.block_on(refresh(&fleet, &records, signer, SystemTime::now()));
+        let outcomes = target.block_on(refresh(fleet, &records, signer, SystemTime::now()));
         let (mut changes, mut fresh): (Vec<Announced>, usize) = (Vec::new(), 0);
         for (record, outcome) in records.iter().zip(outcomes) {
             match outcome {
