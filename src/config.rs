@@ -13,7 +13,7 @@ use crate::serve::api::Cors;
 use crate::serve::loader::parse_bytes;
 use crate::serve::server::HttpLimits;
 use crate::storage::{Location, StorageOptions};
-use portfolio_generate::{Scale, Text};
+use portfolio_generate::{Scale, TextStyle};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -178,7 +178,7 @@ pub enum Command {
         /// full of JSON escapes and non-ASCII (quotes, backslashes, \u
         /// escapes, CJK, emoji, combining marks).
         #[arg(long, value_enum, default_value = "plain")]
-        text: Text,
+        text: TextStyle,
     },
     /// Check snapshot files and publish them to object storage: each is
     /// uploaded as an immutable object and made current in the manifest.

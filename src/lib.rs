@@ -33,6 +33,9 @@ pub mod storage;
 pub mod threads;
 pub mod tools;
 
+#[cfg(test)]
+mod testing;
+
 /// The domain and the file format, a crate of their own (no IO, no
 /// threads): re-exported so that the tests and benches reach the whole
 /// product through this crate, as the binary does.

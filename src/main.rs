@@ -62,11 +62,7 @@ fn main() -> ExitCode {
             storage,
         } => {
             // Read before anything is uploaded: a bad key stops it all.
-            let signer = match load_signer(&signing) {
-                Ok(signer) => signer,
-                Err(code) => return code,
-            };
-            match (refresh_signatures, &signer) {
+            with_signer(&signing, |signer| match (refresh_signatures, &signer) {
                 (true, Some(signer)) => exit(publish::refresh_signatures(
                     &to,
                     &workspaces,
@@ -90,7 +86,7 @@ fn main() -> ExitCode {
                         err,
                     ))
                 }
-            }
+            })
         }
         Command::Diff {
             old,
@@ -121,11 +117,7 @@ fn main() -> ExitCode {
             version,
             signing,
             storage,
-        } => {
-            let signer = match load_signer(&signing) {
-                Ok(signer) => signer,
-                Err(code) => return code,
-            };
+        } => with_signer(&signing, |signer| {
             exit(publish::rollback(
                 &workspace,
                 &to,
@@ -135,7 +127,7 @@ fn main() -> ExitCode {
                 out,
                 err,
             ))
-        }
+        }),
         Command::Keygen { out } => match sign::keygen(&out) {
             Ok(files) => {
                 println!("key id {}", files.id);
@@ -154,11 +146,10 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Command::Sign { files, signing } => match load_signer(&signing) {
-            Ok(Some(signer)) => exit(sign::sign(&files, &signer, out, err)),
-            Ok(None) => unreachable!("clap requires --sign-key for sign"),
-            Err(code) => code,
-        },
+        Command::Sign { files, signing } => with_signer(&signing, |signer| match signer {
+            Some(signer) => exit(sign::sign(&files, &signer, out, err)),
+            None => unreachable!("clap requires --sign-key for sign"),
+        }),
         Command::Versions {
             to,
             json,
@@ -230,18 +221,19 @@ fn main() -> ExitCode {
     }
 }
 
-/// The signer `--sign-key` names, if any; exit 1 once the reason is said
-/// if it cannot be read.
-fn load_signer(args: &SignArgs) -> Result<Option<Signer>, ExitCode> {
+/// Runs `command` with the signer `--sign-key` names, if any; exit 1 once
+/// the reason is said if it cannot be read.
+fn with_signer(args: &SignArgs, command: impl FnOnce(Option<Signer>) -> ExitCode) -> ExitCode {
     let Some(path) = &args.sign_key else {
-        return Ok(None);
+        return command(None);
     };
-    Signer::load(path, args.sign_valid_for, &mut std::io::stderr())
-        .map(Some)
-        .map_err(|e| {
+    match Signer::load(path, args.sign_valid_for, &mut std::io::stderr()) {
+        Ok(signer) => command(Some(signer)),
+        Err(e) => {
             eprintln!("error: {e}; nothing was signed or written");
             ExitCode::FAILURE
-        })
+        }
+    }
 }
 
 /// Exit 0 when the command did what it was asked, 1 otherwise.

@@ -2,6 +2,7 @@
 //! the edge, env fallbacks.
 
 use super::*;
+use crate::testing::assert_holds;
 
 /// The error clap gives for `args`, with the tips of `with_tip`.
 fn error_of(args: &[&str]) -> String {
@@ -116,7 +117,7 @@ fn generate_takes_a_fleet_and_escape_text() {
         Some(Command::Generate {
             scale: Scale::Tiny,
             workspaces: Some(8000),
-            text: Text::Escapes,
+            text: TextStyle::Escapes,
             ..
         })
     ));
@@ -126,7 +127,7 @@ fn generate_takes_a_fleet_and_escape_text() {
         Some(Command::Generate {
             scale: Scale::Small,
             workspaces: None,
-            text: Text::Plain,
+            text: TextStyle::Plain,
             ..
         })
     ));
@@ -233,9 +234,9 @@ fn snapshots_are_a_directory_or_a_store_url_typed_by_the_command_line() {
     let error = parse(&["--snapshots", "ftp://host/x/"])
         .unwrap_err()
         .to_string();
-    assert!(
-        error.contains("--snapshots <DIR|URL>") && error.contains("unsupported storage URL"),
-        "{error}"
+    assert_holds(
+        &error,
+        &["--snapshots <DIR|URL>", "unsupported storage URL"],
     );
 }
 
@@ -443,8 +444,5 @@ fn sign_and_cache_dir_help_say_what_they_do_once() {
 #[test]
 fn the_rate_limits_help_gives_both_forms() {
     let serve = help_of(None);
-    assert!(
-        serve.contains("--rate-limit <RATE>") && serve.contains("`100` or `100/s`"),
-        "{serve}"
-    );
+    assert_holds(&serve, &["--rate-limit <RATE>", "`100` or `100/s`"]);
 }

@@ -95,6 +95,8 @@ pub struct Metrics {
     signatures: Option<signatures::SignatureMetrics>,
 }
 
+/// A `reason` label: why a request was throttled, or why a version was
+/// refused (`signatures`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabels {
     reason: &'static str,

@@ -89,11 +89,12 @@ pub(super) struct SnapshotMetrics {
     /// `None` with `--metrics-per-workspace`, whose `records` family takes
     /// the name (its sum by collection is the same figure).
     records: Option<Family<CollectionLabels, Gauge>>,
-    counts: Counts,
+    counts: LoadCounters,
 }
 
-/// Loads and failures: in all, or per file and workspace.
-enum Counts {
+/// Loads and failures in all; or loads and failures by file, and the last
+/// load and the records by workspace (`--metrics-per-workspace`).
+enum LoadCounters {
     Total {
         loads: Counter,
         failures: Counter,
@@ -128,13 +129,13 @@ impl SnapshotMetrics {
             by_age.clone(),
         );
         let (counts, records) = if per_workspace {
-            let counts = Counts::PerWorkspace {
+            let counts = LoadCounters::PerWorkspace {
                 loads: Family::default(),
                 failures: Family::default(),
                 last_load: Family::default(),
                 records: Family::default(),
             };
-            if let Counts::PerWorkspace {
+            if let LoadCounters::PerWorkspace {
                 loads,
                 failures,
                 last_load,
@@ -186,7 +187,7 @@ impl SnapshotMetrics {
                 "Records held by every serving workspace, by collection",
                 records.clone(),
             );
-            (Counts::Total { loads, failures }, Some(records))
+            (LoadCounters::Total { loads, failures }, Some(records))
         };
         SnapshotMetrics {
             workspaces,
@@ -198,10 +199,10 @@ impl SnapshotMetrics {
 
     pub(super) fn loaded(&self, file: &str, workspace: &str, counts: &RecordCounts) {
         match &self.counts {
-            Counts::Total { loads, .. } => {
+            LoadCounters::Total { loads, .. } => {
                 loads.inc();
             }
-            Counts::PerWorkspace {
+            LoadCounters::PerWorkspace {
                 loads,
                 last_load,
                 records,
@@ -233,10 +234,10 @@ impl SnapshotMetrics {
 
     pub(super) fn rejected(&self, file: &str) {
         match &self.counts {
-            Counts::Total { failures, .. } => {
+            LoadCounters::Total { failures, .. } => {
                 failures.inc();
             }
-            Counts::PerWorkspace { failures, .. } => {
+            LoadCounters::PerWorkspace { failures, .. } => {
                 failures
                     .get_or_create(&FileLabels {
                         file: file.to_owned(),
@@ -247,7 +248,7 @@ impl SnapshotMetrics {
     }
 
     pub(super) fn unloaded(&self, workspace: &str) {
-        if let Counts::PerWorkspace {
+        if let LoadCounters::PerWorkspace {
             last_load, records, ..
         } = &self.counts
         {

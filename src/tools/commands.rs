@@ -106,7 +106,7 @@ pub enum ProbeError {
 /// from start to status line; otherwise why not, in one line. Name
 /// resolution is left to the system (it is not bounded by `timeout`).
 pub fn probe(url: &HttpUrl, timeout: std::time::Duration) -> Result<String, ProbeError> {
-    let answer = http_client::get(url, timeout, http_client::Read::Head).map_err(|why| {
+    let answer = http_client::get(url, timeout, http_client::ReadMode::Head).map_err(|why| {
         ProbeError::Unreachable {
             url: url.to_string(),
             why,

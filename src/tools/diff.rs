@@ -40,11 +40,11 @@ pub struct Changed {
 
 /// What changed in each collection, in [`Collection::ALL`] order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Changes {
+pub struct SnapshotChanges {
     pub collections: [Changed; Collection::COUNT],
 }
 
-impl Changes {
+impl SnapshotChanges {
     /// The four counts over every collection.
     pub fn total(&self) -> [usize; 4] {
         self.collections.iter().fold([0; 4], |sum, c| {
@@ -69,8 +69,8 @@ impl Changed {
 /// Compares two snapshots' records, collection by collection. Ids are
 /// unique within a collection of a valid snapshot (a load refuses a
 /// repeated one), so each record has at most one counterpart.
-pub fn compare(old: &Digests, new: &Digests) -> Changes {
-    let mut changes = Changes::default();
+pub fn compare(old: &Digests, new: &Digests) -> SnapshotChanges {
+    let mut changes = SnapshotChanges::default();
     for collection in Collection::ALL {
         let out = &mut changes.collections[collection.index()];
         let mut before: FxHashMap<u128, _> = old
@@ -98,7 +98,7 @@ pub fn compare(old: &Digests, new: &Digests) -> Changes {
 
 /// The summary as text: a line naming both sides, then a row of counts per
 /// collection and their total.
-pub fn render(old: &Side, new: &Side, changes: &Changes) -> String {
+pub fn render(old: &Side, new: &Side, changes: &SnapshotChanges) -> String {
     let mut text = format!(
         "changes from {} to {}:\n  {:<16}{:>9}{:>9}{:>9}{:>11}\n",
         label(old),
@@ -135,7 +135,7 @@ fn label(side: &Side) -> String {
 
 /// The summary as JSON, with the ids of the records added, changed and
 /// removed (docs/operations.md#diff).
-pub fn to_json(old: &Side, new: &Side, changes: &Changes) -> Value {
+pub fn to_json(old: &Side, new: &Side, changes: &SnapshotChanges) -> Value {
     let side = |s: &Side| {
         json!({
             "name": s.name,

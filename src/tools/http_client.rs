@@ -177,7 +177,7 @@ pub struct Unreachable(pub String);
 
 /// Whether to read the body of the answer, or only its head.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Read {
+pub enum ReadMode {
     Head,
     Body,
 }
@@ -186,7 +186,7 @@ pub enum Read {
 /// `timeout` from connecting to the last byte read. Resolving the host is
 /// left to the system and not bounded by `timeout`. Blocks: call it from
 /// the command line, not from async code.
-pub fn get(url: &HttpUrl, timeout: Duration, read: Read) -> Result<Answer, Unreachable> {
+pub fn get(url: &HttpUrl, timeout: Duration, read: ReadMode) -> Result<Answer, Unreachable> {
     // Resolved here rather than by `ureq`, whose errors say neither that
     // the name did not resolve nor which address refused.
     let addresses: Vec<SocketAddr> =
@@ -240,7 +240,7 @@ fn exchange(
     url: &HttpUrl,
     address: SocketAddr,
     timeout: Duration,
-    read: Read,
+    read: ReadMode,
 ) -> Result<Answer, ureq::Error> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(timeout))
@@ -262,8 +262,8 @@ fn exchange(
         .call()?;
     let status = response.status();
     let body = match read {
-        Read::Head => Vec::new(),
-        Read::Body => response
+        ReadMode::Head => Vec::new(),
+        ReadMode::Body => response
             .into_body()
             .with_config()
             .limit(MAX_BODY)

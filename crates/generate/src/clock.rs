@@ -4,7 +4,7 @@
 use std::ops::Range;
 
 use super::rng::Rng;
-use super::timestamp::{SHARED_INSTANT, Style, Ts};
+use super::timestamp::{RANGE_END, RANGE_START, SHARED_INSTANT, Style, Ts};
 
 /// Hands out ordering timestamps for one collection, with deliberate ties.
 ///
@@ -48,6 +48,12 @@ impl Clock {
             shared_first: false,
             run: 0..0,
         }
+    }
+
+    /// The clock of tasks, feed and notes: `records` stamps over the whole
+    /// range, 4% of them ties, records 0 to 2 sharing [`SHARED_INSTANT`].
+    pub(super) fn whole_range_shared_first(rng: &mut Rng, records: usize) -> Self {
+        Clock::new(rng, RANGE_START, RANGE_END, records, 40).with_shared_first()
     }
 
     /// Makes records 0 to 2 share [`SHARED_INSTANT`].

@@ -2,14 +2,14 @@
 
 use std::io::{self, Write};
 
-use super::context::Ctx;
+use super::context::WriterContext;
 use super::text::{headline, sentences};
 use super::words::{AUDIENCES, LABELS, PROBLEMS, SOLUTIONS};
 use super::world::{Company, World};
 
 /// Writes `companies` and returns how many there are.
 pub(super) fn write_companies<W: Write>(
-    ctx: &mut Ctx,
+    ctx: &mut WriterContext,
     world: &World,
     w: &mut W,
 ) -> io::Result<u64> {
@@ -23,7 +23,7 @@ pub(super) fn write_companies<W: Write>(
 }
 
 /// Writes the id and attributes of one company (the record stays open).
-fn write_company(ctx: &mut Ctx, company: &Company, index: usize) {
+fn write_company(ctx: &mut WriterContext, company: &Company, index: usize) {
     ctx.begin_record(company.id);
     ctx.str_field("domain", &company.domain);
     ctx.str_field("name", &company.name);
@@ -70,7 +70,7 @@ fn write_company(ctx: &mut Ctx, company: &Company, index: usize) {
 }
 
 /// Writes `domain_aliases`: zero to two other domains of the company.
-fn write_domain_aliases(ctx: &mut Ctx, company: &Company) {
+fn write_domain_aliases(ctx: &mut WriterContext, company: &Company) {
     ctx.json.key("domain_aliases");
     ctx.json.begin_array();
     let count = ctx.rng.below(3);
@@ -86,7 +86,7 @@ fn write_domain_aliases(ctx: &mut Ctx, company: &Company) {
 }
 
 /// Writes `labels`: one to four distinct labels.
-fn write_labels(ctx: &mut Ctx) {
+fn write_labels(ctx: &mut WriterContext) {
     ctx.json.key("labels");
     ctx.json.begin_array();
     let count = ctx.rng.between(1, 4) as usize;
@@ -99,7 +99,7 @@ fn write_labels(ctx: &mut Ctx) {
 }
 
 /// Writes `value_propositions`: one to three problem, solution and ICP triples.
-fn write_value_propositions(ctx: &mut Ctx) {
+fn write_value_propositions(ctx: &mut WriterContext) {
     ctx.json.key("value_propositions");
     ctx.json.begin_array();
     for _ in 0..ctx.rng.between(1, 3) {

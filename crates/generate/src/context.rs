@@ -10,7 +10,7 @@ use super::rng::Rng;
 use super::timestamp::Ts;
 
 /// The state shared by all collection writers: randomness, output and a text scratch buffer.
-pub(super) struct Ctx {
+pub(super) struct WriterContext {
     pub(super) rng: Rng,
     pub(super) json: Json,
     pub(super) text: String,
@@ -22,7 +22,7 @@ pub(super) struct Ctx {
     tail: String,
 }
 
-impl Ctx {
+impl WriterContext {
     /// Creates a context around `rng`.
     pub(super) fn new(rng: Rng) -> Self {
         Self {
@@ -75,14 +75,14 @@ impl Ctx {
 
     /// Writes the collection `name`, one record per stamp of `clock`, in
     /// order, and returns how many there are. `record(ctx, index, at)`
-    /// writes record `index`, stamped `at`, from [`Ctx::begin_record`] on;
+    /// writes record `index`, stamped `at`, from [`WriterContext::begin_record`] on;
     /// this closes each record, so none is left open or unflushed.
     pub(super) fn write_stamped<W: Write>(
         &mut self,
         name: &str,
         clock: &Clock,
         w: &mut W,
-        mut record: impl FnMut(&mut Ctx, usize, Ts),
+        mut record: impl FnMut(&mut WriterContext, usize, Ts),
     ) -> io::Result<u64> {
         self.begin_collection(name);
         for index in 0..clock.records() {
@@ -102,7 +102,7 @@ impl Ctx {
         self.json.begin_object();
     }
 
-    /// Closes a record opened with [`Ctx::begin_record`] and flushes when the buffer is full.
+    /// Closes a record opened with [`WriterContext::begin_record`] and flushes when the buffer is full.
     pub(super) fn end_record<W: Write>(&mut self, w: &mut W) -> io::Result<()> {
         self.json.end_object();
         self.json.end_object();

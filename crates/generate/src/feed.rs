@@ -3,22 +3,21 @@
 use std::io::{self, Write};
 
 use super::clock::Clock;
-use super::context::Ctx;
+use super::context::WriterContext;
 use super::plan::Plan;
 use super::text::{feed_title, sentences};
-use super::timestamp::{DAY, RANGE_END, RANGE_START, Ts};
+use super::timestamp::{DAY, Ts};
 use super::world::{Company, World};
 
 /// Writes `feed` and returns how many entries there are.
 pub(super) fn write_feed<W: Write>(
-    ctx: &mut Ctx,
+    ctx: &mut WriterContext,
     world: &World,
     plan: &Plan,
     w: &mut W,
 ) -> io::Result<u64> {
     let run_start = plan.feed / 3;
-    let clock = Clock::new(&mut ctx.rng, RANGE_START, RANGE_END, plan.feed, 40)
-        .with_shared_first()
+    let clock = Clock::whole_range_shared_first(&mut ctx.rng, plan.feed)
         .with_run(run_start, plan.feed_tie_run.min(plan.feed - run_start));
     ctx.write_stamped("feed", &clock, w, |ctx, _, published| {
         let company = world.company(&mut ctx.rng);
@@ -43,7 +42,7 @@ pub(super) fn write_feed<W: Write>(
 }
 
 /// Writes the `sources` of one feed entry: zero to three links.
-fn write_feed_sources(ctx: &mut Ctx, company: &Company, published: i64, private: bool) {
+fn write_feed_sources(ctx: &mut WriterContext, company: &Company, published: i64, private: bool) {
     ctx.json.key("sources");
     ctx.json.begin_array();
     for _ in 0..ctx.rng.below(4) {

@@ -22,12 +22,12 @@
 //!   workspaces (`midsize`: the few heavy ones beside many small ones). The
 //!   files are written on every core.
 //!
-//! [`Text::Escapes`] appends to every free-text field (titles, descriptions,
+//! [`TextStyle::Escapes`] appends to every free-text field (titles, descriptions,
 //! contents, transcript text) a fragment full of what JSON escapes and what
 //! is not ASCII: quotes, backslashes, control characters as `\u` escapes,
 //! non-ASCII both raw and as `\u` escapes (surrogate pairs for emoji), CJK,
 //! emoji and combining marks. The fragments come from a stream of their own,
-//! so everything else is what [`Text::Plain`] writes.
+//! so everything else is what [`TextStyle::Plain`] writes.
 //!
 //! The data deliberately exercises the edge cases of the API: companies that
 //! share a name (so the id tie-break matters), names that share a prefix or
@@ -81,7 +81,7 @@ mod words;
 mod world;
 
 use companies::write_companies;
-use context::Ctx;
+use context::WriterContext;
 use feed::write_feed;
 use json::Json;
 use meetings::{write_meeting_notes, write_meetings};
@@ -139,7 +139,7 @@ pub struct GeneratedFile {
 
 /// What free text is made of (parsed by the command line as it is).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Text {
+pub enum TextStyle {
     /// The generator's prose.
     #[default]
     Plain,
@@ -155,7 +155,7 @@ pub struct Options {
     /// How many workspaces a fleet scale (`micro`, `tiny`, `midsize`) writes; `None`
     /// for one. The other scales have fixed workspaces and refuse it.
     pub workspaces: Option<u64>,
-    pub text: Text,
+    pub text: TextStyle,
 }
 
 impl Options {
@@ -165,7 +165,7 @@ impl Options {
             scale,
             seed,
             workspaces: None,
-            text: Text::Plain,
+            text: TextStyle::Plain,
         }
     }
 }
@@ -325,10 +325,10 @@ fn write_workspace(
     let tmp = out.join(format!("{}.json.tmp", spec.file_stem));
     let key = api_key(spec, scale, seed);
     let escapes = match text {
-        Text::Plain => "",
-        Text::Escapes => "-escapes",
+        TextStyle::Plain => "",
+        TextStyle::Escapes => "-escapes",
     };
-    let header = Header {
+    let header = HeaderFields {
         version: format!(
             "2026-11-22T10:00:00.000Z#{seed}-{}{escapes}",
             scale_name(scale)
@@ -359,7 +359,7 @@ fn write_to(
     tmp: &Path,
     spec: &WorkspaceSpec,
     options: &Options,
-    header: &Header,
+    header: &HeaderFields,
 ) -> io::Result<u64> {
     // A fleet's files are small: a megabyte of buffer for each would only
     // cost page faults.
@@ -378,7 +378,7 @@ fn write_to(
 }
 
 /// The workspace-level fields written before the collections.
-struct Header {
+struct HeaderFields {
     version: String,
     key_sha256: String,
 }
@@ -388,12 +388,12 @@ fn write_snapshot<W: Write>(
     w: &mut W,
     spec: &WorkspaceSpec,
     options: &Options,
-    header: &Header,
+    header: &HeaderFields,
 ) -> io::Result<u64> {
     let plan = &spec.plan;
     let seed = options.seed;
-    let mut ctx = Ctx::new(Rng::new(stream_seed(seed, &spec.id, "data")));
-    if options.text == Text::Escapes {
+    let mut ctx = WriterContext::new(Rng::new(stream_seed(seed, &spec.id, "data")));
+    if options.text == TextStyle::Escapes {
         ctx.escapes = Some(Rng::new(stream_seed(seed, &spec.id, "escapes")));
     }
     let world = World::build(&mut ctx.rng, spec);
@@ -416,7 +416,7 @@ fn write_snapshot<W: Write>(
 }
 
 /// Writes `format_version`, `version`, `workspace` and `api_keys`.
-fn write_header(json: &mut Json, spec: &WorkspaceSpec, header: &Header) {
+fn write_header(json: &mut Json, spec: &WorkspaceSpec, header: &HeaderFields) {
     json.begin_object();
     json.key_line("format_version");
     json.uint(1);

@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use super::clock::Clock;
-use super::context::Ctx;
+use super::context::WriterContext;
 use super::plan::Plan;
 use super::text::{meeting_summary, meeting_title, transcript_line};
 use super::timestamp::{DAY, HOUR, RANGE_END, RANGE_START, Ts};
@@ -20,7 +20,7 @@ pub(super) struct MeetingInfo {
 
 /// Writes `meetings` and returns what the meeting notes need about them.
 pub(super) fn write_meetings<W: Write>(
-    ctx: &mut Ctx,
+    ctx: &mut WriterContext,
     world: &World,
     plan: &Plan,
     w: &mut W,
@@ -72,7 +72,7 @@ pub(super) fn write_meetings<W: Write>(
 }
 
 /// Writes `attendees` (exactly one organizer) and returns the names of those who speak.
-fn write_attendees(ctx: &mut Ctx, world: &World, company: &Company) -> Vec<String> {
+fn write_attendees(ctx: &mut WriterContext, world: &World, company: &Company) -> Vec<String> {
     let mut people: Vec<Person> = Vec::new();
     for _ in 0..ctx.rng.between(1, 2) {
         people.push(ctx.rng.pick(&world.users).person.clone());
@@ -106,7 +106,7 @@ fn write_attendees(ctx: &mut Ctx, world: &World, company: &Company) -> Vec<Strin
 
 /// Writes `meeting_notes`: none, one or two per meeting; returns how many there are.
 pub(super) fn write_meeting_notes<W: Write>(
-    ctx: &mut Ctx,
+    ctx: &mut WriterContext,
     meetings: &[MeetingInfo],
     plan: &Plan,
     w: &mut W,
@@ -142,7 +142,7 @@ enum NoteShape {
 }
 
 /// Writes one meeting note record (left open for the caller to close).
-fn write_meeting_note(ctx: &mut Ctx, meeting: &MeetingInfo, plan: &Plan, created: Ts) {
+fn write_meeting_note(ctx: &mut WriterContext, meeting: &MeetingInfo, plan: &Plan, created: Ts) {
     let id = ctx.rng.uuid();
     ctx.begin_record(id);
     ctx.uuid_field("meeting_id", meeting.id);
@@ -178,7 +178,7 @@ fn write_meeting_note(ctx: &mut Ctx, meeting: &MeetingInfo, plan: &Plan, created
 }
 
 /// Writes a transcript object whose segments have increasing start and end times.
-fn write_transcript(ctx: &mut Ctx, meeting: &MeetingInfo, plan: &Plan) {
+fn write_transcript(ctx: &mut WriterContext, meeting: &MeetingInfo, plan: &Plan) {
     ctx.json.begin_object();
     ctx.json.key("segments");
     ctx.json.begin_array();

@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use super::context::Ctx;
+use super::context::WriterContext;
 use super::plan::Plan;
 use super::rng::Rng;
 use super::timestamp::{DAY, Ts};
@@ -42,7 +42,7 @@ const CUSTOM_METRICS: [(&str, MetricKind); 7] = [
 
 /// Writes `metrics`, the full history of every (company, name), and returns how many reports there are.
 pub(super) fn write_metrics<W: Write>(
-    ctx: &mut Ctx,
+    ctx: &mut WriterContext,
     world: &World,
     plan: &Plan,
     w: &mut W,
@@ -85,7 +85,7 @@ struct Report {
 /// shares the `reported_at` instant of another report, written in another
 /// offset, so the id tie-break decides which one is latest.
 fn write_metric_history<W: Write>(
-    ctx: &mut Ctx,
+    ctx: &mut WriterContext,
     company: &Company,
     plan: &Plan,
     metric: (&str, MetricKind),
@@ -141,7 +141,7 @@ fn quarter_start(quarter: i64) -> i64 {
 
 /// Writes one metric report record (left open for the caller to close).
 fn write_metric_report(
-    ctx: &mut Ctx,
+    ctx: &mut WriterContext,
     company: &Company,
     metric: (&str, MetricKind),
     report: &Report,

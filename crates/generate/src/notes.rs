@@ -3,21 +3,19 @@
 use std::io::{self, Write};
 
 use super::clock::Clock;
-use super::context::Ctx;
+use super::context::WriterContext;
 use super::plan::Plan;
 use super::text::{note_title, paragraphs};
-use super::timestamp::{RANGE_END, RANGE_START};
 use super::world::World;
 
 /// Writes `notes` and returns how many there are.
 pub(super) fn write_notes<W: Write>(
-    ctx: &mut Ctx,
+    ctx: &mut WriterContext,
     world: &World,
     plan: &Plan,
     w: &mut W,
 ) -> io::Result<u64> {
-    let clock =
-        Clock::new(&mut ctx.rng, RANGE_START, RANGE_END, plan.notes, 40).with_shared_first();
+    let clock = Clock::whole_range_shared_first(&mut ctx.rng, plan.notes);
     ctx.write_stamped("notes", &clock, w, |ctx, index, created| {
         // Every company gets notes; the first rounds go through them in order.
         let company = match world.companies.get(index) {

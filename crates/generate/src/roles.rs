@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use super::clock::Clock;
-use super::context::Ctx;
+use super::context::WriterContext;
 use super::plan::Plan;
 use super::rng::Rng;
 use super::text::sentences;
@@ -13,7 +13,7 @@ use super::world::{World, ascii_slug};
 
 /// Writes `roles` and returns how many there are.
 pub(super) fn write_roles<W: Write>(
-    ctx: &mut Ctx,
+    ctx: &mut WriterContext,
     world: &World,
     plan: &Plan,
     w: &mut W,

@@ -3,21 +3,20 @@
 use std::io::{self, Write};
 
 use super::clock::Clock;
-use super::context::Ctx;
+use super::context::WriterContext;
 use super::plan::Plan;
 use super::text::{task_description, task_title};
-use super::timestamp::{DAY, LAST_DAY, RANGE_END, RANGE_START, Ts};
+use super::timestamp::{DAY, LAST_DAY, Ts};
 use super::world::World;
 
 /// Writes `tasks` and returns how many there are.
 pub(super) fn write_tasks<W: Write>(
-    ctx: &mut Ctx,
+    ctx: &mut WriterContext,
     world: &World,
     plan: &Plan,
     w: &mut W,
 ) -> io::Result<u64> {
-    let clock =
-        Clock::new(&mut ctx.rng, RANGE_START, RANGE_END, plan.tasks, 40).with_shared_first();
+    let clock = Clock::whole_range_shared_first(&mut ctx.rng, plan.tasks);
     ctx.write_stamped("tasks", &clock, w, |ctx, _, created| {
         let company = world.company(&mut ctx.rng);
         let id = ctx.rng.uuid();

@@ -5,7 +5,7 @@
 //!
 //! A delta is gzip of:
 //! - `PRDELTA\n`, then a little-endian `u32` length and that many bytes of
-//!   JSON, the [`Header`]: the format, the base object's SHA-256 (as the
+//!   JSON, the [`DeltaHeader`]: the format, the base object's SHA-256 (as the
 //!   manifest names it) and its uncompressed length and SHA-256;
 //! - ops, each a tag byte and LEB128 numbers: `C offset len` copies `len`
 //!   bytes of the uncompressed base from `offset`; `I len bytes` inserts
@@ -45,7 +45,7 @@ const MAX_GAP: u64 = 64 << 10;
 
 /// What a delta says before its ops.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Header {
+pub struct DeltaHeader {
     pub delta_format: u32,
     /// The SHA-256 of the base object, as the manifest names it.
     pub base: String,
@@ -108,7 +108,7 @@ pub struct Layout {
 impl Layout {
     /// Reads `reader` (the uncompressed file `spans` were found in).
     pub fn read(spans: &[RecordSpan], mut reader: impl Read) -> std::io::Result<Layout> {
-        let mut hashing = Hashing::new();
+        let mut hashing = Sha256AndLen::new();
         let mut layout = Layout {
             spans: spans.to_vec(),
             gaps: Vec::with_capacity(spans.len() + 1),
@@ -134,7 +134,7 @@ impl Layout {
     fn gap(
         &mut self,
         reader: &mut impl Read,
-        hashing: &mut Hashing,
+        hashing: &mut Sha256AndLen,
         len: Option<u64>,
     ) -> std::io::Result<()> {
         let start = self.gap_bytes.len();
@@ -175,7 +175,7 @@ fn overlap() -> std::io::Error {
 /// `base` into the file `new` (uncompressed, read front to back) whose
 /// records are at `spans`.
 pub fn encode(
-    header: &Header,
+    header: &DeltaHeader,
     base: &Layout,
     spans: &[RecordSpan],
     mut new: impl Read,
@@ -191,7 +191,7 @@ pub fn encode(
     }
     let mut w = Ops {
         out,
-        hashing: Hashing::new(),
+        hashing: Sha256AndLen::new(),
         run: None,
         encoded: Encoded::default(),
     };
@@ -280,7 +280,7 @@ pub fn encode(
 /// The op writer of [`encode`]: a copy run grows until something breaks it.
 struct Ops<'o, W: Write> {
     out: &'o mut W,
-    hashing: Hashing,
+    hashing: Sha256AndLen,
     /// The copy being made: from where in the base, and how long so far.
     run: Option<(u64, u64)>,
     encoded: Encoded,
@@ -377,13 +377,13 @@ impl<W: Write> Ops<'_, W> {
 
 /// What applying a delta wrote.
 #[derive(Debug)]
-pub struct Applied {
+pub struct AppliedDelta {
     pub len: u64,
     pub sha256: String,
 }
 
 /// Reads a delta's header (after which `delta` is at its ops).
-pub fn read_header(delta: &mut impl Read) -> Result<Header, DeltaError> {
+pub fn read_header(delta: &mut impl Read) -> Result<DeltaHeader, DeltaError> {
     let mut magic = [0u8; 8];
     read_exact(delta, &mut magic)?;
     if &magic != MAGIC {
@@ -397,7 +397,7 @@ pub fn read_header(delta: &mut impl Read) -> Result<Header, DeltaError> {
     }
     let mut json = vec![0u8; len as usize];
     read_exact(delta, &mut json)?;
-    let header: Header = serde_json::from_slice(&json)
+    let header: DeltaHeader = serde_json::from_slice(&json)
         .map_err(|e| DeltaError::Corrupt(format!("its header: {e}")))?;
     if header.delta_format != FORMAT {
         return Err(DeltaError::Corrupt(format!(
@@ -408,7 +408,7 @@ pub fn read_header(delta: &mut impl Read) -> Result<Header, DeltaError> {
     Ok(header)
 }
 
-impl Header {
+impl DeltaHeader {
     /// Refuses a delta made against anything but the base object `object`
     /// whose uncompressed bytes are `len` long with SHA-256 `sha256`.
     pub fn check_base(&self, object: &str, len: u64, sha256: &str) -> Result<(), DeltaError> {
@@ -444,7 +444,7 @@ pub fn apply(
     delta: &mut impl Read,
     out: &mut impl Write,
     at_most: u64,
-) -> Result<Applied, DeltaError> {
+) -> Result<AppliedDelta, DeltaError> {
     let mut hasher = Sha256::new();
     let mut len = 0u64;
     let mut buf = vec![0u8; 1 << 20];
@@ -501,7 +501,7 @@ pub fn apply(
             hex(&expected)
         )));
     }
-    Ok(Applied {
+    Ok(AppliedDelta {
         len,
         sha256: hex(&got),
     })
@@ -561,14 +561,14 @@ fn read_some(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 }
 
 /// SHA-256 and length of what goes through.
-struct Hashing {
+struct Sha256AndLen {
     hasher: Sha256,
     len: u64,
 }
 
-impl Hashing {
-    fn new() -> Hashing {
-        Hashing {
+impl Sha256AndLen {
+    fn new() -> Sha256AndLen {
+        Sha256AndLen {
             hasher: Sha256::new(),
             len: 0,
         }
@@ -607,6 +607,8 @@ impl Hashing {
     }
 }
 
+/// `bytes` in lower-case hex, as the manifest, deltas and signatures write
+/// digests.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

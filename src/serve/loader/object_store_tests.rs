@@ -20,8 +20,8 @@ use super::{MemoryLimit, Snapshots};
 use crate::metrics::Metrics;
 use crate::storage::{Location, StorageOptions, StorageOrigin};
 use crate::store::Store;
-use portfolio_wire::manifest::v1::Manifest;
-use portfolio_wire::manifest::{MAX_CHANGES, Record, Root, Version, record_path};
+use portfolio_wire::manifest::v1::ManifestV1;
+use portfolio_wire::manifest::{MAX_CHANGES, Root, Version, WorkspaceRecord, record_path};
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -64,7 +64,7 @@ struct Fixture {
     /// The manifest format `write` writes.
     format: AtomicU32,
     /// Format 2 as last written: each record, and the root.
-    written: Mutex<(BTreeMap<String, Record>, Root)>,
+    written: Mutex<(BTreeMap<String, WorkspaceRecord>, Root)>,
 }
 
 impl Fixture {
@@ -102,9 +102,9 @@ impl Fixture {
 
     /// A fixture in manifest mode that serves `ws-a` at `a1`, and the
     /// manifest it published.
-    fn serving_a1() -> (Fixture, Manifest) {
+    fn serving_a1() -> (Fixture, ManifestV1) {
         let f = Fixture::new(Arc::new(InMemory::new()), None);
-        let mut manifest = Manifest::empty();
+        let mut manifest = ManifestV1::empty();
         f.publish(&mut manifest, "ws-a", &snapshot("ws-a", "a1", 1), "a1");
         f.snapshots.scan().unwrap();
         (f, manifest)
@@ -113,7 +113,7 @@ impl Fixture {
     /// Writes `manifest` as a publisher would in the fixture's format: in
     /// format 2, the records whose versions changed and a root announcing
     /// them.
-    fn write(&self, manifest: &Manifest) {
+    fn write(&self, manifest: &ManifestV1) {
         if self.format.load(Ordering::Relaxed) == 1 {
             self.put("fleet/manifest.json", manifest.to_json());
             return;
@@ -121,12 +121,14 @@ impl Fixture {
         let (records, root) = &mut *self.written.lock().unwrap();
         let mut changes = Vec::new();
         for (name, history) in &manifest.workspaces {
-            let record = records.entry(name.clone()).or_insert_with(|| Record {
-                workspace: name.clone(),
-                revision: 0,
-                updated_at: String::new(),
-                history: history.clone(),
-            });
+            let record = records
+                .entry(name.clone())
+                .or_insert_with(|| WorkspaceRecord {
+                    workspace: name.clone(),
+                    revision: 0,
+                    updated_at: String::new(),
+                    history: history.clone(),
+                });
             if record.revision > 0 && record.history == *history {
                 continue;
             }
@@ -170,7 +172,7 @@ impl Fixture {
     }
 
     /// Publishes `bytes` for `workspace` as the publisher would.
-    fn publish(&self, manifest: &mut Manifest, workspace: &str, bytes: &[u8], version: &str) {
+    fn publish(&self, manifest: &mut ManifestV1, workspace: &str, bytes: &[u8], version: &str) {
         let gz = gzip(bytes);
         let sha256 = format!("{:x}", Sha256::digest(&gz));
         let key = format!("objects/{workspace}/{sha256}.json.gz");
@@ -247,7 +249,7 @@ fn prefix_mode_follows_creates_replacements_and_deletions() {
 fn manifest_mode_serves_what_the_manifest_names(format: u32) {
     let f = Fixture::new(Arc::new(InMemory::new()), None);
     f.format.store(format, Ordering::Relaxed);
-    let mut manifest = Manifest::empty();
+    let mut manifest = ManifestV1::empty();
     f.publish(&mut manifest, "ws-a", &snapshot("ws-a", "a1", 1), "a1");
     // An object directly under the prefix is not followed once there is a manifest.
     f.put("fleet/stray.json", snapshot("ws-s", "s1", 1));
@@ -292,7 +294,7 @@ fn manifest_mode_still_follows_a_format_1_manifest() {
 #[test]
 fn format_2_follows_the_journal_and_reads_the_records_when_it_fell_behind() {
     let f = Fixture::new(Arc::new(InMemory::new()), None);
-    let mut manifest = Manifest::empty();
+    let mut manifest = ManifestV1::empty();
     f.publish(&mut manifest, "ws-a", &snapshot("ws-a", "a1", 1), "a1");
     f.publish(&mut manifest, "ws-b", &snapshot("ws-b", "b1", 1), "b1");
     f.snapshots.scan().unwrap();
@@ -421,7 +423,7 @@ fn switching_from_prefix_to_manifest_never_unloads_the_workspace() {
     assert_eq!(f.serving("ws-a").as_deref(), Some("a1"));
 
     // A load long enough for a watcher to see a gap if there were one.
-    let mut manifest = Manifest::empty();
+    let mut manifest = ManifestV1::empty();
     f.publish(&mut manifest, "ws-a", &snapshot("ws-a", "a2", 20_000), "a2");
     let done = Arc::new(AtomicBool::new(false));
     let watcher = {

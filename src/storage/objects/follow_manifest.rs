@@ -23,7 +23,7 @@ use crate::storage::listing::{EntryStamp, Listing, ManifestFacts, ObjectVersion}
 use crate::storage::signatures::{Envelope, Listed};
 use crate::store::time::Instant as At;
 use portfolio_wire::manifest::{
-    self, DeltaRef, MAX_RECORD_BYTES, RECORDS_DIR, Record, Root, Version, v1,
+    self, DeltaRef, MAX_RECORD_BYTES, RECORDS_DIR, Root, Version, WorkspaceRecord, v1,
 };
 
 /// How often a replica reads the records even when the journal says it is
@@ -101,7 +101,7 @@ pub struct ReadCost {
 
 impl Followed {
     /// A format-1 manifest, read whole.
-    pub fn from_v1(manifest: &v1::Manifest, prefix: &ObjectPath) -> Followed {
+    pub fn from_v1(manifest: &v1::ManifestV1, prefix: &ObjectPath) -> Followed {
         let entries = manifest
             .workspaces
             .iter()
@@ -354,7 +354,7 @@ async fn read_record(
     store: &dyn ObjectStore,
     path: ObjectPath,
     error: &(dyn Fn(&object_store::Error, String) -> StorageError + Sync),
-) -> Result<Option<(Record, String, String, u64)>, StorageError> {
+) -> Result<Option<(WorkspaceRecord, String, String, u64)>, StorageError> {
     let result = match store.get(&path).await {
         Ok(result) => result,
         Err(object_store::Error::NotFound { .. }) => return Ok(None),
@@ -363,7 +363,7 @@ async fn read_record(
     let (bytes, etag) = read_small(result, &path, MAX_RECORD_BYTES, "a workspace record").await?;
     let etag = etag.unwrap_or_default();
     let what = path.to_string();
-    let record = Record::parse(&bytes, &what)?;
+    let record = WorkspaceRecord::parse(&bytes, &what)?;
     Ok(Some((record, what, etag, bytes.len() as u64)))
 }
 
@@ -372,7 +372,7 @@ mod tests {
     use super::*;
 
     fn version(n: u8) -> Version {
-        Version::for_test("ws", n)
+        Version::for_tests(n, "ws", &format!("v{n}"))
     }
 
     fn root_with(changes: &[(u64, u8)]) -> Root {

@@ -13,9 +13,9 @@ use object_store::path::Path as ObjectPath;
 
 use super::deltas::{self, Made};
 use super::error::PublishError;
-use super::{Target, each, fail};
+use super::{Opening, Target, each, fail};
 use crate::snapshot::{self, Digests};
-use crate::storage::location::{Access, StorageOptions};
+use crate::storage::location::StorageOptions;
 use crate::storage::{Expect, SnapshotFile, download};
 use crate::tools::check::Checked;
 use crate::tools::diff::{self, Side};
@@ -103,18 +103,17 @@ pub fn diff_versions(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    let Some(target) = Target::open_or_say(to, options, Access::Read, err) else {
-        return false;
-    };
-    let mut sides = Vec::new();
-    for spec in specs {
-        match target.block_on(named(&target, spec)) {
-            Ok(side) => sides.push(side),
-            Err(e) => return fail(err, e),
+    Target::run(to, options, Opening::Read, err, |target, _, err| {
+        let mut sides = Vec::new();
+        for spec in specs {
+            match target.block_on(named(target, spec)) {
+                Ok(side) => sides.push(side),
+                Err(e) => return fail(err, e),
+            }
         }
-    }
-    diff::print(&sides[0], &sides[1], json, out);
-    true
+        diff::print(&sides[0], &sides[1], json, out);
+        true
+    })
 }
 
 /// The version `spec` names (WORKSPACE@VERSION), read.

@@ -16,7 +16,7 @@ use super::error::PublishError;
 use super::upload::{self, Prepared};
 use crate::snapshot::{RecordSpan, Source};
 use crate::storage::SnapshotFile;
-use portfolio_wire::delta::{self, Encoded, Header, Layout};
+use portfolio_wire::delta::{self, DeltaHeader, Encoded, Layout};
 use portfolio_wire::manifest::{DeltaRef, Version, short};
 
 /// Where deltas go, under the prefix.
@@ -43,7 +43,7 @@ pub fn make(
     let base_source = SnapshotFile::new(base_file);
     let base_reader = base_source.open().map_err(PublishError::DeltaSource)?;
     let layout = Layout::read(base_spans, base_reader).map_err(PublishError::DeltaIo)?;
-    let header = Header {
+    let header = DeltaHeader {
         delta_format: delta::FORMAT,
         base: base.sha256.clone(),
         base_len: layout.len,

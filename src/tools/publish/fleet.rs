@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::Workspaces;
-use crate::tools::http_client::{self, HttpUrl, Read, Unreachable, UrlError};
+use crate::tools::http_client::{self, HttpUrl, ReadMode, Unreachable, UrlError};
 use portfolio_wire::status::{FileStatus, SnapshotsStatus};
 
 /// How long one replica may take to answer, from connecting to the last
@@ -119,7 +119,7 @@ enum ReplicaProblem {
 /// connection, or an answer that is not a replica's status.
 fn snapshots(replica: &HttpUrl, query: &str) -> Result<SnapshotsStatus, ReplicaProblem> {
     let url = replica.join(query)?;
-    let answer = http_client::get(&url, TIMEOUT, Read::Body)?;
+    let answer = http_client::get(&url, TIMEOUT, ReadMode::Body)?;
     match answer.status.as_u16() {
         200 => Ok(serde_json::from_slice(&answer.body)?),
         401 => Err(ReplicaProblem::WrongAddress),
@@ -137,6 +137,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
+    use crate::testing::assert_holds;
     use portfolio_wire::manifest::{History, Version};
 
     fn status(body: Value) -> SnapshotsStatus {
@@ -147,20 +148,9 @@ mod tests {
     fn marks_replicas_behind_the_manifest() {
         let mut history: Option<History> = None;
         for (n, name) in [(1u8, "v1"), (2, "v2")] {
-            let sha256 = format!("{n:02x}").repeat(32);
             let version = Version {
-                key: format!("objects/ws-acme/{sha256}.json.gz"),
-                sha256,
-                size: 1,
-                version: name.to_owned(),
-                published_at: String::new(),
                 file: "acme.json".to_owned(),
-                records: 1,
-                key_hashes: None,
-                delta: None,
-                signature: None,
-                plain_sha256: None,
-                limits: None,
+                ..Version::for_tests(n, "ws-acme", name)
             };
             match &mut history {
                 Some(h) => assert!(h.publish(version, 10)),
@@ -184,10 +174,7 @@ mod tests {
                 "error": "slow down", "error_kind": "throttling", "serving_from_cache": false}}));
         let text = describe(&manifest, &r1, &behind);
         assert!(text.contains("v1 (BEHIND: current is v2)"), "{text}");
-        assert!(
-            text.contains("stale 42s") && text.contains("problem: throttled"),
-            "{text}"
-        );
+        assert_holds(&text, &["stale 42s", "problem: throttled"]);
         assert!(
             text.contains("r1:9090  cannot poll storage (throttling): slow down"),
             "{text}"

@@ -1,6 +1,6 @@
 //! The publisher side of object storage (docs/object-storage.md): the
-//! `publish`, `rollback`, `versions` and `migrate` commands. Replicas only
-//! read; these write the immutable snapshot objects, each workspace's
+//! `publish` (and `publish --refresh-signatures`), `rollback`, `versions`,
+//! `migrate` and `diff --to` commands. Replicas only read; these write the immutable snapshot objects, each workspace's
 //! record, the key claims and the root's journal (`state`), always with
 //! conditional writes (`update`), so that publishers running at once never
 //! lose each other's update.
@@ -30,9 +30,9 @@ use crate::tools::http_client::HttpUrl;
 use crate::tools::sign::Signer;
 pub use changes::diff_versions;
 use error::PublishError;
-use portfolio_wire::manifest::{History, Manifest, Record, Version, short};
+use portfolio_wire::manifest::{History, Manifest, Version, WorkspaceRecord, short};
 pub use refresh::refresh_signatures;
-use state::{Announced, Fleet};
+use state::{Announced, FleetObjects};
 use update::Conditional;
 
 /// An object store prefix to publish to.
@@ -63,32 +63,35 @@ impl Target {
         })
     }
 
-    /// [`Target::open`], or `None` once the `error:` line saying why is
-    /// written: every command's first step.
-    fn open_or_say(
+    /// Every command's first step: opens `to` as `opening` says and runs
+    /// `command` on it and its fleet's objects; if it cannot, writes the
+    /// `error:` line saying why and returns false.
+    fn run<E: Write>(
         to: &str,
         options: &StorageOptions,
-        access: Access,
-        err: &mut impl Write,
-    ) -> Option<Target> {
-        Target::open(to, options, access)
-            .map_err(|e| fail(err, e))
-            .ok()
-    }
-
-    /// The target of a command that writes records (rollback, refresh):
-    /// opened, and its manifest one this build writes; else why not, said.
-    fn writable_or_say(to: &str, options: &StorageOptions, err: &mut impl Write) -> Option<Target> {
-        let target = Target::open_or_say(to, options, Access::Read, err)?;
-        if let Err(e) = target.block_on(target.fleet().writable()) {
-            fail(err, e);
-            return None;
+        opening: Opening,
+        err: &mut E,
+        command: impl FnOnce(&Target, &FleetObjects<'_>, &mut E) -> bool,
+    ) -> bool {
+        let access = match opening {
+            Opening::Read | Opening::Records => Access::Read,
+            Opening::Write => Access::Write,
+        };
+        let target = match Target::open(to, options, access) {
+            Ok(target) => target,
+            Err(e) => return fail(err, e),
+        };
+        let fleet = target.fleet();
+        if opening == Opening::Records
+            && let Err(e) = target.block_on(fleet.writable())
+        {
+            return fail(err, e);
         }
-        Some(target)
+        command(&target, &fleet, err)
     }
 
-    fn fleet(&self) -> Fleet<'_> {
-        Fleet {
+    fn fleet(&self) -> FleetObjects<'_> {
+        FleetObjects {
             objects: Conditional {
                 store: self.store.as_ref(),
                 prefix: &self.prefix,
@@ -100,6 +103,20 @@ impl Target {
     fn block_on<T>(&self, future: impl std::future::Future<Output = T>) -> T {
         self.runtime.block_on(future)
     }
+}
+
+/// How a command opens its target.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Opening {
+    /// As it is ([`Access::Read`]: a `file://` prefix's directory must
+    /// exist): `diff`, `versions`, `migrate`, `publish --dry-run`.
+    Read,
+    /// For `publish` ([`Access::Write`]: a `file://` prefix's directory is
+    /// made if need be).
+    Write,
+    /// As `Read`, for a command that writes records (`rollback`, `publish
+    /// --refresh-signatures`): its manifest must be one this build writes.
+    Records,
 }
 
 /// Writes `error: {e}` and returns false: every command's way out.
@@ -140,128 +157,130 @@ pub fn publish(
         signer,
     } = *how;
     // A wrong URL is said before any file is read.
-    let access = if dry_run { Access::Read } else { Access::Write };
-    let Some(target) = Target::open_or_say(to, options, access, err) else {
-        return false;
+    let opening = if dry_run {
+        Opening::Read
+    } else {
+        Opening::Write
     };
-    let Some(checked) = check::check(files, out, err) else {
-        return fail(err, "nothing published: every file must pass the checks");
-    };
-    // Two of the files sharing a key: refused before anything is written.
-    let mut holders = Holders::default();
-    for claim in claims(&checked) {
-        if let Err(e) = holders.take(&claim) {
+    Target::run(to, options, opening, err, |target, fleet, err| {
+        let Some(checked) = check::check(files, out, err) else {
+            return fail(err, "nothing published: every file must pass the checks");
+        };
+        // Two of the files sharing a key: refused before anything is written.
+        let mut holders = Holders::default();
+        for claim in claims(&checked) {
+            if let Err(e) = holders.take(&claim) {
+                return fail(err, format!("{e}\nerror: nothing published"));
+            }
+        }
+        if let Err(e) = target.block_on(fleet.writable()) {
+            return fail(err, e);
+        }
+        let made = changes::print_summaries(target, &checked, !dry_run, out, err);
+        if dry_run {
+            let _ = writeln!(out, "dry run: nothing was uploaded or written");
+            return true;
+        }
+        // Each step runs for all files at once (a publish of thousands of
+        // workspaces is a migration's worth of requests), and is reported in
+        // the files' order.
+        let items: Vec<_> = checked.iter().zip(made).collect();
+        let uploads = target.block_on(each(&items, |(item, made)| {
+            upload_one(target, item, made.as_ref())
+        }));
+        let mut versions = Vec::new();
+        for (item, upload) in checked.iter().zip(uploads) {
+            match upload {
+                Ok((version, lines)) => {
+                    for line in lines {
+                        let _ = writeln!(out, "{line}");
+                    }
+                    versions.push((item, version));
+                }
+                Err(e) => return fail(err, format!("{e}; nothing was made current")),
+            }
+        }
+        let claims = target.block_on(each(&versions, |(item, version)| {
+            fleet.claim(&item.workspace, version, &item.name)
+        }));
+        let created: Vec<ObjectPath> = claims.iter().flatten().flatten().cloned().collect();
+        if let Some(Err(e)) = claims.into_iter().find(Result::is_err) {
+            target.block_on(fleet.release(&created));
             return fail(err, format!("{e}\nerror: nothing published"));
         }
-    }
-    let fleet = target.fleet();
-    if let Err(e) = target.block_on(fleet.writable()) {
-        return fail(err, e);
-    }
-    let made = changes::print_summaries(&target, &checked, !dry_run, out, err);
-    if dry_run {
-        let _ = writeln!(out, "dry run: nothing was uploaded or written");
-        return true;
-    }
-    // Each step runs for all files at once (a publish of thousands of
-    // workspaces is a migration's worth of requests), and is reported in
-    // the files' order.
-    let items: Vec<_> = checked.iter().zip(made).collect();
-    let uploads = target.block_on(each(&items, |(item, made)| {
-        upload_one(&target, item, made.as_ref())
-    }));
-    let mut versions = Vec::new();
-    for (item, upload) in checked.iter().zip(uploads) {
-        match upload {
-            Ok((version, lines)) => {
-                for line in lines {
-                    let _ = writeln!(out, "{line}");
+        let records = target.block_on(each(&versions, |(item, version)| {
+            fleet.publish(&item.workspace, version, keep, signer)
+        }));
+        let mut changes: Vec<Announced> = Vec::new();
+        let mut failed = None;
+        let mut dropped = Vec::new();
+        for ((item, version), record) in versions.iter().zip(records) {
+            match record {
+                Ok((updated, deltas)) if updated.written => {
+                    dropped.extend(deltas);
+                    let record = updated.value;
+                    let _ = writeln!(
+                        out,
+                        "published: {} serves {} ({}) from {}; its record is at revision {}{}",
+                        item.workspace,
+                        version.version,
+                        short(&version.sha256),
+                        version.key,
+                        record.revision,
+                        retried(updated.conflicts)
+                    );
+                    say_signature(&record, signer, out, err);
+                    // As the record has it (its signature, a delta it kept):
+                    // replicas read the version from the root's journal too.
+                    let current = record.history.current_version().unwrap_or(version);
+                    changes.push((item.workspace.clone(), record.revision, current.clone()));
                 }
-                versions.push((item, version));
-            }
-            Err(e) => return fail(err, format!("{e}; nothing was made current")),
-        }
-    }
-    let claims = target.block_on(each(&versions, |(item, version)| {
-        fleet.claim(&item.workspace, version, &item.name)
-    }));
-    let created: Vec<ObjectPath> = claims.iter().flatten().flatten().cloned().collect();
-    if let Some(Err(e)) = claims.into_iter().find(Result::is_err) {
-        target.block_on(fleet.release(&created));
-        return fail(err, format!("{e}\nerror: nothing published"));
-    }
-    let records = target.block_on(each(&versions, |(item, version)| {
-        fleet.publish(&item.workspace, version, keep, signer)
-    }));
-    let mut changes: Vec<Announced> = Vec::new();
-    let mut failed = None;
-    let mut dropped = Vec::new();
-    for ((item, version), record) in versions.iter().zip(records) {
-        match record {
-            Ok((updated, deltas)) if updated.written => {
-                dropped.extend(deltas);
-                let record = updated.value;
-                let _ = writeln!(
-                    out,
-                    "published: {} serves {} ({}) from {}; its record is at revision {}{}",
-                    item.workspace,
-                    version.version,
-                    short(&version.sha256),
-                    version.key,
-                    record.revision,
-                    retried(updated.conflicts)
-                );
-                say_signature(&record, signer, out, err);
-                // As the record has it (its signature, a delta it kept):
-                // replicas read the version from the root's journal too.
-                let current = record.history.current_version().unwrap_or(version);
-                changes.push((item.workspace.clone(), record.revision, current.clone()));
-            }
-            Ok(_) => {
-                let _ = writeln!(
-                    out,
-                    "unchanged: {} serves {} ({}) already",
-                    item.workspace,
-                    version.version,
-                    short(&version.sha256)
-                );
-            }
-            Err(e) => failed = failed.or(Some(e)),
-        }
-    }
-    if let Some(e) = failed {
-        // What was made current is announced, so that replicas follow it
-        // now rather than at their next reading of the records.
-        let announced = announce(&target, &changes, out, err);
-        return fail(
-            err,
-            format!(
-                "{e}; the workspaces listed above as published are current{}; run the same publish again",
-                if announced {
-                    String::new()
-                } else {
-                    format!(
-                        " (replicas find them within {})",
-                        humantime(crate::storage::RESYNC_EVERY)
-                    )
+                Ok(_) => {
+                    let _ = writeln!(
+                        out,
+                        "unchanged: {} serves {} ({}) already",
+                        item.workspace,
+                        version.version,
+                        short(&version.sha256)
+                    );
                 }
-            ),
-        );
-    }
-    let announced = announce(&target, &changes, out, err);
-    // `--keep` drops versions with their deltas: the full objects stay
-    // (a lifecycle rule's to delete), the deltas go now.
-    if announced && !dropped.is_empty() {
-        for problem in target.block_on(deltas::delete(&target, &dropped)) {
-            let _ = writeln!(err, "warning: {problem}");
+                Err(e) => failed = failed.or(Some(e)),
+            }
         }
-        let _ = writeln!(
-            out,
-            "deleted {} delta(s) of versions no longer kept",
-            dropped.len()
-        );
-    }
-    announced
+        if let Some(e) = failed {
+            // What was made current is announced, so that replicas follow it
+            // now rather than at their next reading of the records.
+            let announced = announce(target, &changes, out, err);
+            return fail(
+                err,
+                format!(
+                    "{e}; the workspaces listed above as published are current{}; run the same publish again",
+                    if announced {
+                        String::new()
+                    } else {
+                        format!(
+                            " (replicas find them within {})",
+                            humantime(crate::storage::RESYNC_EVERY)
+                        )
+                    }
+                ),
+            );
+        }
+        let announced = announce(target, &changes, out, err);
+        // `--keep` drops versions with their deltas: the full objects stay
+        // (a lifecycle rule's to delete), the deltas go now.
+        if announced && !dropped.is_empty() {
+            for problem in target.block_on(deltas::delete(target, &dropped)) {
+                let _ = writeln!(err, "warning: {problem}");
+            }
+            let _ = writeln!(
+                out,
+                "deleted {} delta(s) of versions no longer kept",
+                dropped.len()
+            );
+        }
+        announced
+    })
 }
 
 /// Announces `changes` in the root, saying so.
@@ -301,7 +320,7 @@ fn announce(
 /// workspace's versions were signed before, as replicas that check
 /// signatures will then refuse it.
 fn say_signature(
-    record: &Record,
+    record: &WorkspaceRecord,
     signer: Option<&Signer>,
     out: &mut impl Write,
     err: &mut impl Write,
@@ -439,79 +458,77 @@ pub fn rollback(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    let Some(target) = Target::writable_or_say(to, options, err) else {
-        return false;
-    };
-    let fleet = target.fleet();
-    let mut conflicts = 0;
-    let (from, to, record) = loop {
-        let record = match target.block_on(fleet.record(workspace)) {
-            Ok(Some(record)) => record,
-            Ok(None) => {
-                return fail(
+    Target::run(to, options, Opening::Records, err, |target, fleet, err| {
+        let mut conflicts = 0;
+        let (from, to, record) = loop {
+            let record = match target.block_on(fleet.record(workspace)) {
+                Ok(Some(record)) => record,
+                Ok(None) => {
+                    return fail(
+                        err,
+                        format!(
+                            "the manifest has no workspace {workspace:?} (see `portfolio-replica versions`)"
+                        ),
+                    );
+                }
+                Err(e) => return fail(err, e),
+            };
+            let mut moved = record.clone();
+            let (from, mut to) = match moved.history.rollback(workspace, version) {
+                Ok(pair) => pair,
+                Err(e) => return fail(err, e),
+            };
+            moved.revision += 1;
+            moved.updated_at = crate::store::time::utc_now();
+            if let Some(signer) = signer {
+                match signer.sign_current(&mut moved, SystemTime::now()) {
+                    Ok(signature) => to.signature = Some(signature),
+                    Err(e) => return fail(err, e),
+                }
+            }
+            if to.key_hashes.is_none() {
+                let _ = writeln!(
                     err,
-                    format!(
-                        "the manifest has no workspace {workspace:?} (see `portfolio-replica versions`)"
-                    ),
+                    "warning: that version records no key hashes (published by an older build), so its keys were not checked against the other workspaces"
                 );
             }
-            Err(e) => return fail(err, e),
-        };
-        let mut moved = record.clone();
-        let (from, mut to) = match moved.history.rollback(workspace, version) {
-            Ok(pair) => pair,
-            Err(e) => return fail(err, e),
-        };
-        moved.revision += 1;
-        moved.updated_at = crate::store::time::utc_now();
-        if let Some(signer) = signer {
-            match signer.sign_current(&mut moved, SystemTime::now()) {
-                Ok(signature) => to.signature = Some(signature),
+            // The version brought back must not take a key that another
+            // workspace's current version holds (the replicas would have to
+            // refuse one of them).
+            let name = format!("{workspace} {} ({})", to.version, short(&to.sha256));
+            if let Err(e) = target.block_on(fleet.claim(workspace, &to, &name)) {
+                return fail(err, e);
+            }
+            match target.block_on(fleet.replace(&moved)) {
+                Ok(true) => break (from, to, moved),
+                Ok(false) => conflicts += 1,
                 Err(e) => return fail(err, e),
             }
-        }
-        if to.key_hashes.is_none() {
-            let _ = writeln!(
-                err,
-                "warning: that version records no key hashes (published by an older build), so its keys were not checked against the other workspaces"
-            );
-        }
-        // The version brought back must not take a key that another
-        // workspace's current version holds (the replicas would have to
-        // refuse one of them).
-        let name = format!("{workspace} {} ({})", to.version, short(&to.sha256));
-        if let Err(e) = target.block_on(fleet.claim(workspace, &to, &name)) {
-            return fail(err, e);
-        }
-        match target.block_on(fleet.replace(&moved)) {
-            Ok(true) => break (from, to, moved),
-            Ok(false) => conflicts += 1,
-            Err(e) => return fail(err, e),
-        }
-        if conflicts >= 30 {
-            return fail(
-                err,
-                format!("{workspace}'s record kept changing; try again"),
-            );
-        }
-    };
-    let _ = writeln!(
-        out,
-        "rolled back: {workspace} serves {} ({}) instead of {} ({}); its record is at revision {}{}",
-        to.version,
-        short(&to.sha256),
-        from.version,
-        short(&from.sha256),
-        record.revision,
-        retried(conflicts)
-    );
-    say_signature(&record, signer, out, err);
-    announce(
-        &target,
-        &[(workspace.to_owned(), record.revision, to)],
-        out,
-        err,
-    )
+            if conflicts >= 30 {
+                return fail(
+                    err,
+                    format!("{workspace}'s record kept changing; try again"),
+                );
+            }
+        };
+        let _ = writeln!(
+            out,
+            "rolled back: {workspace} serves {} ({}) instead of {} ({}); its record is at revision {}{}",
+            to.version,
+            short(&to.sha256),
+            from.version,
+            short(&from.sha256),
+            record.revision,
+            retried(conflicts)
+        );
+        say_signature(&record, signer, out, err);
+        announce(
+            target,
+            &[(workspace.to_owned(), record.revision, to)],
+            out,
+            err,
+        )
+    })
 }
 
 /// `portfolio-replica versions --to URL [--workspace W]... [--replica
@@ -528,50 +545,48 @@ pub fn versions(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    let Some(target) = Target::open_or_say(to, options, Access::Read, err) else {
-        return false;
-    };
-    let fleet = target.fleet();
-    let (head, workspaces) = match target.block_on(read_all(&fleet, only)) {
-        Ok(Some(read)) => read,
-        Ok(None) => {
-            return fail(
-                err,
-                format!(
-                    "{}manifest.json does not exist: nothing was published there with `portfolio-replica publish`",
-                    slash(&target.display)
-                ),
-            );
-        }
-        Err(e) => return fail(err, e),
-    };
-    if let Some(missing) = only.iter().find(|w| !workspaces.contains_key(*w)) {
-        let missing = PublishError::NoWorkspace {
-            workspace: missing.clone(),
+    Target::run(to, options, Opening::Read, err, |target, fleet, err| {
+        let (head, workspaces) = match target.block_on(read_all(fleet, only)) {
+            Ok(Some(read)) => read,
+            Ok(None) => {
+                return fail(
+                    err,
+                    format!(
+                        "{}manifest.json does not exist: nothing was published there with `portfolio-replica publish`",
+                        slash(&target.display)
+                    ),
+                );
+            }
+            Err(e) => return fail(err, e),
         };
-        return fail(err, missing);
-    }
-    if json {
-        let mut text = serde_json::to_vec_pretty(&serde_json::json!({
-            "manifest": head,
-            "workspaces": workspaces,
-        }))
-        .unwrap_or_default();
-        text.push(b'\n');
-        let _ = out.write_all(&text);
-        return true;
-    }
-    let _ = write!(
-        out,
-        "{}",
-        render_versions(&head, &workspaces, &target.display)
-    );
-    if replicas.is_empty() {
-        return true;
-    }
-    let (report, all_read) = fleet::report(&workspaces, only, replicas);
-    let _ = write!(out, "{report}");
-    all_read
+        if let Some(missing) = only.iter().find(|w| !workspaces.contains_key(*w)) {
+            let missing = PublishError::NoWorkspace {
+                workspace: missing.clone(),
+            };
+            return fail(err, missing);
+        }
+        if json {
+            let mut text = serde_json::to_vec_pretty(&serde_json::json!({
+                "manifest": head,
+                "workspaces": workspaces,
+            }))
+            .unwrap_or_default();
+            text.push(b'\n');
+            let _ = out.write_all(&text);
+            return true;
+        }
+        let _ = write!(
+            out,
+            "{}",
+            render_versions(&head, &workspaces, &target.display)
+        );
+        if replicas.is_empty() {
+            return true;
+        }
+        let (report, all_read) = fleet::report(&workspaces, only, replicas);
+        let _ = write!(out, "{report}");
+        all_read
+    })
 }
 
 /// `portfolio-replica migrate --to URL`: turns a format-1 manifest into
@@ -582,20 +597,23 @@ pub fn migrate(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    let Some(target) = Target::open_or_say(to, options, Access::Read, err) else {
-        return false;
-    };
-    match target.block_on(target.fleet().migrate()) {
-        Ok(n) => {
-            let _ = writeln!(
-                out,
-                "migrated: {}manifest.json is in format 2, with {n} workspace record(s); replicas read the records on their next poll",
-                slash(&target.display)
-            );
-            true
-        }
-        Err(e) => fail(err, e),
-    }
+    Target::run(
+        to,
+        options,
+        Opening::Read,
+        err,
+        |target, fleet, err| match target.block_on(fleet.migrate()) {
+            Ok(n) => {
+                let _ = writeln!(
+                    out,
+                    "migrated: {}manifest.json is in format 2, with {n} workspace record(s); replicas read the records on their next poll",
+                    slash(&target.display)
+                );
+                true
+            }
+            Err(e) => fail(err, e),
+        },
+    )
 }
 
 /// What `versions` shows: the manifest's head (format, revision, when),
@@ -603,7 +621,7 @@ pub fn migrate(
 type Workspaces = std::collections::BTreeMap<String, History>;
 
 async fn read_all(
-    fleet: &Fleet<'_>,
+    fleet: &FleetObjects<'_>,
     only: &[String],
 ) -> Result<Option<(serde_json::Value, Workspaces)>, PublishError> {
     let Some(manifest) = fleet.manifest().await? else {
@@ -628,7 +646,7 @@ async fn read_all(
                 "revision": root.revision,
                 "updated_at": root.updated_at,
             });
-            let records: Vec<Record> = fleet.records(only).await?;
+            let records: Vec<WorkspaceRecord> = fleet.records(only).await?;
             let workspaces = records
                 .into_iter()
                 .map(|r| (r.workspace, r.history))

@@ -11,12 +11,12 @@ use std::io::Write;
 use std::time::SystemTime;
 
 use super::error::PublishError;
-use super::state::{Announced, Fleet};
-use super::{Target, announce, each, fail, retried};
+use super::state::{Announced, FleetObjects};
+use super::{Opening, Target, announce, each, fail, retried};
 use crate::storage::location::StorageOptions;
 use crate::store::time::utc_now;
 use crate::tools::sign::Signer;
-use portfolio_wire::manifest::{Record, record_path};
+use portfolio_wire::manifest::{WorkspaceRecord, record_path};
 
 /// Attempts at one record that keeps changing (as `rollback`'s).
 const ATTEMPTS: u32 = 30;
@@ -28,7 +28,7 @@ pub(super) enum Outcome {
     Fresh,
     /// Written at the next revision, signed; why it needed it.
     Resigned {
-        record: Record,
+        record: WorkspaceRecord,
         why: String,
         conflicts: u32,
     },
@@ -47,72 +47,70 @@ pub fn refresh_signatures(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> bool {
-    let Some(target) = Target::writable_or_say(to, options, err) else {
-        return false;
-    };
-    let fleet = target.fleet();
-    let records = match target.block_on(fleet.records(only)) {
-        Ok(records) => records,
-        Err(e) => return fail(err, e),
-    };
-    let mut failed = 0;
-    for missing in only
-        .iter()
-        .filter(|w| !records.iter().any(|r| &r.workspace == *w))
-    {
-        failed += 1;
-        let missing = PublishError::NoWorkspace {
-            workspace: missing.clone(),
+    Target::run(to, options, Opening::Records, err, |target, fleet, err| {
+        let records = match target.block_on(fleet.records(only)) {
+            Ok(records) => records,
+            Err(e) => return fail(err, e),
         };
-        fail(err, missing);
-    }
-    let outcomes = target.block_on(refresh(&fleet, &records, signer, SystemTime::now()));
-    let (mut changes, mut fresh): (Vec<Announced>, usize) = (Vec::new(), 0);
-    for (record, outcome) in records.iter().zip(outcomes) {
-        match outcome {
-            Ok(Outcome::Fresh) => fresh += 1,
-            Ok(Outcome::Resigned {
-                record,
-                why,
-                conflicts,
-            }) => {
-                let Some(current) = record.history.current_version() else {
-                    continue;
-                };
-                let _ = writeln!(
-                    out,
-                    "re-signed: {} {} at revision {} ({why}), valid until {}{}",
-                    record.workspace,
-                    current.version,
-                    record.revision,
-                    signer.expiry(current).unwrap_or_else(|| "?".to_owned()),
-                    retried(conflicts)
-                );
-                changes.push((record.workspace.clone(), record.revision, current.clone()));
-            }
-            Err(e) => {
-                failed += 1;
-                let _ = writeln!(err, "error: {}: {e}", record.workspace);
+        let mut failed = 0;
+        for missing in only
+            .iter()
+            .filter(|w| !records.iter().any(|r| &r.workspace == *w))
+        {
+            failed += 1;
+            let missing = PublishError::NoWorkspace {
+                workspace: missing.clone(),
+            };
+            fail(err, missing);
+        }
+        let outcomes = target.block_on(refresh(fleet, &records, signer, SystemTime::now()));
+        let (mut changes, mut fresh): (Vec<Announced>, usize) = (Vec::new(), 0);
+        for (record, outcome) in records.iter().zip(outcomes) {
+            match outcome {
+                Ok(Outcome::Fresh) => fresh += 1,
+                Ok(Outcome::Resigned {
+                    record,
+                    why,
+                    conflicts,
+                }) => {
+                    let Some(current) = record.history.current_version() else {
+                        continue;
+                    };
+                    let _ = writeln!(
+                        out,
+                        "re-signed: {} {} at revision {} ({why}), valid until {}{}",
+                        record.workspace,
+                        current.version,
+                        record.revision,
+                        signer.expiry(current).unwrap_or_else(|| "?".to_owned()),
+                        retried(conflicts)
+                    );
+                    changes.push((record.workspace.clone(), record.revision, current.clone()));
+                }
+                Err(e) => {
+                    failed += 1;
+                    let _ = writeln!(err, "error: {}: {e}", record.workspace);
+                }
             }
         }
-    }
-    // Nothing written, nothing to announce (`announce` would say so in a
-    // publish's words).
-    let announced = changes.is_empty() || announce(&target, &changes, out, err);
-    let _ = writeln!(
-        out,
-        "signatures: {} re-signed, {fresh} still fresh (over half of {} left), {failed} failed",
-        changes.len(),
-        humanize(signer.valid_for())
-    );
-    announced && failed == 0
+        // Nothing written, nothing to announce (`announce` would say so in a
+        // publish's words).
+        let announced = changes.is_empty() || announce(target, &changes, out, err);
+        let _ = writeln!(
+            out,
+            "signatures: {} re-signed, {fresh} still fresh (over half of {} left), {failed} failed",
+            changes.len(),
+            humanize(signer.valid_for())
+        );
+        announced && failed == 0
+    })
 }
 
 /// Each of `records` re-signed if it needs it, at most a few at once; the
 /// outcomes in the records' order.
 pub(super) async fn refresh(
-    fleet: &Fleet<'_>,
-    records: &[Record],
+    fleet: &FleetObjects<'_>,
+    records: &[WorkspaceRecord],
     signer: &Signer,
     now: SystemTime,
 ) -> Vec<Result<Outcome, PublishError>> {
@@ -123,8 +121,8 @@ pub(super) async fn refresh(
 /// needs it; a record that another writer changed meanwhile is read again
 /// and judged again (that writer may have signed it).
 async fn refresh_one(
-    fleet: &Fleet<'_>,
-    record: &Record,
+    fleet: &FleetObjects<'_>,
+    record: &WorkspaceRecord,
     signer: &Signer,
     now: SystemTime,
 ) -> Result<Outcome, PublishError> {

@@ -116,7 +116,7 @@ impl Local {
     }
 
     /// The record of `workspace`, and the root.
-    fn read(&self, workspace: &str) -> (Record, Root) {
+    fn read(&self, workspace: &str) -> (WorkspaceRecord, Root) {
         let target = Target::open(&self.url, &StorageOptions::default(), Access::Read).unwrap();
         let fleet = target.fleet();
         let record = target.block_on(fleet.record(workspace)).unwrap().unwrap();
@@ -253,20 +253,9 @@ fn a_rollback_to_a_version_that_cannot_be_signed_writes_nothing() {
 /// A version of `workspace` made by hand, with one key hash unless
 /// `keyless` (as an older build recorded it).
 fn version(workspace: &str, n: u8, keyless: bool) -> Version {
-    let sha256 = format!("{n:02x}").repeat(32);
     Version {
-        key: format!("objects/{workspace}/{sha256}.json.gz"),
-        sha256,
-        size: 1,
-        version: format!("v{n}"),
-        published_at: String::new(),
-        file: format!("{workspace}.json"),
-        records: 1,
         key_hashes: (!keyless).then(|| vec![format!("{n:02x}").repeat(32)]),
-        delta: None,
-        signature: None,
-        plain_sha256: None,
-        limits: None,
+        ..Version::for_tests(n, workspace, &format!("v{n}"))
     }
 }
 
@@ -288,7 +277,7 @@ fn outcomes(results: Vec<Result<Outcome, PublishError>>) -> Vec<String> {
 async fn refresh_renews_at_half_life_retries_a_record_that_moved_and_reports_what_it_cannot_sign() {
     let store = InMemory::new();
     let prefix = ObjectPath::from("fleet");
-    let fleet = Fleet {
+    let fleet = FleetObjects {
         objects: Conditional {
             store: &store,
             prefix: &prefix,

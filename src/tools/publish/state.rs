@@ -16,8 +16,8 @@ use crate::store::claims::Conflict;
 use crate::store::time::utc_now;
 use crate::tools::sign::Signer;
 use portfolio_wire::manifest::{
-    self, KeyClaim, MANIFEST_NAME, Manifest, RECORDS_DIR, Record, Root, Version, claim_path,
-    record_path, short, v1,
+    self, KeyClaim, MANIFEST_NAME, Manifest, RECORDS_DIR, Root, Version, WorkspaceRecord,
+    claim_path, record_path, short, v1,
 };
 
 /// A claim this young whose version is not yet in its holder's record
@@ -27,11 +27,12 @@ const IN_FLIGHT: Duration = Duration::from_secs(300);
 /// Attempts at one claim that keeps changing.
 const CLAIM_ATTEMPTS: u32 = 30;
 
-/// Records read at once by `versions` and `migrate`.
+/// Records read at once by `versions`, `migrate` and `publish
+/// --refresh-signatures`.
 const CONCURRENT: usize = 32;
 
 /// The keys of the deltas `record`'s versions name.
-fn delta_keys(record: &Record) -> Vec<String> {
+fn delta_keys(record: &WorkspaceRecord) -> Vec<String> {
     record
         .history
         .versions
@@ -40,7 +41,9 @@ fn delta_keys(record: &Record) -> Vec<String> {
         .collect()
 }
 
-pub struct Fleet<'a> {
+/// The fleet's objects in storage: the root (`manifest.json`), the
+/// workspace records and the key claims, read and written conditionally.
+pub struct FleetObjects<'a> {
     pub objects: Conditional<'a>,
 }
 
@@ -48,7 +51,7 @@ pub struct Fleet<'a> {
 /// that serves now.
 pub type Announced = (String, u64, Version);
 
-impl Fleet<'_> {
+impl FleetObjects<'_> {
     fn root_path(&self) -> ObjectPath {
         self.objects.path(MANIFEST_NAME)
     }
@@ -73,16 +76,16 @@ impl Fleet<'_> {
     }
 
     /// `workspace`'s record, if it has one.
-    pub async fn record(&self, workspace: &str) -> Result<Option<Record>, PublishError> {
+    pub async fn record(&self, workspace: &str) -> Result<Option<WorkspaceRecord>, PublishError> {
         let path = record_path(self.objects.prefix, workspace);
         match self.objects.read(&path).await? {
-            Some(read) => Ok(Some(Record::parse(&read.bytes, path.as_ref())?)),
+            Some(read) => Ok(Some(WorkspaceRecord::parse(&read.bytes, path.as_ref())?)),
             None => Ok(None),
         }
     }
 
     /// The records of `only`, or of every workspace if `only` is empty.
-    pub async fn records(&self, only: &[String]) -> Result<Vec<Record>, PublishError> {
+    pub async fn records(&self, only: &[String]) -> Result<Vec<WorkspaceRecord>, PublishError> {
         let paths: Vec<ObjectPath> = if only.is_empty() {
             let dir: ObjectPath = self
                 .objects
@@ -113,11 +116,11 @@ impl Fleet<'_> {
         let reads = futures_util::stream::iter(paths)
             .map(|path| async move {
                 let read = self.objects.read(&path).await?;
-                let record = read.map(|r| Record::parse(&r.bytes, path.as_ref()));
+                let record = read.map(|r| WorkspaceRecord::parse(&r.bytes, path.as_ref()));
                 Ok::<_, PublishError>(record.transpose()?)
             })
             .buffered(CONCURRENT);
-        let mut records: Vec<Record> = reads
+        let mut records: Vec<WorkspaceRecord> = reads
             .try_filter_map(|r| async { Ok(r) })
             .try_collect()
             .await?;
@@ -135,7 +138,7 @@ impl Fleet<'_> {
         version: &Version,
         keep: usize,
         signer: Option<&Signer>,
-    ) -> Result<(Updated<Record>, Vec<String>), PublishError> {
+    ) -> Result<(Updated<WorkspaceRecord>, Vec<String>), PublishError> {
         let path = record_path(self.objects.prefix, workspace);
         // The deltas of the versions this write drops or replaces, as of
         // the attempt that wrote.
@@ -145,7 +148,7 @@ impl Fleet<'_> {
             .update(&path, &mut |now| {
                 dropped.clear();
                 let Some(bytes) = now else {
-                    let mut record = Record {
+                    let mut record = WorkspaceRecord {
                         workspace: workspace.to_owned(),
                         revision: 1,
                         updated_at: utc_now(),
@@ -159,7 +162,7 @@ impl Fleet<'_> {
                     }
                     return Ok((Some(record.to_json()), record));
                 };
-                let mut record = Record::parse(bytes, path.as_ref())?;
+                let mut record = WorkspaceRecord::parse(bytes, path.as_ref())?;
                 let before = delta_keys(&record);
                 if !record.history.publish(version.clone(), keep) {
                     return Ok((None, record));
@@ -179,12 +182,12 @@ impl Fleet<'_> {
 
     /// Writes `record` (read by the caller, changed) if it is still at the
     /// revision below its own: false if another writer got there first.
-    pub async fn replace(&self, record: &Record) -> Result<bool, PublishError> {
+    pub async fn replace(&self, record: &WorkspaceRecord) -> Result<bool, PublishError> {
         let path = record_path(self.objects.prefix, &record.workspace);
         let Some(read) = self.objects.read(&path).await? else {
             return Ok(false);
         };
-        let now = Record::parse(&read.bytes, path.as_ref())?;
+        let now = WorkspaceRecord::parse(&read.bytes, path.as_ref())?;
         if now.revision + 1 != record.revision {
             return Ok(false);
         }
@@ -214,7 +217,7 @@ impl Fleet<'_> {
     /// refusing one that another workspace's current version holds, as the
     /// conflict rule would (`store::claims`: the version published first
     /// keeps it). `name` is what the message calls the claimant. Returns the
-    /// claims it created, for [`Fleet::release`] if the publish fails.
+    /// claims it created, for [`FleetObjects::release`] if the publish fails.
     pub async fn claim(
         &self,
         workspace: &str,
@@ -362,11 +365,11 @@ impl Fleet<'_> {
 
     async fn migrate_one(
         &self,
-        old: &v1::Manifest,
+        old: &v1::ManifestV1,
         name: &str,
         history: &manifest::History,
     ) -> Result<(), PublishError> {
-        let record = Record {
+        let record = WorkspaceRecord {
             workspace: name.to_owned(),
             revision: 1,
             updated_at: old.updated_at.clone(),

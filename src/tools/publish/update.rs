@@ -29,8 +29,8 @@ pub struct Conditional<'a> {
 }
 
 /// An object as read: its bytes, the version a conditional write names,
-/// and when it was written.
-pub struct Read {
+/// and how long ago it was written.
+pub struct StoredObject {
     pub bytes: Bytes,
     pub version: UpdateVersion,
     pub age: Duration,
@@ -46,7 +46,7 @@ pub enum Put {
 /// What [`Conditional::update`] asks of its caller: given the object's
 /// bytes (`None`: no object yet), the bytes to write (`None`: leave it) and
 /// the value to return.
-pub type Change<'c, T> =
+pub type UpdateFn<'c, T> =
     dyn FnMut(Option<&[u8]>) -> Result<(Option<Vec<u8>>, T), PublishError> + Send + 'c;
 
 /// What [`Conditional::update`] did.
@@ -66,7 +66,7 @@ impl Conditional<'_> {
     }
 
     /// The object, or `None` if there is none.
-    pub async fn read(&self, key: &ObjectPath) -> Result<Option<Read>, PublishError> {
+    pub async fn read(&self, key: &ObjectPath) -> Result<Option<StoredObject>, PublishError> {
         let unreadable = |source| PublishError::Read {
             key: key.clone(),
             source,
@@ -84,7 +84,7 @@ impl Conditional<'_> {
             .to_std()
             .unwrap_or_default();
         let bytes = result.bytes().await.map_err(unreadable)?;
-        Ok(Some(Read {
+        Ok(Some(StoredObject {
             bytes,
             version,
             age,
@@ -134,7 +134,7 @@ impl Conditional<'_> {
     pub async fn update<T>(
         &self,
         key: &ObjectPath,
-        change: &mut Change<'_, T>,
+        change: &mut UpdateFn<'_, T>,
     ) -> Result<Updated<T>, PublishError> {
         let mut conflicts = 0;
         for attempt in 0..ATTEMPTS {

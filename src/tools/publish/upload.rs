@@ -16,6 +16,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
 use sha2::{Digest, Sha256};
 
 use super::error::PublishError;
+use portfolio_wire::delta::hex;
 
 /// Objects up to this size are sent in one request, larger ones in parts of
 /// this size (S3 wants parts of 5 MiB or more).
@@ -46,10 +47,10 @@ impl Drop for Prepared {
 pub fn prepare(file: &Path, is_gzip: bool) -> std::io::Result<Prepared> {
     let mut input = BufReader::with_capacity(1 << 20, std::fs::File::open(file)?);
     if is_gzip {
-        let mut hashing = Hashing::new(std::io::sink());
+        let mut hashing = Sha256Writer::new(std::io::sink());
         std::io::copy(&mut input, &mut hashing)?;
         // The JSON inside, read a second time.
-        let mut plain = Hashing::new(std::io::sink());
+        let mut plain = Sha256Writer::new(std::io::sink());
         let reopened = BufReader::with_capacity(1 << 20, std::fs::File::open(file)?);
         std::io::copy(&mut flate2::read::MultiGzDecoder::new(reopened), &mut plain)?;
         return Ok(Prepared {
@@ -64,7 +65,7 @@ pub fn prepare(file: &Path, is_gzip: bool) -> std::io::Result<Prepared> {
         .file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let (mut prepared, plain) = gzip_to_temporary(&format!("{name}.json.gz"), |encoder| {
-        let mut plain = Hashing::new(encoder);
+        let mut plain = Sha256Writer::new(encoder);
         std::io::copy(&mut input, &mut plain)?;
         Ok(hex(&plain.hasher.finalize()))
     })?;
@@ -76,7 +77,9 @@ pub fn prepare(file: &Path, is_gzip: bool) -> std::io::Result<Prepared> {
 /// `name`, hashed on the way: a delta, ready to upload like an object.
 pub fn gzip_to_temporary<T>(
     name: &str,
-    write: impl FnOnce(&mut GzEncoder<Hashing<std::io::BufWriter<std::fs::File>>>) -> std::io::Result<T>,
+    write: impl FnOnce(
+        &mut GzEncoder<Sha256Writer<std::io::BufWriter<std::fs::File>>>,
+    ) -> std::io::Result<T>,
 ) -> std::io::Result<(Prepared, T)> {
     let path = std::env::temp_dir().join(format!(
         "portfolio-replica-publish-{}-{name}",
@@ -91,7 +94,7 @@ pub fn gzip_to_temporary<T>(
         plain_sha256: String::new(),
     };
     let mut encoder = GzEncoder::new(
-        Hashing::new(std::io::BufWriter::with_capacity(1 << 20, out)),
+        Sha256Writer::new(std::io::BufWriter::with_capacity(1 << 20, out)),
         Compression::default(),
     );
     let made = write(&mut encoder)?;
@@ -183,15 +186,15 @@ fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize>
 }
 
 /// A writer that hashes and counts what goes through it.
-pub struct Hashing<W> {
+pub struct Sha256Writer<W> {
     inner: W,
     hasher: Sha256,
     written: u64,
 }
 
-impl<W> Hashing<W> {
-    fn new(inner: W) -> Hashing<W> {
-        Hashing {
+impl<W> Sha256Writer<W> {
+    fn new(inner: W) -> Sha256Writer<W> {
+        Sha256Writer {
             inner,
             hasher: Sha256::new(),
             written: 0,
@@ -199,7 +202,7 @@ impl<W> Hashing<W> {
     }
 }
 
-impl<W: Write> Write for Hashing<W> {
+impl<W: Write> Write for Sha256Writer<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.inner.write(buf)?;
         self.hasher.update(&buf[..n]);
@@ -210,10 +213,6 @@ impl<W: Write> Write for Hashing<W> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
     }
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use crate::storage::is_snapshot_name;
 use crate::store::key;
 use crate::tools::check;
 pub use keygen::{KeyFiles, KeygenError, keygen};
-use portfolio_wire::manifest::{Record, Version};
+use portfolio_wire::manifest::{Version, WorkspaceRecord};
 use portfolio_wire::signed::{
     Envelope, KeyError, MAX_SIGNATURE_BYTES, Named, Refusal, SIGNATURE_SUFFIX, SecretKey,
     Statement, TrustedKeys,
@@ -110,7 +110,7 @@ impl Signer {
     /// `now`; the signature is stored in the version and returned.
     pub fn sign_current(
         &self,
-        record: &mut Record,
+        record: &mut WorkspaceRecord,
         now: SystemTime,
     ) -> Result<Envelope, SignError> {
         let (workspace, revision) = (record.workspace.as_str(), record.revision);
@@ -152,7 +152,7 @@ impl Signer {
     /// `None` while its signature is this key's, covers it at the record's
     /// revision, and has at least half of `valid_for` left: refreshing at
     /// half-life leaves the other half to notice a refresh that stopped.
-    pub fn stale(&self, record: &Record, now: SystemTime) -> Option<String> {
+    pub fn stale(&self, record: &WorkspaceRecord, now: SystemTime) -> Option<String> {
         let Some(version) = record.history.current_version() else {
             return Some("no current version".to_owned());
         };

@@ -226,25 +226,14 @@ fn a_new_signature_of_a_file_is_at_a_higher_revision_even_with_the_clock_set_bac
 
 /// A record of workspace `ws` at `revision` whose current version holds
 /// one key.
-fn record(revision: u64) -> Record {
-    let sha256 = "ab".repeat(32);
-    Record {
+fn record(revision: u64) -> WorkspaceRecord {
+    WorkspaceRecord {
         workspace: "ws".to_owned(),
         revision,
         updated_at: String::new(),
         history: History::first(Version {
-            key: format!("objects/ws/{sha256}.json.gz"),
-            sha256,
-            size: 1,
-            version: "v1".to_owned(),
-            published_at: String::new(),
-            file: "ws.json".to_owned(),
-            records: 1,
             key_hashes: Some(vec!["cd".repeat(32)]),
-            delta: None,
-            signature: None,
-            plain_sha256: None,
-            limits: None,
+            ..Version::for_tests(0xab, "ws", "v1")
         }),
     }
 }

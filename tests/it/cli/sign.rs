@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use portfolio_wire::manifest::{Manifest, RECORDS_DIR, Record};
+use portfolio_wire::manifest::{Manifest, RECORDS_DIR, WorkspaceRecord};
 use portfolio_wire::signed::{Envelope, Named, SIGNATURE_SUFFIX, TrustedKeys};
 use sha2::{Digest, Sha256};
 
@@ -99,12 +99,12 @@ async fn keygen_writes_a_key_pair_once_and_sign_signs_each_file_beside_it() {
 }
 
 /// The records and root of a `file://` fleet in `dir`.
-fn fleet(dir: &Path) -> (Vec<Record>, u64) {
+fn fleet(dir: &Path) -> (Vec<WorkspaceRecord>, u64) {
     let mut records = Vec::new();
     for entry in std::fs::read_dir(dir.join(RECORDS_DIR)).unwrap() {
         let path = entry.unwrap().path();
         let bytes = std::fs::read(&path).unwrap();
-        records.push(Record::parse(&bytes, &path.display().to_string()).unwrap());
+        records.push(WorkspaceRecord::parse(&bytes, &path.display().to_string()).unwrap());
     }
     records.sort_by(|a, b| a.workspace.cmp(&b.workspace));
     let root = std::fs::read(dir.join("manifest.json")).unwrap();

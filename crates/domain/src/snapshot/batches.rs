@@ -38,7 +38,7 @@ const BATCH_RECORDS: usize = 1 << 16;
 const QUEUED: usize = 8;
 
 /// A run of records of one collection, copied out of the read window.
-struct Batch {
+struct RecordBatch {
     seq: u64,
     collection: Collection,
     /// Position of the first record in its collection.
@@ -61,7 +61,7 @@ enum Digested {
 }
 
 /// Where the streaming pass sends each record.
-pub enum Sink<'s, 'b> {
+pub enum RecordSink<'s, 'b> {
     /// Built right away on the reading thread.
     Inline(&'b mut Builder),
     /// Batched to worker threads.
@@ -71,7 +71,7 @@ pub enum Sink<'s, 'b> {
     Digests(&'b mut OnRecord<'b>),
 }
 
-/// What a [`Sink::Digests`] calls with each record's collection, index in
+/// What a [`RecordSink::Digests`] calls with each record's collection, index in
 /// it, offset in the (uncompressed) input, and bytes.
 pub type OnRecord<'b> = dyn FnMut(Collection, usize, u64, &[u8]) -> Result<(), GaveUp> + 'b;
 
@@ -82,9 +82,9 @@ pub type WorkerJob<'s> = Box<dyn FnOnce() + Send + 's>;
 pub struct Workers<'s, 'b> {
     builder: &'b mut Builder,
     previous: Option<Arc<Previous>>,
-    batches: Option<SyncSender<Batch>>,
+    batches: Option<SyncSender<RecordBatch>>,
     done: Receiver<(u64, Result<Builder, GaveUp>)>,
-    current: Option<Batch>,
+    current: Option<RecordBatch>,
     next_seq: u64,
     /// Finished batches waiting for an earlier one, by sequence number.
     waiting: BTreeMap<u64, Builder>,
@@ -114,7 +114,7 @@ impl<'s, 'b> Workers<'s, 'b> {
         count: usize,
         builder: &'b mut Builder,
     ) -> (Workers<'s, 'b>, Vec<WorkerJob<'s>>) {
-        let (batches_tx, batches_rx) = sync_channel::<Batch>(QUEUED);
+        let (batches_tx, batches_rx) = sync_channel::<RecordBatch>(QUEUED);
         let batches_rx = Arc::new(Mutex::new(batches_rx));
         let (done_tx, done_rx) = channel();
         let mut jobs: Vec<WorkerJob<'s>> = Vec::with_capacity(count);
@@ -164,7 +164,7 @@ impl<'s, 'b> Workers<'s, 'b> {
                 false => Digested::Build(digest),
             }
         });
-        let batch = self.current.get_or_insert_with(|| Batch {
+        let batch = self.current.get_or_insert_with(|| RecordBatch {
             seq: 0,
             collection,
             first: index,
@@ -219,7 +219,7 @@ impl<'s, 'b> Workers<'s, 'b> {
     }
 }
 
-fn build_batch(file: &str, batch: &Batch, mut builder: Builder) -> Result<Builder, GaveUp> {
+fn build_batch(file: &str, batch: &RecordBatch, mut builder: Builder) -> Result<Builder, GaveUp> {
     let mut start = 0;
     for (k, &end) in batch.ends.iter().enumerate() {
         let (collection, index, bytes) =
@@ -242,7 +242,7 @@ fn build_batch(file: &str, batch: &Batch, mut builder: Builder) -> Result<Builde
     Ok(builder)
 }
 
-impl Sink<'_, '_> {
+impl RecordSink<'_, '_> {
     /// Builds (or queues) one record of `collection`, at `index` in it.
     pub fn record(
         &mut self,
@@ -253,17 +253,17 @@ impl Sink<'_, '_> {
         bytes: &[u8],
     ) -> Result<(), GaveUp> {
         match self {
-            Sink::Inline(builder) => build_record(file, collection, index, bytes, builder),
-            Sink::Workers(workers) => workers.record(collection, index, bytes),
-            Sink::Digests(record) => record(collection, index, offset, bytes),
+            RecordSink::Inline(builder) => build_record(file, collection, index, bytes, builder),
+            RecordSink::Workers(workers) => workers.record(collection, index, bytes),
+            RecordSink::Digests(record) => record(collection, index, offset, bytes),
         }
     }
 
     /// Waits until every record given is in the builder.
     pub fn finish(&mut self) -> Result<(), GaveUp> {
         match self {
-            Sink::Inline(_) | Sink::Digests(_) => Ok(()),
-            Sink::Workers(workers) => workers.finish(),
+            RecordSink::Inline(_) | RecordSink::Digests(_) => Ok(()),
+            RecordSink::Workers(workers) => workers.finish(),
         }
     }
 }

@@ -8,7 +8,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::error::{Place, SnapshotError, shorten};
-use super::format::Text;
+use super::format::JsonText;
 use super::header::check_format_version;
 use super::parse::{Top, TopValue, first_time};
 use super::records::{WireRecord, WithRecordType, with_record_type};
@@ -203,8 +203,8 @@ impl<'de> Visitor<'de> for TypedDoc {
 
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<TypedDoc, M::Error> {
         let mut top = Top::default();
-        let mut seen: Vec<Text<'de>> = Vec::new();
-        while let Some(key) = map.next_key::<Text<'de>>()? {
+        let mut seen: Vec<JsonText<'de>> = Vec::new();
+        while let Some(key) = map.next_key::<JsonText<'de>>()? {
             // Only known keys are kept, so only they can repeat.
             first_time(&seen, &key)?;
             let known = match Collection::from_name(key.as_str()) {

@@ -20,8 +20,8 @@
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::batches::Sink;
-use super::format::Text;
+use super::batches::RecordSink;
+use super::format::JsonText;
 use super::records::{self, RecordCheck};
 use super::stream::{GaveUp, scan};
 use super::{SnapshotError, Source};
@@ -103,7 +103,7 @@ fn record_id(
         Some(text) => Some(text),
         None => {
             parsed = serde_json::from_slice::<IdOnly<'_>>(bytes).map_err(|_| GaveUp)?;
-            parsed.id.as_ref().map(Text::as_str)
+            parsed.id.as_ref().map(JsonText::as_str)
         }
     };
     let check = RecordCheck {
@@ -134,7 +134,7 @@ fn leading_id(bytes: &[u8]) -> Option<&str> {
 #[derive(Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 struct IdOnly<'a> {
-    id: Option<Text<'a>>,
+    id: Option<JsonText<'a>>,
 }
 
 /// The digests of every record of `source`. `file` only names the file in
@@ -164,7 +164,7 @@ fn scan_digests(file: &str, reader: impl std::io::Read) -> Option<(Digests, Opti
     let streamed = scan(
         file,
         reader,
-        Sink::Digests(&mut |collection, index, offset, bytes| {
+        RecordSink::Digests(&mut |collection, index, offset, bytes| {
             let id = record_id(file, collection, index, bytes)?;
             digests.push(collection, id, offset, bytes);
             Ok(())

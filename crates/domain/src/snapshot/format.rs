@@ -25,30 +25,30 @@ use super::render::{Render, member};
 
 /// A JSON string, borrowed from the input unless it contained escapes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Text<'a>(pub Cow<'a, str>);
+pub struct JsonText<'a>(pub Cow<'a, str>);
 
-impl Text<'_> {
+impl JsonText<'_> {
     pub fn as_str(&self) -> &str {
         &self.0
     }
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+impl<'de: 'a, 'a> Deserialize<'de> for JsonText<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct TextVisitor;
         impl<'de> Visitor<'de> for TextVisitor {
-            type Value = Text<'de>;
+            type Value = JsonText<'de>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a string")
             }
             fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Borrowed(v)))
+                Ok(JsonText(Cow::Borrowed(v)))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Owned(v.to_owned())))
+                Ok(JsonText(Cow::Owned(v.to_owned())))
             }
             fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Owned(v)))
+                Ok(JsonText(Cow::Owned(v)))
             }
         }
         deserializer.deserialize_str(TextVisitor)
@@ -121,22 +121,22 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Field<T> {
 #[derive(Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct WorkspaceDoc<'a> {
-    pub id: Option<Text<'a>>,
-    pub name: Option<Text<'a>>,
+    pub id: Option<JsonText<'a>>,
+    pub name: Option<JsonText<'a>>,
 }
 
 #[derive(Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct ApiKeyDoc<'a> {
-    pub sha256: Option<Text<'a>>,
-    pub label: Option<Text<'a>>,
+    pub sha256: Option<JsonText<'a>>,
+    pub label: Option<JsonText<'a>>,
 }
 
 /// A record in the API's own shape.
 #[derive(Deserialize)]
 #[serde(bound(deserialize = "'de: 'a, A: Deserialize<'de>"))]
-pub struct Record<'a, A> {
-    pub id: Option<Text<'a>>,
+pub struct ApiRecord<'a, A> {
+    pub id: Option<JsonText<'a>>,
     pub attributes: Option<A>,
 }
 
@@ -145,8 +145,8 @@ pub struct Record<'a, A> {
 #[derive(Deserialize)]
 #[serde(bound(deserialize = "'de: 'a"))]
 pub struct MetricRecord<'a> {
-    pub id: Option<Text<'a>>,
-    pub company_id: Option<Text<'a>>,
+    pub id: Option<JsonText<'a>>,
+    pub company_id: Option<JsonText<'a>>,
     pub attributes: Option<MetricAttrs<'a>>,
 }
 
@@ -155,7 +155,7 @@ pub struct MetricRecord<'a> {
 /// member is added, renamed or moved in one place.
 ///
 /// Members are listed in the order the API serves them (the spec's), in
-/// runs of one type: `a, b: Option<Text<'a>>` (the input's lifetime is
+/// runs of one type: `a, b: Option<JsonText<'a>>` (the input's lifetime is
 /// `'a`). A member whose JSON name is not a Rust name says it:
 /// `kind as "type"`. An absent member is read as `None`, or as
 /// [`Field::Missing`], and written as `null`, except in a run marked
@@ -238,62 +238,62 @@ macro_rules! wire_objects {
 wire_objects! {
     CompanyAttrs {
         domain, name, logo_url, headline, description, professional_network, x,
-        careers_url: Option<Text<'a>>,
-        domain_aliases: Option<Vec<Text<'a>>>,
-        priority: Option<Text<'a>>,
-        labels: Option<Vec<Text<'a>>>,
+        careers_url: Option<JsonText<'a>>,
+        domain_aliases: Option<Vec<JsonText<'a>>>,
+        priority: Option<JsonText<'a>>,
+        labels: Option<Vec<JsonText<'a>>>,
         value_propositions: Option<Vec<ValueProposition<'a>>>,
     }
 
     ValueProposition {
-        problem, solution, icp: Option<Text<'a>>,
+        problem, solution, icp: Option<JsonText<'a>>,
     }
 
     TaskAttrs {
         title, description, status, priority, source, company_id, assignee_id, due_date,
-        created_at, updated_at: Option<Text<'a>>,
+        created_at, updated_at: Option<JsonText<'a>>,
     }
 
     RoleAttrs {
-        company_id, name, url, description, domain, level, opened_at: Option<Text<'a>>,
+        company_id, name, url, description, domain, level, opened_at: Option<JsonText<'a>>,
     }
 
     FeedAttrs {
-        company_id, kind as "type", title, content, published_at: Option<Text<'a>>,
+        company_id, kind as "type", title, content, published_at: Option<JsonText<'a>>,
         private: Option<bool>,
         sources: Option<Vec<FeedSource<'a>>>,
     }
 
     FeedSource {
-        source, url, title, published_at: Option<Text<'a>>,
+        source, url, title, published_at: Option<JsonText<'a>>,
     }
 
     NoteAttrs {
-        company_id, title, content, source, created_by, created_at: Option<Text<'a>>,
+        company_id, title, content, source, created_by, created_at: Option<JsonText<'a>>,
     }
 
     MetricAttrs {
-        name, unit, value_text: Option<Text<'a>>,
+        name, unit, value_text: Option<JsonText<'a>>,
         value_numeric: Option<Number<'a>>,
-        value_currency, period_label, period_start, period_end, reported_at: Option<Text<'a>>,
+        value_currency, period_label, period_start, period_end, reported_at: Option<JsonText<'a>>,
     }
 
     MeetingAttrs {
-        company_id, title, start_time, end_time: Field<Text<'a>>,
+        company_id, title, start_time, end_time: Field<JsonText<'a>>,
         attendees: Field<Vec<Attendee<'a>>>,
-        created_at, updated_at: Field<Text<'a>>,
+        created_at, updated_at: Field<JsonText<'a>>,
     }
 
     Attendee {
-        email: Field<Text<'a>>,
+        email: Field<JsonText<'a>>,
         organizer: Field<bool>,
-        #[omit_if_none] name: Option<Text<'a>>,
+        #[omit_if_none] name: Option<JsonText<'a>>,
     }
 
     MeetingNoteAttrs {
-        meeting_id, kind as "type", notes: Field<Text<'a>>,
+        meeting_id, kind as "type", notes: Field<JsonText<'a>>,
         transcript: Field<Transcript<'a>>,
-        synced_at, created_at, updated_at: Field<Text<'a>>,
+        synced_at, created_at, updated_at: Field<JsonText<'a>>,
     }
 
     Transcript {
@@ -301,8 +301,8 @@ wire_objects! {
     }
 
     Segment {
-        text: Field<Text<'a>>,
-        #[omit_if_none] speaker: Option<Text<'a>>,
+        text: Field<JsonText<'a>>,
+        #[omit_if_none] speaker: Option<JsonText<'a>>,
         #[omit_if_none] start_time as "startTime", end_time as "endTime": Option<Number<'a>>,
     }
 }

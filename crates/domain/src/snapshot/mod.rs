@@ -29,7 +29,7 @@ use crate::store::{Builder, Collection, Dataset, Meta, OneThread, Previous, Repe
 pub use digests::{Digests, RecordDigest, RecordSpan, digests};
 pub use error::{Place, SnapshotError};
 pub use header::FORMAT_VERSION;
-pub use parse::{Header, parse};
+pub use parse::{SnapshotHeader, parse};
 
 /// Whether a directory entry is a snapshot: `*.json` or `*.json.gz`, not
 /// hidden. Everything else (`*.tmp`, `*.part`, editor swap files) is a
@@ -105,23 +105,16 @@ pub fn claims(file: &str, source: &(impl Source + ?Sized), max_value: usize) -> 
     let streamed = stream::scan_within(
         file,
         source.open().ok()?,
-        batches::Sink::Digests(&mut |_, _, _, _| Ok(())),
+        batches::RecordSink::Digests(&mut |_, _, _, _| Ok(())),
         &mut |_, _| {},
         max_value,
     )
     .ok()?;
-    let version = match streamed.header.version {
-        Some(version) => version,
-        None => derive_version_of(file, source).ok()?,
-    };
-    Some(Dataset::hollow_of(Meta {
-        version,
-        workspace_id: streamed.header.workspace_id,
-        workspace_name: streamed.header.workspace_name,
-        key_hashes: streamed.header.key_hashes,
-        limits: streamed.header.limits,
-        content_hash: streamed.content_hash,
-    }))
+    let (meta, _) = meta_of(streamed.header, streamed.content_hash, || {
+        derive_version_of(file, source)
+    })
+    .ok()?;
+    Some(Dataset::hollow_of(meta))
 }
 
 /// [`load_from`] for the next version of a workspace that `previous`
@@ -149,24 +142,33 @@ pub fn load_following(
         let bytes = source.read_all()?;
         return load_buffer(file, &bytes, threads, progress);
     };
-    let version = match streamed.header.version {
+    let (meta, warnings) = meta_of(streamed.header, streamed.content_hash, || {
+        derive_version_of(file, source)
+    })?;
+    finish(file, builder, meta, warnings, threads)
+}
+
+/// The dataset's [`Meta`] from its snapshot's header and content hash, and
+/// the header's warnings; `derive` gives the version where the snapshot
+/// names none.
+fn meta_of(
+    header: SnapshotHeader,
+    content_hash: u64,
+    derive: impl FnOnce() -> Result<String, SnapshotError>,
+) -> Result<(Meta, Vec<String>), SnapshotError> {
+    let version = match header.version {
         Some(version) => version,
-        None => derive_version_of(file, source)?,
+        None => derive()?,
     };
-    finish(
-        file,
-        builder,
-        Meta {
-            version,
-            workspace_id: streamed.header.workspace_id,
-            workspace_name: streamed.header.workspace_name,
-            key_hashes: streamed.header.key_hashes,
-            limits: streamed.header.limits,
-            content_hash: streamed.content_hash,
-        },
-        streamed.header.warnings,
-        threads,
-    )
+    let meta = Meta {
+        version,
+        workspace_id: header.workspace_id,
+        workspace_name: header.workspace_name,
+        key_hashes: header.key_hashes,
+        limits: header.limits,
+        content_hash,
+    };
+    Ok((meta, header.warnings))
 }
 
 /// The content's derived version, read again as a stream.
@@ -217,15 +219,8 @@ fn load_buffer(
 ) -> Result<Loaded, SnapshotError> {
     let mut builder = Builder::default();
     let header = parse(file, bytes, &mut builder, progress)?;
-    let meta = Meta {
-        version: header.version.unwrap_or_else(|| derive_version(bytes)),
-        workspace_id: header.workspace_id,
-        workspace_name: header.workspace_name,
-        key_hashes: header.key_hashes,
-        limits: header.limits,
-        content_hash: content_hash(bytes),
-    };
-    finish(file, builder, meta, header.warnings, threads)
+    let (meta, warnings) = meta_of(header, content_hash(bytes), || Ok(derive_version(bytes)))?;
+    finish(file, builder, meta, warnings, threads)
 }
 
 /// A fast hash of the snapshot's bytes, for ETags. FxHash has no

@@ -1,6 +1,6 @@
 //! Parsing and validation in one streaming pass: bytes in, each record
 //! checked and handed to the store's [`Builder`] as soon as it is parsed, a
-//! [`Header`] out, or one [`SnapshotError`] that names file, collection,
+//! [`SnapshotHeader`] out, or one [`SnapshotError`] that names file, collection,
 //! record id and field.
 //!
 //! A record's parsed form lives only while the builder renders it, so the
@@ -20,14 +20,14 @@ use serde_json::value::RawValue;
 
 use super::diagnose::{diagnose, format_version_problem};
 use super::error::SnapshotError;
-use super::format::{ApiKeyDoc, Text, WorkspaceDoc};
+use super::format::{ApiKeyDoc, JsonText, WorkspaceDoc};
 use super::header::{check_api_keys, check_format_version, check_version, check_workspace};
 use super::records::{self, WireRecord, WithRecordType, with_record_type};
 use crate::store::key::KeyHash;
 use crate::store::{Builder, Collection};
 
 /// Everything of a snapshot that is not a record.
-pub struct Header {
+pub struct SnapshotHeader {
     pub workspace_id: String,
     pub workspace_name: Option<String>,
     /// The exporter's version text, if it gave one.
@@ -53,8 +53,8 @@ pub fn parse(
     bytes: &[u8],
     builder: &mut Builder,
     progress: &mut dyn FnMut(Collection, usize),
-) -> Result<Header, SnapshotError> {
-    let mut ctx = Ctx {
+) -> Result<SnapshotHeader, SnapshotError> {
+    let mut ctx = ParseContext {
         file,
         builder,
         error: None,
@@ -94,12 +94,12 @@ impl Top {
         key: &str,
         value: D,
     ) -> Result<bool, D::Error> {
-        let owned = |text: Text<'_>| text.as_str().to_owned();
+        let owned = |text: JsonText<'_>| text.as_str().to_owned();
         match key {
             "format_version" => {
                 self.format_version = Some(<&RawValue>::deserialize(value)?.get().to_owned());
             }
-            "version" => self.version = Option::<Text<'de>>::deserialize(value)?.map(owned),
+            "version" => self.version = Option::<JsonText<'de>>::deserialize(value)?.map(owned),
             "workspace" => {
                 let workspace = Option::<WorkspaceDoc<'de>>::deserialize(value)?;
                 self.workspace = workspace.map(|w| (w.id.map(owned), w.name.map(owned)));
@@ -122,7 +122,7 @@ impl Top {
 
     /// The header's checks, after every record passed, in the documented
     /// order (docs/snapshot-format.md#order-of-reporting).
-    pub(super) fn check(self, file: &str) -> Result<Header, SnapshotError> {
+    pub(super) fn check(self, file: &str) -> Result<SnapshotHeader, SnapshotError> {
         check_format_version(file, self.format_version.as_deref())?;
         let (workspace_id, workspace_name) = check_workspace(file, self.workspace.as_ref())?;
         let version = check_version(file, self.version.as_deref())?;
@@ -133,7 +133,7 @@ impl Top {
             .map(|json| crate::store::limits::WorkspaceLimits::parse(&json))
             .transpose()
             .map_err(|why| SnapshotError::new(file, why))?;
-        Ok(Header {
+        Ok(SnapshotHeader {
             workspace_id,
             workspace_name,
             version,
@@ -159,7 +159,7 @@ impl<'de> DeserializeSeed<'de> for TopValue<'_, '_> {
     }
 }
 
-struct Ctx<'f, 'b> {
+struct ParseContext<'f, 'b> {
     file: &'f str,
     builder: &'b mut Builder,
     /// The check that stopped the parse, if one did.
@@ -170,7 +170,7 @@ struct Ctx<'f, 'b> {
 }
 
 struct DocVisitor<'c, 'f, 'b> {
-    ctx: &'c mut Ctx<'f, 'b>,
+    ctx: &'c mut ParseContext<'f, 'b>,
 }
 
 impl<'de> Visitor<'de> for DocVisitor<'_, '_, '_> {
@@ -183,8 +183,8 @@ impl<'de> Visitor<'de> for DocVisitor<'_, '_, '_> {
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Top, M::Error> {
         let ctx = self.ctx;
         let mut top = Top::default();
-        let mut seen: Vec<Text<'de>> = Vec::new();
-        while let Some(key) = map.next_key::<Text<'de>>()? {
+        let mut seen: Vec<JsonText<'de>> = Vec::new();
+        while let Some(key) = map.next_key::<JsonText<'de>>()? {
             first_time(&seen, &key)?;
             match Collection::from_name(key.as_str()) {
                 Some(collection) => {
@@ -208,7 +208,7 @@ impl<'de> Visitor<'de> for DocVisitor<'_, '_, '_> {
 /// An error if `key` is in `seen`, in the words serde's derive uses for a
 /// struct's field given twice (the diagnosis turns them into the
 /// operator's).
-pub(super) fn first_time<E: de::Error>(seen: &[Text<'_>], key: &Text<'_>) -> Result<(), E> {
+pub(super) fn first_time<E: de::Error>(seen: &[JsonText<'_>], key: &JsonText<'_>) -> Result<(), E> {
     if seen.contains(key) {
         return Err(E::custom(format_args!(
             "duplicate field `{}`",
@@ -222,14 +222,14 @@ pub(super) fn first_time<E: de::Error>(seen: &[Text<'_>], key: &Text<'_>) -> Res
 /// checked and built as soon as it is read.
 struct CollectionValue<'m, 'c, 'f, 'b, M> {
     map: &'m mut M,
-    ctx: &'c mut Ctx<'f, 'b>,
+    ctx: &'c mut ParseContext<'f, 'b>,
 }
 
 impl<'de, M: MapAccess<'de>> WithRecordType<'de> for CollectionValue<'_, '_, '_, '_, M> {
     type Output = Result<(), M::Error>;
 
     fn with<P: WireRecord<'de>>(self, collection: Collection) -> Self::Output {
-        self.map.next_value_seed(Records::<P> {
+        self.map.next_value_seed(CollectionSeed::<P> {
             ctx: self.ctx,
             collection,
             record: PhantomData,
@@ -238,13 +238,13 @@ impl<'de, M: MapAccess<'de>> WithRecordType<'de> for CollectionValue<'_, '_, '_,
 }
 
 /// The records of one collection, as a serde seed.
-struct Records<'c, 'f, 'b, P> {
-    ctx: &'c mut Ctx<'f, 'b>,
+struct CollectionSeed<'c, 'f, 'b, P> {
+    ctx: &'c mut ParseContext<'f, 'b>,
     collection: Collection,
     record: PhantomData<fn() -> P>,
 }
 
-impl<'de, P: WireRecord<'de>> DeserializeSeed<'de> for Records<'_, '_, '_, P> {
+impl<'de, P: WireRecord<'de>> DeserializeSeed<'de> for CollectionSeed<'_, '_, '_, P> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
@@ -252,7 +252,7 @@ impl<'de, P: WireRecord<'de>> DeserializeSeed<'de> for Records<'_, '_, '_, P> {
     }
 }
 
-impl<'de, P: WireRecord<'de>> Visitor<'de> for Records<'_, '_, '_, P> {
+impl<'de, P: WireRecord<'de>> Visitor<'de> for CollectionSeed<'_, '_, '_, P> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -21,8 +21,8 @@ use serde::Deserialize;
 
 use super::error::{Place, SnapshotError, quote, shorten};
 use super::format::{
-    CompanyAttrs, FeedAttrs, Field, MeetingAttrs, MeetingNoteAttrs, MetricRecord, NoteAttrs,
-    Record, RoleAttrs, TaskAttrs, Text,
+    ApiRecord, CompanyAttrs, FeedAttrs, Field, JsonText, MeetingAttrs, MeetingNoteAttrs,
+    MetricRecord, NoteAttrs, RoleAttrs, TaskAttrs,
 };
 use super::render::{self, Render};
 use crate::store::id::parse_id;
@@ -57,14 +57,14 @@ pub trait WithRecordType<'de> {
 /// Calls `w` with the type that `collection`'s records are read as.
 pub fn with_record_type<'de, W: WithRecordType<'de>>(collection: Collection, w: W) -> W::Output {
     match collection {
-        Collection::Companies => w.with::<Record<'de, CompanyAttrs<'de>>>(collection),
-        Collection::Tasks => w.with::<Record<'de, TaskAttrs<'de>>>(collection),
-        Collection::Roles => w.with::<Record<'de, RoleAttrs<'de>>>(collection),
-        Collection::Feed => w.with::<Record<'de, FeedAttrs<'de>>>(collection),
-        Collection::Notes => w.with::<Record<'de, NoteAttrs<'de>>>(collection),
+        Collection::Companies => w.with::<ApiRecord<'de, CompanyAttrs<'de>>>(collection),
+        Collection::Tasks => w.with::<ApiRecord<'de, TaskAttrs<'de>>>(collection),
+        Collection::Roles => w.with::<ApiRecord<'de, RoleAttrs<'de>>>(collection),
+        Collection::Feed => w.with::<ApiRecord<'de, FeedAttrs<'de>>>(collection),
+        Collection::Notes => w.with::<ApiRecord<'de, NoteAttrs<'de>>>(collection),
         Collection::Metrics => w.with::<MetricRecord<'de>>(collection),
-        Collection::Meetings => w.with::<Record<'de, MeetingAttrs<'de>>>(collection),
-        Collection::MeetingNotes => w.with::<Record<'de, MeetingNoteAttrs<'de>>>(collection),
+        Collection::Meetings => w.with::<ApiRecord<'de, MeetingAttrs<'de>>>(collection),
+        Collection::MeetingNotes => w.with::<ApiRecord<'de, MeetingNoteAttrs<'de>>>(collection),
     }
 }
 
@@ -99,9 +99,9 @@ pub trait Attributes: Render + Default + Clone {
     fn hand(&self, key: Key, builder: &mut Builder, json: impl FnOnce(&mut Vec<u8>));
 }
 
-impl<'de, A: Attributes + Deserialize<'de>> WireRecord<'de> for Record<'de, A> {
+impl<'de, A: Attributes + Deserialize<'de>> WireRecord<'de> for ApiRecord<'de, A> {
     fn id_text(&self) -> Option<&str> {
-        self.id.as_ref().map(Text::as_str)
+        self.id.as_ref().map(JsonText::as_str)
     }
 
     fn build(
@@ -181,7 +181,7 @@ impl Attributes for NoteAttrs<'_> {
 /// is checked as a whole.
 impl<'de> WireRecord<'de> for MetricRecord<'de> {
     fn id_text(&self) -> Option<&str> {
-        self.id.as_ref().map(Text::as_str)
+        self.id.as_ref().map(JsonText::as_str)
     }
 
     fn build(
@@ -290,14 +290,14 @@ fn attrs_or_default<A: Default + Clone>(attributes: &Option<A>) -> Cow<'_, A> {
     }
 }
 
-fn id_of<'p, 'de>(id: &'p Option<Text<'de>>) -> &'p Text<'de> {
-    const NONE: &Text<'static> = &Text(Cow::Borrowed(""));
+fn id_of<'p, 'de>(id: &'p Option<JsonText<'de>>) -> &'p JsonText<'de> {
+    const NONE: &JsonText<'static> = &JsonText(Cow::Borrowed(""));
     id.as_ref().unwrap_or(NONE)
 }
 
 /// The text of an optional attribute.
-fn text<'t>(value: &'t Option<Text<'_>>) -> Option<&'t str> {
-    value.as_ref().map(Text::as_str)
+fn text<'t>(value: &'t Option<JsonText<'_>>) -> Option<&'t str> {
+    value.as_ref().map(JsonText::as_str)
 }
 
 /// An ordering timestamp: RFC 3339 in the profile that every common client
@@ -408,10 +408,10 @@ impl RecordCheck<'_> {
 
     fn required_text<'v>(
         &self,
-        field: &'v Field<Text<'_>>,
+        field: &'v Field<JsonText<'_>>,
         name: &str,
     ) -> Result<&'v str, SnapshotError> {
-        self.required(field, name, "a string").map(Text::as_str)
+        self.required(field, name, "a string").map(JsonText::as_str)
     }
 
     fn nullable<T>(&self, field: &Field<T>, name: &str) -> Result<(), SnapshotError> {
@@ -424,7 +424,7 @@ impl RecordCheck<'_> {
         }
     }
 
-    fn timestamp(&self, field: &Field<Text<'_>>, name: &str) -> Result<Instant, SnapshotError> {
+    fn timestamp(&self, field: &Field<JsonText<'_>>, name: &str) -> Result<Instant, SnapshotError> {
         let text = self.required(field, name, "a timestamp")?;
         parse_timestamp(self, text.as_str(), name)
     }
@@ -434,8 +434,8 @@ impl RecordCheck<'_> {
     fn keyed(
         &self,
         id: u128,
-        company: &Option<Text<'_>>,
-        at: &Option<Text<'_>>,
+        company: &Option<JsonText<'_>>,
+        at: &Option<JsonText<'_>>,
         at_field: &str,
     ) -> Result<Key, SnapshotError> {
         let Some(company) = company else {
@@ -449,7 +449,7 @@ impl RecordCheck<'_> {
     }
 
     /// The required ordering timestamp of a record that is not a meeting's.
-    fn ordering(&self, at: &Option<Text<'_>>, field: &str) -> Result<Instant, SnapshotError> {
+    fn ordering(&self, at: &Option<JsonText<'_>>, field: &str) -> Result<Instant, SnapshotError> {
         match at {
             None => Err(self.fail(&attr(field), "required timestamp is missing or null")),
             Some(text) => parse_timestamp(self, text.as_str(), field),

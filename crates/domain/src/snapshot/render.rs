@@ -12,14 +12,14 @@
 
 use std::borrow::Cow;
 
-use super::format::{Field, Number, Text};
+use super::format::{Field, JsonText, Number};
 
 /// A value that writes itself as JSON.
 pub trait Render {
     fn render(&self, out: &mut Vec<u8>);
 }
 
-impl Render for Text<'_> {
+impl Render for JsonText<'_> {
     fn render(&self, out: &mut Vec<u8>) {
         match &self.0 {
             Cow::Borrowed(text) => {
@@ -86,7 +86,7 @@ impl<T: Render> Render for Vec<T> {
 }
 
 /// Writes a record as the API serves it: `{"id":<id>,"attributes":<attributes>}`.
-pub fn record(out: &mut Vec<u8>, id: &Text<'_>, attributes: &impl Render) {
+pub fn record(out: &mut Vec<u8>, id: &JsonText<'_>, attributes: &impl Render) {
     out.extend_from_slice(b"{\"id\":");
     id.render(out);
     out.extend_from_slice(b",\"attributes\":");
@@ -127,7 +127,7 @@ mod tests {
     #[test]
     fn borrowed_text_is_copied_and_owned_text_is_escaped() {
         let json = br#"{"a":"plain \u00e9","b":"caf\u00e9 \"q\" \\ \n","c":"no escapes"}"#;
-        let parsed: std::collections::BTreeMap<String, Text<'_>> =
+        let parsed: std::collections::BTreeMap<String, JsonText<'_>> =
             serde_json::from_slice(json).unwrap();
         assert!(matches!(parsed["c"].0, Cow::Borrowed(_)));
         assert_eq!(render(&parsed["c"]), r#""no escapes""#);

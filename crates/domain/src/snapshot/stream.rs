@@ -19,9 +19,9 @@
 use std::hash::Hasher;
 use std::io::Read;
 
-use super::batches::{Sink, Workers, worker_count};
-use super::format::Text;
-use super::parse::{Header, Top};
+use super::batches::{RecordSink, Workers, worker_count};
+use super::format::JsonText;
+use super::parse::{SnapshotHeader, Top};
 use super::records::{self, WireRecord, WithRecordType, with_record_type};
 use super::structure::Nesting;
 use crate::store::{Builder, BytesDigest, Collection, Threads};
@@ -36,7 +36,7 @@ pub struct GaveUp;
 /// What a streaming pass read: the header, and a hash of the content (every
 /// value's bytes, so layout whitespace does not count) for ETags.
 pub struct Streamed {
-    pub header: Header,
+    pub header: SnapshotHeader,
     pub content_hash: u64,
 }
 
@@ -52,11 +52,11 @@ pub fn parse_stream(
     progress: &mut dyn FnMut(Collection, usize),
 ) -> Result<Streamed, GaveUp> {
     match worker_count(size_hint, threads.count()) {
-        0 => scan(file, reader, Sink::Inline(builder), progress),
+        0 => scan(file, reader, RecordSink::Inline(builder), progress),
         count => {
             let (workers, jobs) = Workers::start(file, count, builder);
             let mut streamed = Err(GaveUp);
-            let reading = || streamed = scan(file, reader, Sink::Workers(workers), progress);
+            let reading = || streamed = scan(file, reader, RecordSink::Workers(workers), progress);
             threads.run(Box::new(reading), jobs);
             streamed
         }
@@ -69,7 +69,7 @@ pub fn parse_stream(
 pub fn scan<'b>(
     file: &str,
     reader: impl Read,
-    sink: Sink<'_, 'b>,
+    sink: RecordSink<'_, 'b>,
     progress: &'b mut dyn FnMut(Collection, usize),
 ) -> Result<Streamed, GaveUp> {
     scan_within(file, reader, sink, progress, usize::MAX)
@@ -82,13 +82,13 @@ pub fn scan<'b>(
 pub fn scan_within<'b>(
     file: &str,
     reader: impl Read,
-    sink: Sink<'_, 'b>,
+    sink: RecordSink<'_, 'b>,
     progress: &'b mut dyn FnMut(Collection, usize),
     max_value: usize,
 ) -> Result<Streamed, GaveUp> {
-    let mut window = Window::new(reader);
+    let mut window = ReadWindow::new(reader);
     window.max = max_value;
-    let mut s = Stream {
+    let mut s = StreamingPass {
         window,
         file,
         sink,
@@ -110,10 +110,10 @@ pub fn scan_within<'b>(
 /// [`super::parse::PROGRESS_EVERY`] records (about 0.1 ms of parsing).
 const PROGRESS_BYTES: usize = 32 * 1024;
 
-struct Stream<'f, 's, 'b, R> {
-    window: Window<R>,
+struct StreamingPass<'f, 's, 'b, R> {
+    window: ReadWindow<R>,
     file: &'f str,
-    sink: Sink<'s, 'b>,
+    sink: RecordSink<'s, 'b>,
     progress: &'b mut dyn FnMut(Collection, usize),
     records: usize,
     /// Bytes of records read since `progress` was last told.
@@ -121,7 +121,7 @@ struct Stream<'f, 's, 'b, R> {
     hash: rustc_hash::FxHasher,
 }
 
-impl<R: Read> Stream<'_, '_, '_, R> {
+impl<R: Read> StreamingPass<'_, '_, '_, R> {
     /// `{ "key": value, ... }` and nothing after it but blanks.
     fn document(&mut self) -> Result<Top, GaveUp> {
         let mut top = Top::default();
@@ -169,7 +169,7 @@ impl<R: Read> Stream<'_, '_, '_, R> {
             return Err(GaveUp);
         }
         let len = self.window.value_len()?;
-        let key = serde_json::from_slice::<Text<'_>>(self.window.peek(len))
+        let key = serde_json::from_slice::<JsonText<'_>>(self.window.peek(len))
             .map(|t| t.as_str().to_owned())
             .map_err(|_| GaveUp)?;
         self.window.advance(len);
@@ -283,7 +283,7 @@ pub fn build_digested(
         return Ok(());
     }
     builder.digest_next(digest);
-    let record = RecordBytes {
+    let record = UnparsedRecord {
         file,
         index,
         bytes,
@@ -294,14 +294,14 @@ pub fn build_digested(
 
 /// One record's bytes, to be parsed as its collection's type, checked and
 /// built.
-struct RecordBytes<'a, 'de> {
+struct UnparsedRecord<'a, 'de> {
     file: &'a str,
     index: usize,
     bytes: &'de [u8],
     builder: &'a mut Builder,
 }
 
-impl<'de> WithRecordType<'de> for RecordBytes<'_, 'de> {
+impl<'de> WithRecordType<'de> for UnparsedRecord<'_, 'de> {
     type Output = Result<(), GaveUp>;
 
     fn with<P: WireRecord<'de>>(self, collection: Collection) -> Result<(), GaveUp> {
@@ -316,7 +316,7 @@ impl<'de> WithRecordType<'de> for RecordBytes<'_, 'de> {
 
 /// A window over a reader: the bytes not yet consumed, refilled a chunk at
 /// a time; consumed bytes are dropped at the next refill.
-struct Window<R> {
+struct ReadWindow<R> {
     reader: R,
     buf: Vec<u8>,
     /// The first byte not yet consumed.
@@ -330,9 +330,9 @@ struct Window<R> {
     max: usize,
 }
 
-impl<R: Read> Window<R> {
-    fn new(reader: R) -> Window<R> {
-        Window {
+impl<R: Read> ReadWindow<R> {
+    fn new(reader: R) -> ReadWindow<R> {
+        ReadWindow {
             reader,
             buf: Vec::with_capacity(2 * CHUNK),
             pos: 0,
@@ -413,7 +413,7 @@ impl<R: Read> Window<R> {
         self.plain_len()
     }
 
-    /// [`Window::value_len`] of an object or array, 64 bytes at a time
+    /// [`ReadWindow::value_len`] of an object or array, 64 bytes at a time
     /// ([`super::structure`]): every record.
     fn nested_len(&mut self) -> Result<usize, GaveUp> {
         let mut nesting = Nesting::default();
@@ -443,7 +443,7 @@ impl<R: Read> Window<R> {
         }
     }
 
-    /// [`Window::value_len`] a byte at a time: strings and scalars (the
+    /// [`ReadWindow::value_len`] a byte at a time: strings and scalars (the
     /// header's values), and the reference the block scan is tested
     /// against.
     fn plain_len(&mut self) -> Result<usize, GaveUp> {
@@ -539,7 +539,7 @@ mod tests {
     }
 
     fn lengths(text: &str, step: usize) -> Result<Vec<usize>, GaveUp> {
-        let mut w = Window::new(Trickle {
+        let mut w = ReadWindow::new(Trickle {
             bytes: text.as_bytes(),
             step,
         });
@@ -597,11 +597,11 @@ mod tests {
         for seed in 0..40 {
             let text = nested_values(seed, 200 + 37 * seed as usize);
             for step in [1, 5, 63, 64, 65, 200, CHUNK] {
-                let mut blocks = Window::new(Trickle {
+                let mut blocks = ReadWindow::new(Trickle {
                     bytes: text.as_bytes(),
                     step,
                 });
-                let mut bytes = Window::new(Trickle {
+                let mut bytes = ReadWindow::new(Trickle {
                     bytes: text.as_bytes(),
                     step,
                 });
@@ -621,7 +621,7 @@ mod tests {
         // Refilled a chunk at a time: a value of three chunks.
         let text = format!("[\"{}\"] [1]", "x".repeat(3 * CHUNK));
         let lengths_within = |max: usize| {
-            let mut w = Window::new(Trickle {
+            let mut w = ReadWindow::new(Trickle {
                 bytes: text.as_bytes(),
                 step: CHUNK,
             });

@@ -101,9 +101,9 @@ struct Parts {
     tasks: Tasks,
     roles: Roles,
     feed: Feed,
-    notes: Notes,
+    notes: NewestByCompany,
     metrics: LatestMetrics,
-    meetings: Meetings,
+    meetings: NewestByCompany,
     meeting_notes: MeetingNotes,
     /// What the next version may take over of its records (`builder::reuse`).
     reusable: Option<builder::Reusable>,
@@ -147,10 +147,12 @@ struct Feed {
     by_type: TextIndex,
 }
 
-struct Notes {
+/// Notes and meetings: by id, and newest first per company (notes by
+/// `created_at`, meetings by `start_time`: the extension
+/// `/portfolio/{id}/meetings`), then id descending.
+struct NewestByCompany {
     records: Arc<Rendered>,
     at: IdMap<u32>,
-    /// Newest `created_at` first, then id descending.
     by_company: IdMap<Positions>,
 }
 
@@ -161,14 +163,6 @@ struct LatestMetrics {
     /// Every record index in order: a company's list is a slice of it.
     all: Positions,
     by_company: IdMap<(u32, u32)>,
-}
-
-struct Meetings {
-    records: Arc<Rendered>,
-    at: IdMap<u32>,
-    /// Newest `start_time` first, then id descending (the extension
-    /// `/portfolio/{id}/meetings`).
-    by_company: IdMap<Positions>,
 }
 
 struct MeetingNotes {

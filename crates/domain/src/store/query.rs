@@ -61,19 +61,19 @@ enum Shape<'d> {
         mid: &'static [u8],
         /// Records, and the chain order they are a stretch of, if any.
         list: Option<(&'d Rendered, &'d [u32], Option<usize>)>,
-        tail: Text,
+        tail: StackText,
     },
 }
 
 /// A short text made per request (the pagination), kept on the stack.
-pub(crate) struct Text {
+pub(crate) struct StackText {
     buf: [u8; 192],
     len: usize,
 }
 
-impl Text {
-    fn new(text: &[u8]) -> Text {
-        let mut t = Text {
+impl StackText {
+    fn new(text: &[u8]) -> StackText {
+        let mut t = StackText {
             buf: [0; 192],
             len: 0,
         };
@@ -109,7 +109,12 @@ impl<'d> Body<'d> {
     /// `{"data":[<records><tail>`, the tail closing the array (`]}`, or
     /// `],"pagination":...}`); `list` is a stretch of chain order `chain`,
     /// if given.
-    fn list(records: &'d Rendered, list: &'d [u32], chain: Option<usize>, tail: Text) -> Body<'d> {
+    fn list(
+        records: &'d Rendered,
+        list: &'d [u32],
+        chain: Option<usize>,
+        tail: StackText,
+    ) -> Body<'d> {
         Body {
             shape: Shape::Parts {
                 head: b"{\"data\":[",
@@ -129,7 +134,7 @@ impl<'d> Body<'d> {
                 record: Some((records, i, false)),
                 mid: b"}",
                 list: None,
-                tail: Text::new(b""),
+                tail: StackText::new(b""),
             },
         }
     }
@@ -138,6 +143,9 @@ impl<'d> Body<'d> {
     pub fn len(&self) -> usize {
         match &self.shape {
             Shape::Shared { plain, .. } => plain.len(),
+            // Every part named, here, in `write` and in `write_gzip`, on
+            // purpose: the compiler then makes each of them take in a part
+            // added to `Shape::Parts`.
             Shape::Parts {
                 head,
                 record,
@@ -179,6 +187,9 @@ impl<'d> Body<'d> {
     pub fn write(&self, out: &mut Vec<u8>) {
         match &self.shape {
             Shape::Shared { plain, .. } => out.extend_from_slice(plain),
+            // Every part named, here, in `len` and in `write_gzip`, on
+            // purpose: the compiler then makes each of them take in a part
+            // added to `Shape::Parts`.
             Shape::Parts {
                 head,
                 record,
@@ -224,6 +235,9 @@ impl<'d> Body<'d> {
     /// page does not pay (see `assembly_pays`), or if the body is a
     /// shared one (see [`Body::shared_gzip`]).
     pub fn write_gzip(&self, out: &mut Vec<u8>) -> bool {
+        // Every part named, here, in `len` and in `write`, on
+        // purpose: the compiler then makes each of them take in a part
+        // added to `Shape::Parts`.
         let Shape::Parts {
             head,
             record,
@@ -308,8 +322,8 @@ fn assembly_pays(packed: &Packed, list: &[u32], chain: Option<usize>) -> bool {
 }
 
 /// `],"pagination":{"limit":L,"offset":O,"hasMore":B}}`
-fn offset_tail(page: OffsetPage, has_more: bool) -> Text {
-    let mut t = Text::new(b"],\"pagination\":{\"limit\":");
+fn offset_tail(page: OffsetPage, has_more: bool) -> StackText {
+    let mut t = StackText::new(b"],\"pagination\":{\"limit\":");
     t.push_u64(page.limit);
     t.push(b",\"offset\":");
     t.push_u64(page.offset);
@@ -339,7 +353,7 @@ fn offset_body<'d>(
 /// `{"data":[...]}` for the records of `list` (a stretch of chain order
 /// `chain`).
 fn list_body<'d>(records: &'d Rendered, list: &'d [u32], chain: usize) -> Body<'d> {
-    Body::list(records, list, Some(chain), Text::new(b"]}"))
+    Body::list(records, list, Some(chain), StackText::new(b"]}"))
 }
 
 impl Dataset {
@@ -500,7 +514,7 @@ impl Dataset {
                 }
             }
         });
-        let mut tail = Text::new(b"],\"pagination\":{\"limit\":");
+        let mut tail = StackText::new(b"],\"pagination\":{\"limit\":");
         tail.push_u64(query.limit);
         tail.push(b",\"nextCursor\":");
         match next {
@@ -538,7 +552,7 @@ impl Dataset {
                     group(self.parts.meeting_notes.by_meeting.get(&id)),
                     None,
                 )),
-                tail: Text::new(b"]}}"),
+                tail: StackText::new(b"]}}"),
             },
         })
     }

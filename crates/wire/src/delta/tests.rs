@@ -41,7 +41,7 @@ fn spans(text: &str) -> Vec<RecordSpan> {
 /// The delta from `old` to `new`, and what it encoded.
 fn delta(old: &str, new: &str) -> (Vec<u8>, Encoded) {
     let base = Layout::read(&spans(old), old.as_bytes()).unwrap();
-    let header = Header {
+    let header = DeltaHeader {
         delta_format: FORMAT,
         base: "ab".repeat(32),
         base_len: base.len,

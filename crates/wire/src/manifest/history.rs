@@ -272,18 +272,17 @@ impl Version {
 /// that use it (`features = ["test-support"]` in their dev-dependencies).
 #[cfg(any(test, feature = "test-support"))]
 impl Version {
-    /// Version `n` of `workspace`: its SHA-256 the byte `n` 32 times, its
-    /// key `objects/<workspace>/<sha256>.json.gz`, one byte and one record,
-    /// named `v<n>`, published from `<workspace>.json` at no time given,
-    /// and nothing optional. A test sets what it needs besides:
-    /// `Version { size: 100, ..Version::for_test("ws", 1) }`.
-    pub fn for_test(workspace: &str, n: u8) -> Version {
+    /// A version for tests (here and in the crates that read manifests):
+    /// `workspace`'s object of SHA-256 `n` written 32 times, named `name`,
+    /// of one record and 1 byte, published at no time from
+    /// `<workspace>.json`, with none of the optional parts.
+    pub fn for_tests(n: u8, workspace: &str, name: &str) -> Version {
         let sha256 = format!("{n:02x}").repeat(32);
         Version {
             key: format!("objects/{workspace}/{sha256}.json.gz"),
             sha256,
             size: 1,
-            version: format!("v{n}"),
+            version: name.to_owned(),
             published_at: String::new(),
             file: format!("{workspace}.json"),
             records: 1,
@@ -308,9 +307,8 @@ pub(super) mod tests {
     pub fn version(n: u8, name: &str) -> Version {
         Version {
             size: 100 + u64::from(n),
-            version: name.to_owned(),
             published_at: "2026-11-23T10:00:00.000Z".to_owned(),
-            ..Version::for_test("ws", n)
+            ..Version::for_tests(n, "ws", name)
         }
     }
 

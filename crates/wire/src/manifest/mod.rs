@@ -5,9 +5,9 @@
 //! Format 2, written by this build:
 //! - `manifest.json`, the [`Root`]: a revision and a bounded journal of the
 //!   latest changes, the one object every replica polls;
-//! - `workspaces/<id>.json`, one [`Record`] per workspace: the version
-//!   that serves and those kept for rollback, written by the publishers of
-//!   that workspace only;
+//! - `workspaces/<id>.json`, one [`WorkspaceRecord`] per workspace: the
+//!   version that serves and those kept for rollback, written by the
+//!   publishers of that workspace only;
 //! - `keys/<sha256 of a key>.json`, one [`KeyClaim`] per API key: which
 //!   workspace holds it, so that a publish checks its keys without reading
 //!   every workspace;
@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 pub use error::{ManifestError, VersionError};
 pub use history::{DeltaRef, History, Version, short};
-pub use root::{Change, MAX_CHANGES, Root};
+pub use root::{MAX_CHANGES, Root, WorkspaceChange};
 
 /// The manifest's object name, directly under the prefix. In prefix mode it
 /// is never a snapshot, whatever its ending says.
@@ -58,7 +58,7 @@ pub const CLAIMS_DIR: &str = "keys";
 /// `manifest.json` read: either format this build knows.
 #[derive(Debug)]
 pub enum Manifest {
-    V1(v1::Manifest),
+    V1(v1::ManifestV1),
     V2(Root),
 }
 
@@ -72,7 +72,7 @@ impl Manifest {
         }
         let format: Format = serde_json::from_slice(bytes).map_err(ManifestError::NotAManifest)?;
         match format.manifest_version {
-            v1::FORMAT => v1::Manifest::parse(bytes).map(Manifest::V1),
+            v1::FORMAT => v1::ManifestV1::parse(bytes).map(Manifest::V1),
             root::FORMAT => Root::parse(bytes).map(Manifest::V2),
             other => Err(ManifestError::UnknownFormat(other)),
         }
@@ -81,7 +81,7 @@ impl Manifest {
 
 /// One workspace's versions in format 2: `workspaces/<id>.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Record {
+pub struct WorkspaceRecord {
     pub workspace: String,
     /// Counts the writes of this record: each publish or rollback of the
     /// workspace adds 1. The root's changes carry it.
@@ -92,9 +92,9 @@ pub struct Record {
     pub history: History,
 }
 
-impl Record {
-    pub fn parse(bytes: &[u8], what: &str) -> Result<Record, ManifestError> {
-        let record: Record =
+impl WorkspaceRecord {
+    pub fn parse(bytes: &[u8], what: &str) -> Result<WorkspaceRecord, ManifestError> {
+        let record: WorkspaceRecord =
             serde_json::from_slice(bytes).map_err(|source| ManifestError::NotARecord {
                 what: what.to_owned(),
                 source,
@@ -148,7 +148,7 @@ mod tests {
 
     #[test]
     fn parse_reads_both_formats_and_refuses_a_newer_one_saying_what_to_do() {
-        let mut old = v1::Manifest::empty();
+        let mut old = v1::ManifestV1::empty();
         old.publish("ws", version(1, "v1"), 10);
         assert!(matches!(
             Manifest::parse(&old.to_json()),
@@ -170,13 +170,13 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_any_id_stays_one_segment() {
-        let record = Record {
+        let record = WorkspaceRecord {
             workspace: "ws/../ä b".into(),
             revision: 3,
             updated_at: "now".into(),
             history: History::first(version(1, "v1")),
         };
-        let read = Record::parse(&record.to_json(), "r").unwrap();
+        let read = WorkspaceRecord::parse(&record.to_json(), "r").unwrap();
         assert_eq!(read, record);
         let path = record_path(&ObjectPath::from("fleet"), &record.workspace);
         assert_eq!(path.parts().count(), 3, "{path}");

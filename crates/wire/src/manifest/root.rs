@@ -1,8 +1,8 @@
 //! Manifest format 2's shared state: `manifest.json` as a bounded journal
 //! of the latest changes. Each workspace's versions live in an object of
-//! their own (`super::Record`); the root only says that they changed, so
-//! a publish writes, and a replica's poll reads, an amount that does not
-//! depend on the number of workspaces.
+//! their own (`super::WorkspaceRecord`); the root only says that they
+//! changed, so a publish writes, and a replica's poll reads, an amount
+//! that does not depend on the number of workspaces.
 
 use serde::{Deserialize, Serialize};
 
@@ -29,16 +29,17 @@ pub struct Root {
     pub revision: u64,
     /// When it was last written (RFC 3339, UTC).
     pub updated_at: String,
-    /// `changes` holds every change of a revision above this one; a replica
-    /// that has followed only up to here (or less) must read the records.
+    /// `changes` holds every change of a revision above this one: a replica
+    /// that has followed up to here needs only them; one behind must read
+    /// the records.
     pub complete_after: u64,
     /// The latest changes, oldest first.
-    pub changes: Vec<Change>,
+    pub changes: Vec<WorkspaceChange>,
 }
 
 /// One workspace made to serve another version.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Change {
+pub struct WorkspaceChange {
     /// The root's revision that announced it.
     pub revision: u64,
     pub workspace: String,
@@ -85,7 +86,7 @@ impl Root {
         self.revision += 1;
         self.updated_at = now;
         for (workspace, workspace_revision, current) in changes {
-            self.changes.push(Change {
+            self.changes.push(WorkspaceChange {
                 revision: self.revision,
                 workspace: workspace.clone(),
                 workspace_revision: *workspace_revision,
@@ -114,7 +115,7 @@ impl Root {
 
     /// The changes after `revision`, or `None` if some of them are no
     /// longer kept (the reader must read the records).
-    pub fn since(&self, revision: u64) -> Option<&[Change]> {
+    pub fn since(&self, revision: u64) -> Option<&[WorkspaceChange]> {
         if revision < self.complete_after {
             return None;
         }
@@ -182,7 +183,7 @@ mod tests {
         root.restart("later".into());
         assert_eq!((root.revision, root.complete_after), (201, 201));
         assert!(root.since(200).is_none());
-        assert_eq!(root.since(201).map(<[Change]>::len), Some(0));
+        assert_eq!(root.since(201).map(<[WorkspaceChange]>::len), Some(0));
     }
 
     #[test]

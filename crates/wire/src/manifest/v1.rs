@@ -16,7 +16,7 @@ use super::history::{History, Version};
 pub const FORMAT: u32 = 1;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
+pub struct ManifestV1 {
     /// The format: [`FORMAT`].
     pub manifest_version: u32,
     /// Counts the writes of this manifest: every publish or rollback added 1.
@@ -26,20 +26,20 @@ pub struct Manifest {
     pub workspaces: BTreeMap<String, History>,
 }
 
-impl Manifest {
+impl ManifestV1 {
     /// An empty manifest, as the first publish of a format-1 build found.
-    pub fn empty() -> Manifest {
-        Manifest {
+    pub fn empty() -> ManifestV1 {
+        ManifestV1 {
             manifest_version: FORMAT,
-            ..Manifest::default()
+            ..ManifestV1::default()
         }
     }
 
     /// Reads a format-1 manifest, refusing one that contradicts itself (a
     /// `current` that is not among the versions, a key outside the prefix,
     /// a malformed SHA-256).
-    pub fn parse(bytes: &[u8]) -> Result<Manifest, ManifestError> {
-        let manifest: Manifest =
+    pub fn parse(bytes: &[u8]) -> Result<ManifestV1, ManifestError> {
+        let manifest: ManifestV1 =
             serde_json::from_slice(bytes).map_err(ManifestError::NotAManifest)?;
         for (name, workspace) in &manifest.workspaces {
             workspace.check("manifest.json", name)?;
@@ -76,22 +76,22 @@ mod tests {
 
     #[test]
     fn parse_reads_what_a_format_1_build_wrote_and_refuses_contradictions() {
-        let mut m = Manifest::empty();
+        let mut m = ManifestV1::empty();
         m.publish("ws", version(1, "v1"), 10);
-        assert_eq!(Manifest::parse(&m.to_json()).unwrap(), m);
+        assert_eq!(ManifestV1::parse(&m.to_json()).unwrap(), m);
         assert!(matches!(
-            Manifest::parse(b"{not json"),
+            ManifestV1::parse(b"{not json"),
             Err(ManifestError::NotAManifest(_))
         ));
         let mut dangling = m.clone();
         dangling.workspaces.get_mut("ws").unwrap().current = "ab".repeat(32);
         assert!(matches!(
-            Manifest::parse(&dangling.to_json()),
+            ManifestV1::parse(&dangling.to_json()),
             Err(ManifestError::CurrentNotKept { .. })
         ));
         // Fields this build does not know are ignored.
         let mut text: serde_json::Value = serde_json::from_slice(&m.to_json()).unwrap();
         text["future_field"] = serde_json::json!(true);
-        assert!(Manifest::parse(text.to_string().as_bytes()).is_ok());
+        assert!(ManifestV1::parse(text.to_string().as_bytes()).is_ok());
     }
 }

@@ -25,6 +25,7 @@ use sha2::{Digest, Sha256};
 
 pub use keys::{KeyError, PublicKey, SecretKey, TrustedKeys, key_id};
 
+use crate::delta::hex;
 use crate::store::time::{Instant, utc_millis};
 
 /// The DSSE payload type of a [`Statement`].
@@ -342,14 +343,6 @@ fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
     .into_bytes();
     out.extend_from_slice(payload);
     out
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes.iter().fold(String::new(), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
 }
 
 #[cfg(test)]

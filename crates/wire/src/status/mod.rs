@@ -86,7 +86,7 @@ pub enum Residency {
 
 /// The states `?state=` selects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum State {
+pub enum FileState {
     /// Serving a version.
     Serving,
     /// The current content was rejected (the previous version may serve).
@@ -95,18 +95,18 @@ pub enum State {
     Stale,
 }
 
-impl State {
-    const ALL: [(&str, State); 3] = [
-        ("serving", State::Serving),
-        ("error", State::Error),
-        ("stale", State::Stale),
+impl FileState {
+    const ALL: [(&str, FileState); 3] = [
+        ("serving", FileState::Serving),
+        ("error", FileState::Error),
+        ("stale", FileState::Stale),
     ];
 
     pub fn of(self, file: &FileStatus) -> bool {
         match self {
-            State::Serving => file.serving_version.is_some(),
-            State::Error => file.error.is_some(),
-            State::Stale => file.source_error.is_some(),
+            FileState::Serving => file.serving_version.is_some(),
+            FileState::Error => file.error.is_some(),
+            FileState::Stale => file.source_error.is_some(),
         }
     }
 }
@@ -116,7 +116,7 @@ impl State {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StatusFilter {
     pub workspace: Option<String>,
-    pub state: Option<State>,
+    pub state: Option<FileState>,
     /// `true`: the entries whose data is in memory; `false`: those with a
     /// workspace whose data is not (an entry that serves nothing is
     /// neither).
@@ -143,7 +143,7 @@ impl StatusFilter {
             match name.as_ref() {
                 "workspace" => filter.workspace = Some(value.into_owned()),
                 "state" => {
-                    let state = State::ALL
+                    let state = FileState::ALL
                         .iter()
                         .find(|(n, _)| *n == value)
                         .map(|(_, s)| *s);
@@ -192,12 +192,12 @@ impl SnapshotsStatus {
             .filter(|f| f.signature.as_ref().is_some_and(|s| s.expired))
             .count();
         signatures.refused = files.iter().filter(|f| f.refused.is_some()).count();
-        let count = |state: State| files.iter().filter(|f| state.of(f)).count();
+        let count = |state: FileState| files.iter().filter(|f| state.of(f)).count();
         let summary = Summary {
             files: files.len(),
-            serving: count(State::Serving),
-            error: count(State::Error),
-            stale: count(State::Stale),
+            serving: count(FileState::Serving),
+            error: count(FileState::Error),
+            stale: count(FileState::Stale),
             resident: files
                 .iter()
                 .filter(|f| f.residency == Some(Residency::Resident))

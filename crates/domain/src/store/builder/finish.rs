@@ -8,15 +8,15 @@ use bytes::Bytes;
 use super::index::{
     Interner, breathe, group_by, group_by_pair, group_by_parent, index_ids, newest_first, sort_by,
 };
-use super::reuse::Kept;
-use super::{Builder, Built, BytesDigest, Key, Meta, Part, RepeatedId, Reusable};
+use super::reuse::KeptForReuse;
+use super::{Builder, Built, BytesDigest, Key, LoadingCollection, Meta, RepeatedId, Reusable};
 use crate::store::collection::{Collection, RecordCounts};
 use crate::store::id::{IdMap, format_id};
 use crate::store::rendered::{Rendered, Renderer};
 use crate::store::threads::{Threads, join};
 use crate::store::warm::Warming;
 use crate::store::{
-    Companies, Dataset, Feed, LatestMetrics, MeetingNotes, Meetings, Notes, Parts, Positions,
+    Companies, Dataset, Feed, LatestMetrics, MeetingNotes, NewestByCompany, Parts, Positions,
     Roles, Tasks, TextIndex,
 };
 
@@ -32,6 +32,8 @@ impl Builder {
     /// Checks ids, sorts, indexes and assembles the dataset. Fails if an id
     /// repeats within a collection.
     pub fn finish(self, meta: Meta, threads: &dyn Threads) -> Result<Built, RepeatedId> {
+        // Every field named, here and in `Builder::append`, on purpose: the
+        // compiler then makes both take in a field added to `Builder`.
         let Builder {
             parts,
             interner,
@@ -107,7 +109,7 @@ impl Builder {
         let (notes, note_at) = take(Collection::Notes);
         let (meetings, meeting_at) = take(Collection::Meetings);
         let k = |c: Collection| &keys[c.index()];
-        let meetings = meetings_by_company(meetings, k(Collection::Meetings), meeting_at);
+        let meetings = newest_by_company(meetings, k(Collection::Meetings), meeting_at);
         let dataset_parts = (
             companies_by_name(
                 companies,
@@ -133,7 +135,7 @@ impl Builder {
                 &feed_types,
                 &interner,
             ),
-            notes_by_company(notes, k(Collection::Notes), note_at),
+            newest_by_company(notes, k(Collection::Notes), note_at),
             meeting_notes(
                 take(Collection::MeetingNotes).0,
                 k(Collection::MeetingNotes),
@@ -143,7 +145,7 @@ impl Builder {
             let m = Collection::Metrics.index();
             keys[m] = latest.iter().map(|&i| keys[m][i as usize]).collect();
             digests[m] = latest.iter().map(|&i| digests[m][i as usize]).collect();
-            Reusable::keep(Kept {
+            Reusable::keep(KeptForReuse {
                 keys,
                 digests,
                 texts: interner.into_texts(),
@@ -187,7 +189,7 @@ impl Builder {
 
 /// Id → record index of every collection; the first repeat is an error.
 fn check_ids(
-    parts: &[Part; Collection::COUNT],
+    parts: &[LoadingCollection; Collection::COUNT],
 ) -> Result<[IdMap<u32>; Collection::COUNT], RepeatedId> {
     let mut ids: [IdMap<u32>; Collection::COUNT] = Default::default();
     for c in Collection::ALL {
@@ -206,7 +208,7 @@ fn check_ids(
 /// warning per collection says how many, with the first as an example: the
 /// record's id and the id it points at.
 fn dangling_references(
-    parts: &[Part; Collection::COUNT],
+    parts: &[LoadingCollection; Collection::COUNT],
     ids: &[IdMap<u32>; Collection::COUNT],
 ) -> Vec<String> {
     let mut warnings = Vec::new();
@@ -350,20 +352,10 @@ fn feed(rendered: Renderer, keys: &[Key], types: &[Option<u32>], interner: &Inte
     }
 }
 
-/// Notes: by id, and newest first per company.
-fn notes_by_company(rendered: Renderer, keys: &[Key], at: IdMap<u32>) -> Notes {
+/// Notes or meetings: by id, and newest first per company.
+fn newest_by_company(rendered: Renderer, keys: &[Key], at: IdMap<u32>) -> NewestByCompany {
     let order = newest_first(keys);
-    Notes {
-        by_company: group_by_parent(&order, keys),
-        records: Arc::new(rendered.finish()),
-        at,
-    }
-}
-
-/// Meetings: by id, and newest `start_time` first per company.
-fn meetings_by_company(rendered: Renderer, keys: &[Key], at: IdMap<u32>) -> Meetings {
-    let order = newest_first(keys);
-    Meetings {
+    NewestByCompany {
         by_company: group_by_parent(&order, keys),
         records: Arc::new(rendered.finish()),
         at,

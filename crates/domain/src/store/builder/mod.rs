@@ -84,7 +84,7 @@ pub struct Built {
 
 /// One collection while it loads: rendered records and their keys, by index.
 #[derive(Default)]
-struct Part {
+struct LoadingCollection {
     rendered: Renderer,
     keys: Vec<Key>,
     /// Each record's [`BytesDigest`], if every record came with one.
@@ -94,7 +94,7 @@ struct Part {
 /// Receives the records of one dataset and turns them into a [`Dataset`].
 #[derive(Default)]
 pub struct Builder {
-    parts: [Part; Collection::COUNT],
+    parts: [LoadingCollection; Collection::COUNT],
     interner: Interner,
     /// Name of each company (it orders `/portfolio`).
     company_names: Vec<Option<Box<str>>>,
@@ -187,6 +187,8 @@ impl Builder {
     /// this builder after its own: records can be built in batches on
     /// several threads and joined in order.
     pub fn append(&mut self, other: Builder) {
+        // Every field named, here and in `Builder::finish`, on purpose: the
+        // compiler then makes both take in a field added to `Builder`.
         let Builder {
             parts,
             interner,

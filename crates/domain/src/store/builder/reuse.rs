@@ -55,7 +55,7 @@ pub(crate) struct Reusable {
 
 /// What [`Reusable::keep`] is given: each collection's keys, digests and
 /// the builder's values, by record index.
-pub(super) struct Kept {
+pub(super) struct KeptForReuse {
     pub keys: [Vec<Key>; Collection::COUNT],
     pub digests: [Vec<BytesDigest>; Collection::COUNT],
     pub texts: Vec<Box<str>>,
@@ -67,7 +67,7 @@ pub(super) struct Kept {
 }
 
 impl Reusable {
-    pub(super) fn keep(kept: Kept) -> Reusable {
+    pub(super) fn keep(kept: KeptForReuse) -> Reusable {
         let numbers = |values: Vec<Option<u32>>| values.into_iter().map(to_number).collect();
         Reusable {
             keys: kept.keys.map(|keys| KeptKeys::keep(&keys)),
