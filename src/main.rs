@@ -1,5 +1,13 @@
-//! The `portfolio-replica` binary: parse the command line, set up logging,
-//! and hand over to the library.
+//! The `portfolio-replica` binary: the command line's front door. It
+//! dispatches every subcommand and prints its result; reads the
+//! `--trust-key` and `--sign-key` files before anything is written, so a
+//! bad key stops a command first; checks the usage clap cannot (listeners
+//! that collide, `generate --workspaces` only with the fleet scales); and
+//! exits 0, 1, or 2 for a usage error or a key that could never
+//! authenticate. For `serve` it fixes glibc's mmap threshold, sets up
+//! tracing, builds the runtime and binds both listeners (a hint with each
+//! failure), runs until SIGINT or SIGTERM, removes the private directories
+//! and logs `stopped`. The server itself is the library's (`serve`).
 
 use std::process::ExitCode;
 

@@ -4,8 +4,8 @@
 //! checks the rest on the source:
 //!
 //! - inside the binary crate, each module uses only the modules its row of
-//!   [`BINARY_LAYERS`] names (the layer table of ARCHITECTURE.md, "Inside
-//!   the binary");
+//!   [`BINARY_LAYERS`] names (the layer table of ARCHITECTURE.md, "Layers
+//!   inside the binary");
 //! - the domain crate does no IO and starts no thread (a dependency the
 //!   compiler cannot refuse: `std` is always there);
 //! - no three source files or more import each other in a circle, even

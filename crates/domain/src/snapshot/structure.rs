@@ -10,6 +10,8 @@
 //! No crate fit: sonic-rs and simd-json find structure over a whole
 //! document in memory, and the load reads a window of the file (its
 //! peak must not grow with the file), so it asks where each record ends.
+//! serde_json still parses each record: the wire types keep numbers as
+//! written through its `RawValue`, which only its own deserializer fills.
 
 use crate::os;
 
