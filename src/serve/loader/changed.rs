@@ -27,6 +27,17 @@ pub struct Changes {
     pub successors: Successors,
 }
 
+impl Changes {
+    /// Nothing left, nothing new to read, no name newly unreadable: what
+    /// serves stays as it is.
+    pub fn is_idle(&self) -> bool {
+        self.removed.names.is_empty()
+            && self.unreadable.is_empty()
+            && self.to_read.is_empty()
+            && self.successors.is_empty()
+    }
+}
+
 /// Entries forgotten, and the datasets they served.
 #[derive(Default)]
 pub struct Removed {

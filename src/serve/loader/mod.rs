@@ -8,7 +8,11 @@
 //! named for it, from values to values:
 //!
 //! 1. list: `Origin::list`, the entries and their fingerprints;
-//! 2. what changed (`changed.rs`): entries gone, entries to read;
+//! 2. what changed (`changed.rs`): entries gone, entries to read. A scan
+//!    that finds nothing to publish (nothing added, removed, changed or
+//!    newly unreadable, no signature whose verdict changed) stops here: no
+//!    conflict is decided again, no catalog is made, nothing is swapped;
+//!    expiries and re-signings have been looked at;
 //! 3. fetch (`fetch.rs`): each changed entry onto local disk, in order;
 //! 4. load (`load.rs`): each built through [`crate::snapshot::load_following`]
 //!    (taking over the unchanged records of the version it replaces), small
@@ -287,9 +291,16 @@ impl Snapshots {
         // Content signed anew: what serves keeps serving, what was refused
         // is read again once its signature is accepted.
         let resigned = verify::resigned(&mut files, &present, self.origin.trust(), &self.metrics);
+        if changes.is_idle() && resigned.reread.is_empty() && !resigned.changed {
+            // Nothing to publish: no settle, no conflict decided again, no
+            // new catalog. (Expiries were looked at by the reloader, the
+            // signatures above.)
+            drop(files);
+            return Ok(self.idle(&present, report));
+        }
         let settled = self.settle(files, changes.removed, changes.unreadable, Vec::new());
         let mut to_read = changes.to_read;
-        to_read.extend(listed(&present, resigned));
+        to_read.extend(listed(&present, resigned.reread));
         to_read.extend(listed(&present, report.add(settled)));
         let mut successors = changes.successors;
 
@@ -373,6 +384,16 @@ impl Snapshots {
         }
         self.origin.polled(report.source_failed);
         Ok(report)
+    }
+
+    /// The end of a scan that found nothing to publish: an object store's
+    /// entries confirmed fresh, the poll counted.
+    fn idle(&self, present: &Listing, report: ScanReport) -> ScanReport {
+        if present.fresh {
+            files::confirm(&mut self.files(), present, SystemTime::now());
+        }
+        self.origin.polled(report.source_failed);
+        report
     }
 
     /// Steps 5 to 7 under the files lock: settles what was removed, found

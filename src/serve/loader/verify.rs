@@ -163,16 +163,20 @@ pub fn status(signed: &Signed, now: SystemTime) -> SignatureStatus {
 /// - for the content that serves, a new signature accepted is remembered;
 ///   one refused is shown and counted once, and the version keeps serving
 ///   on the signature it was accepted with.
+///
+/// An idle scan stops before settling unless this says it changed a
+/// state that conflicts are decided on ([`Resigned::changed`]).
 pub fn resigned(
     files: &mut Files,
     present: &Listing,
     trust: &Trust,
     metrics: &Metrics,
-) -> Vec<String> {
-    let mut reread = Vec::new();
+) -> Resigned {
+    let mut resigned = Resigned::default();
     if !trust.enabled() {
-        return reread;
+        return resigned;
     }
+    let reread = &mut resigned.reread;
     let mut accepted = Vec::new();
     for (name, listed) in &present.signed {
         let Some(entry) = files.get_mut(name) else {
@@ -191,7 +195,7 @@ pub fn resigned(
                     entry.fingerprint = None;
                     reread.push(name.clone());
                 }
-                Some(Err(refusal)) => refuse(name, entry, &refusal, metrics),
+                Some(Err(refusal)) => resigned.changed |= refuse(name, entry, &refusal, metrics),
                 None => {}
             }
             continue;
@@ -230,24 +234,39 @@ pub fn resigned(
                 entry.signed = Some(signed.clone());
                 accepted.push(signed);
             }
-            Err(refusal) => refuse(name, entry, &refusal, metrics),
+            Err(refusal) => resigned.changed |= refuse(name, entry, &refusal, metrics),
         }
     }
+    // A serving version re-signed may have had its refusal cleared: its
+    // claim counts as current again.
+    resigned.changed |= !accepted.is_empty();
     trust.published(&accepted);
-    reread
+    resigned
+}
+
+/// What [`resigned`] found.
+#[derive(Default)]
+pub struct Resigned {
+    /// Refused content whose verdict turned: to be read again.
+    pub reread: Vec<String>,
+    /// An entry's error or signature changed: a refusal shown (its claim
+    /// then counts as an older version's in conflicts) or a signature
+    /// accepted (to remember on disk). The scan then settles.
+    pub changed: bool,
 }
 
 /// Shows, logs and counts a refusal of `entry`'s newest content, once for
-/// the same reason.
-fn refuse(name: &str, entry: &mut FileEntry, refusal: &Refusal, metrics: &Metrics) {
+/// the same reason; whether it was new.
+fn refuse(name: &str, entry: &mut FileEntry, refusal: &Refusal, metrics: &Metrics) -> bool {
     let message = message(refusal);
     if entry.status.error.as_ref() == Some(&message) {
-        return;
+        return false;
     }
     super::files::log_rejected(name, entry, &message);
     metrics.signature_refused(refusal.kind());
     entry.status.fail(message);
     entry.status.refused = Some(refusal.kind().into());
+    true
 }
 
 /// Logs, once each, the serving versions whose signature has expired since
