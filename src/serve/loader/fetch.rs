@@ -54,7 +54,7 @@ pub enum Unfetched {
 /// Fetches each of `entries` as the iterator is advanced: the loads ask
 /// for the next entry when they can take it, so a download does not wait
 /// on disk long before its load.
-pub fn each<'a>(
+pub fn fetch_in_order<'a>(
     origin: &'a Origin,
     files: &'a Mutex<Files>,
     entries: Vec<(String, Fingerprint)>,

@@ -20,7 +20,7 @@ use crate::storage::{Fingerprint, Origin, SnapshotFile, SourceStatus, StorageErr
 use crate::store::{Dataset, Previous};
 
 /// Files at least this large load alone, on the reloader thread.
-pub const LOAD_ALONE: u64 = 16 << 20;
+pub const ALONE_FILE_BYTES: u64 = 16 << 20;
 
 /// Files fetched ahead of the workers, per worker. Only their names and
 /// paths wait in the queue; what they load goes to the batch either way.
@@ -44,7 +44,7 @@ pub struct Loading<'a> {
 }
 
 /// What reading one changed entry gave.
-pub enum Read {
+pub enum EntryRead {
     Done(Box<ReadResult>),
     /// Still being written, or changed while it was read: left for a later
     /// scan rather than judged.
@@ -56,14 +56,14 @@ pub enum Read {
 impl Loading<'_> {
     /// What an entry that was not fetched gives: a refusal for its
     /// signature is judged as a rejected load, counted here.
-    fn unfetched(&self, unfetched: Unfetched) -> Read {
+    fn unfetched(&self, unfetched: Unfetched) -> EntryRead {
         match unfetched {
-            Unfetched::Settling(name) => Read::Settling(name),
-            Unfetched::Failed(name, error) => Read::Failed(name, error),
+            Unfetched::Settling(name) => EntryRead::Settling(name),
+            Unfetched::Failed(name, error) => EntryRead::Failed(name, error),
             Unfetched::Refused(refused) => {
                 let (name, fingerprint, refusal, claims) = *refused;
                 self.metrics.signature_refused(refusal.kind());
-                Read::Done(Box::new(ReadResult {
+                EntryRead::Done(Box::new(ReadResult {
                     result: Err(SnapshotError::new(&name, verify::message(&refusal))),
                     name,
                     fingerprint,
@@ -94,7 +94,7 @@ pub struct ReadResult {
     /// What its load was counted at against the memory limit.
     pub need: u64,
     /// Refused for memory, and why.
-    pub refused: Option<Refused>,
+    pub refused: Option<MemoryRefusal>,
     /// Refused (for memory, or its signature): what it claims, read
     /// without building it, where that can be believed; its keys then
     /// answer 503 (`Dataset::refused`) and it takes part in conflicts.
@@ -106,7 +106,7 @@ pub struct ReadResult {
 }
 
 /// A load refused for memory.
-pub struct Refused {
+pub struct MemoryRefusal {
     /// What the load would have been counted at.
     pub need: u64,
 }
@@ -121,11 +121,11 @@ pub struct Refused {
 pub const CLAIMS_MAX_VALUE: usize = 4 << 20;
 
 /// A load finished on a worker, to be judged, with what it was counted at.
-type Finished = (Fetched, u64, Built);
+type Finished = (Fetched, u64, BuildResult);
 
 /// What a load gave, and under `--trust-key` the SHA-256 of the bytes it
 /// read (hashed as it read them: `SnapshotFile::digesting`).
-pub struct Built {
+pub struct BuildResult {
     pub result: Result<Loaded, SnapshotError>,
     pub sha256: Option<std::io::Result<String>>,
 }
@@ -136,7 +136,7 @@ pub struct Built {
 /// the loads finish; an entry is fetched once the one before it is queued
 /// or loaded, and a large one loads only once every load before it is
 /// judged (and so may have settled).
-pub fn spread<'scope, 'env, F>(
+pub fn load_on_cores<'scope, 'env, F>(
     scope: &'scope Scope<'scope, 'env>,
     fetched: F,
     loading: &'env Loading<'env>,
@@ -178,7 +178,7 @@ where
     }
 }
 
-/// The loads of one round of a scan, as an iterator ([`spread`]).
+/// The loads of one round of a scan, as an iterator ([`load_on_cores`]).
 pub struct Loads<'env, F> {
     fetched: F,
     loading: &'env Loading<'env>,
@@ -198,9 +198,9 @@ impl<F> Iterator for Loads<'_, F>
 where
     F: Iterator<Item = Result<Fetched, Unfetched>>,
 {
-    type Item = Read;
+    type Item = EntryRead;
 
-    fn next(&mut self) -> Option<Read> {
+    fn next(&mut self) -> Option<EntryRead> {
         loop {
             if self.alone.is_some() {
                 if self.in_flight > 0
@@ -243,7 +243,7 @@ where
                 Err((need, refused)) => return Some(self.loading.refuse(fetched, need, refused)),
             };
             match &self.jobs {
-                Some(jobs) if fetched.local.len < LOAD_ALONE => {
+                Some(jobs) if fetched.local.len < ALONE_FILE_BYTES => {
                     if jobs.send((fetched, need)).is_err() {
                         // The workers are gone: fetch nothing more.
                         self.fetching = false;
@@ -260,7 +260,7 @@ where
 impl<F> Loads<'_, F> {
     /// Judges one finished load, waiting for it if `wait`; `None` if there
     /// was none (none is in flight any more if the workers are gone).
-    fn take(&mut self, wait: bool) -> Option<Read> {
+    fn take(&mut self, wait: bool) -> Option<EntryRead> {
         let next = if wait {
             self.finished.recv().ok()
         } else {
@@ -303,7 +303,7 @@ impl Loading<'_> {
     /// A fetched entry refused for memory, judged with what it claims.
     /// Under `--trust-key` its claims count only as far as its accepted
     /// statement vouches for them (its bytes are not hashed unbuilt).
-    fn refuse(&self, fetched: Fetched, need: u64, refused: SnapshotError) -> Read {
+    fn refuse(&self, fetched: Fetched, need: u64, refused: SnapshotError) -> EntryRead {
         let file = fetched.snapshot_file();
         let claims =
             snapshot::claims(&fetched.local.label, &file, CLAIMS_MAX_VALUE).and_then(|claims| {
@@ -312,16 +312,16 @@ impl Loading<'_> {
                     None => Some(claims.refused()),
                 }
             });
-        let built = Built {
+        let built = BuildResult {
             result: Err(refused),
             sha256: None,
         };
-        self.judge(fetched, 0, built, Some((Refused { need }, claims)))
+        self.judge(fetched, 0, built, Some((MemoryRefusal { need }, claims)))
     }
 
     /// Loads a fetched entry (on any thread), hashing what it reads where
     /// a signature names the bytes.
-    fn load(&self, fetched: &Fetched) -> Built {
+    fn load(&self, fetched: &Fetched) -> BuildResult {
         let local = &fetched.local;
         let mut file = fetched.snapshot_file();
         if fetched.signed.is_some() {
@@ -339,7 +339,7 @@ impl Loading<'_> {
         seam::at(seam::Step::Load);
         let result =
             load_logging_progress(&local.label, &file, previous, fetched.started, self.metrics);
-        Built {
+        BuildResult {
             sha256: file.sha256(),
             result,
         }
@@ -351,9 +351,9 @@ impl Loading<'_> {
         &self,
         fetched: Fetched,
         need: u64,
-        built: Built,
-        refused: Option<(Refused, Option<Dataset>)>,
-    ) -> Read {
+        built: BuildResult,
+        refused: Option<(MemoryRefusal, Option<Dataset>)>,
+    ) -> EntryRead {
         let Fetched {
             name,
             fingerprint,
@@ -384,18 +384,18 @@ impl Loading<'_> {
         {
             // It keeps serving: if its fragments were let go for the load
             // that failed, they are made again.
-            super::warm::again(&previous);
+            super::warm::remake_fragments(&previous);
         }
         seam::at(seam::Step::Judge);
         if !self.origin.unchanged(&name, &fingerprint) {
             // Read again later: no longer counted.
             self.ledger.settled(need, None);
-            return Read::Settling(name);
+            return EntryRead::Settling(name);
         }
         let (source, bytes) = (local.source.clone(), local.len);
         self.origin.loaded(&name, local, result.is_ok());
         let (refused, claims) = refused.map_or((None, None), |(r, c)| (Some(r), c));
-        Read::Done(Box::new(ReadResult {
+        EntryRead::Done(Box::new(ReadResult {
             name,
             fingerprint,
             bytes,

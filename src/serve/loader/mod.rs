@@ -50,13 +50,13 @@ use std::time::{Duration, Instant as Clock, SystemTime};
 use crate::metrics::{Fleet, Metrics};
 use crate::storage::{Fingerprint, ListError, Listing, Origin};
 use crate::store::{Dataset, Store};
-use batch::{Batch, SETTLE_SHARE};
+use batch::{SETTLE_SHARE, SettleBatch};
 use changed::Removed;
 pub use files::FileStatus;
 use files::Files;
 use limit::Ledger;
 pub use limit::{MemoryLimit, PROCESS_BYTES, SizeError, parse_bytes, resident_bytes};
-use load::{Loading, Read, ReadResult};
+use load::{EntryRead, Loading, ReadResult};
 use portfolio_wire::status::Residency;
 use resident::Resident;
 use settle::Settled;
@@ -254,7 +254,7 @@ impl Snapshots {
 
     /// Loads new and changed files, forgets deleted ones, and publishes the
     /// result. Files whose content did not change are not read again. A
-    /// file of `LOAD_ALONE` (16 MiB) or more loads alone and is
+    /// file of `ALONE_FILE_BYTES` (16 MiB) or more loads alone and is
     /// published (one swap, with the small files read before it) as soon
     /// as it is built, so a replaced dataset is freed before the next file
     /// is read and at most one large dataset that does not serve exists at
@@ -329,7 +329,7 @@ impl Snapshots {
             ledger: &self.ledger,
             precompress: self.precompress,
         };
-        let mut batch = Batch::default();
+        let mut batch = SettleBatch::default();
         // What settling cost last time: it grows with the workspaces
         // serving, and a batch waits at least a few times as long, so that
         // settling stays a small share of a scan however many there are.
@@ -338,10 +338,11 @@ impl Snapshots {
             let round = std::mem::take(&mut to_read);
             std::thread::scope(|scope| {
                 // 3. Fetch, 4. load.
-                let fetched = fetch::each(&self.origin, &self.files, round, &present.signed);
-                for read in load::spread(scope, fetched, &loading) {
+                let fetched =
+                    fetch::fetch_in_order(&self.origin, &self.files, round, &present.signed);
+                for read in load::load_on_cores(scope, fetched, &loading) {
                     match read {
-                        Read::Done(result) => {
+                        EntryRead::Done(result) => {
                             batch.add(*result);
                             // 5 to 7 (`settle_read`).
                             if batch.is_full(SETTLE_SHARE * settled_in) {
@@ -351,8 +352,8 @@ impl Snapshots {
                                 to_read.extend(listed(&present, report.add(settled)));
                             }
                         }
-                        Read::Settling(name) => report.settling.push(name),
-                        Read::Failed(name, error) => {
+                        EntryRead::Settling(name) => report.settling.push(name),
+                        EntryRead::Failed(name, error) => {
                             report.source_failed |= error.kind.backs_off();
                             files::fetch_failed(&mut self.files(), &name, error);
                         }
@@ -414,7 +415,7 @@ impl Snapshots {
         let mut loaded: Vec<&str> = settled.loaded.iter().map(|(n, _)| n.as_str()).collect();
         let mut repacks = warm::Repacks::default();
         if let Some(resident) = &self.resident {
-            repacks = hollow::out(
+            repacks = hollow::hollow_loaded(
                 &mut files,
                 &settled,
                 resident,
@@ -423,7 +424,7 @@ impl Snapshots {
             );
             loaded.clear();
         }
-        repacks.add(warm::up(
+        repacks.add(warm::start_warming(
             &mut files,
             loaded,
             &settled.restored,

@@ -41,7 +41,7 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use super::bound::{self, LoadBound};
 use super::demand::{self, Demanded};
-pub use super::demand::{Kept, Unavailable};
+pub use super::demand::{KeptCopy, Unavailable};
 use crate::metrics::Metrics;
 use crate::storage::Origin;
 use crate::store::Dataset;
@@ -164,7 +164,7 @@ pub struct Resident {
     origin: Arc<Origin>,
     /// Where each version that serves lies, by fingerprint; the scan
     /// keeps it current ([`Resident::kept_at`], [`Resident::forget`]).
-    kept: Mutex<FxHashMap<u64, Kept>>,
+    kept: Mutex<FxHashMap<u64, KeptCopy>>,
     /// The heavy one, pinned in `datasets`.
     heavy: Mutex<Option<Heavy>>,
     /// Loads on demand in flight, by bytes.
@@ -541,7 +541,7 @@ impl Resident {
 
     /// The scan: `dataset` (a version just loaded, with its bytes kept at
     /// `kept`) serves from now on, resident if it `stays`.
-    pub fn loaded(&self, dataset: &Arc<Dataset>, kept: Kept, stays: bool) {
+    pub fn loaded(&self, dataset: &Arc<Dataset>, kept: KeptCopy, stays: bool) {
         lock(&self.kept).insert(dataset.fingerprint, kept);
         lock(&self.failed).remove(&dataset.fingerprint);
         if stays {
@@ -557,7 +557,7 @@ impl Resident {
 
     /// The scan: `hollow`'s version serves from now on, listed and not
     /// read: its first load fetches it from `kept`.
-    pub fn listed(&self, hollow: &Dataset, kept: Kept) {
+    pub fn listed(&self, hollow: &Dataset, kept: KeptCopy) {
         lock(&self.kept).insert(hollow.fingerprint, kept);
         lock(&self.failed).remove(&hollow.fingerprint);
     }

@@ -64,7 +64,7 @@ pub fn settle(
 }
 
 /// What [`apply`] recorded.
-struct Applied {
+struct AppliedLoads {
     /// Loaded, with how long each took in milliseconds.
     loaded: Vec<(String, u64)>,
     rejected: Vec<String>,
@@ -73,8 +73,8 @@ struct Applied {
 /// Records what each read gave. A loaded file serves its new dataset
 /// (logged once conflicts are resolved); a rejected one keeps serving its
 /// previous one, if it had one.
-fn apply(files: &mut Files, results: Vec<ReadResult>) -> Applied {
-    let mut applied = Applied {
+fn apply(files: &mut Files, results: Vec<ReadResult>) -> AppliedLoads {
+    let mut applied = AppliedLoads {
         loaded: Vec::new(),
         rejected: Vec::new(),
     };

@@ -24,8 +24,8 @@
 //! milliseconds (a tenth of a second for 100 MB of records, whose
 //! fragments it copies) until then.
 //!
-//! The scan calls `up` between settling and publishing; the load step
-//! calls [`again`] for the version that keeps serving when a load that
+//! The scan calls `start_warming` between settling and publishing; the load step
+//! calls [`remake_fragments`] for the version that keeps serving when a load that
 //! followed it fails.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -42,19 +42,20 @@ use crate::store::{Dataset, Rendered};
 /// Datasets' records smaller than this are not moved onto huge pages.
 const MIN_COLLAPSED_BYTES: usize = 4 << 20;
 
-/// A dataset whose records come to this much is warmed alone, on every
-/// core; smaller ones one per core, side by side. The loader's threshold
-/// for a file that loads alone (`load.rs`) too: at most one large
-/// packing's scratch memory at a time.
-const ALONE_BYTES: usize = 16 << 20;
+/// A dataset whose records (rendered bytes, not file bytes) come to this
+/// much is warmed alone, on every core; smaller ones one per core, side by
+/// side: at most one large packing's scratch memory at a time. The same
+/// figure as, but not the same measure as, a file that loads alone
+/// (`load::ALONE_FILE_BYTES`, bytes of the file).
+const ALONE_RECORD_BYTES: usize = 16 << 20;
 
 /// Warms what a settle is about to publish: the dataset of each file
 /// `loaded` (it won its conflicts) starts warming ([`start`]) before the
 /// publish shares it, and each older version `restored` (it serves again
 /// because the newer content lost) has the fragments made again that the
-/// load let go ([`again`]). A dataset that lost is not warmed: it never
+/// load let go ([`remake_fragments`]). A dataset that lost is not warmed: it never
 /// serves. Returns the repacks of small changes, to run once published.
-pub(super) fn up<'a>(
+pub(super) fn start_warming<'a>(
     files: &mut Files,
     loaded: impl IntoIterator<Item = &'a str>,
     restored: &[Arc<Dataset>],
@@ -76,7 +77,7 @@ pub(super) fn up<'a>(
         }
     }
     for dataset in restored {
-        again(dataset);
+        remake_fragments(dataset);
     }
     repacks
 }
@@ -158,7 +159,7 @@ pub fn start(dataset: &mut Dataset, precompress: bool) -> Repacks {
 /// Queues the making again of the gzip fragments `dataset` let go for a
 /// load that then failed (`Previous::missed`). Nobody waits for it: the
 /// dataset serves, its gzip answers compressed per request until then.
-pub fn again(dataset: &Dataset) {
+pub fn remake_fragments(dataset: &Dataset) {
     let Some((jobs, ticket)) = dataset.warm_again() else {
         return;
     };
@@ -261,7 +262,7 @@ fn work(rx: &Mutex<mpsc::Receiver<Task>>) {
     loop {
         let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
         let Ok(task) = next else { return };
-        let alone = task.bytes >= ALONE_BYTES;
+        let alone = task.bytes >= ALONE_RECORD_BYTES;
         let threads = if alone { os::cores() } else { 1 };
         {
             let _shared = (!alone).then(|| ALONE.read().unwrap_or_else(|p| p.into_inner()));

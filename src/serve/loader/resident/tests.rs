@@ -64,7 +64,7 @@ fn serves(
     let path = write_snapshot(dir, name, &format!("ws-{name}"), tasks);
     let loaded = super::super::load::on_demand(name, &path, None, &resident.metrics).unwrap();
     let full = Arc::new(loaded.dataset);
-    let kept = Kept::File {
+    let kept = KeptCopy::File {
         path: kept.unwrap_or(path),
         label: name.to_owned(),
         listed: false,
