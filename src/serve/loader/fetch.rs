@@ -90,7 +90,7 @@ fn fetch(
     };
     match origin.fetch(&name, &fingerprint, plain) {
         Fetch::Ready(local) => {
-            let file = match opened(&local) {
+            let file = match crate::serve::build::opened(&local) {
                 Ok(file) => file,
                 Err(error) => {
                     let error = StorageError::new(
@@ -135,15 +135,6 @@ fn fetch(
         }
         Fetch::Settling => Err(Unfetched::Settling(name)),
         Fetch::Failed(error) => Err(Unfetched::Failed(name, error)),
-    }
-}
-
-/// The file `local` holds, opened once: as the source opened it (a
-/// directory's file or its private copy), or a download's path now.
-pub fn opened(local: &Local) -> std::io::Result<Arc<OpenFile>> {
-    match &local.file {
-        Some(file) => Ok(Arc::clone(file)),
-        None => OpenFile::open(&local.path).map(Arc::new),
     }
 }
 

@@ -15,9 +15,9 @@ use std::sync::Arc;
 use rustc_hash::FxHashSet;
 
 use super::files::Files;
-use super::resident::{KeptCopy, Resident};
 use super::settle::Settled;
-use super::warm::Repacks;
+use crate::serve::build::warming::Repacks;
+use crate::serve::residency::{KeptCopy, Resident};
 use crate::storage::Origin;
 use crate::store::Dataset;
 
@@ -87,7 +87,7 @@ pub fn hollow_loaded(
         let stays = was_resident.contains(full.workspace_id.as_str());
         if stays && let Some(dataset) = Arc::get_mut(&mut full) {
             // Not shared yet: the catalog shares the hollow one.
-            repacks.add(super::warm::start(dataset, precompress));
+            repacks.add(crate::serve::build::warming::start(dataset, precompress));
         }
         resident.loaded(&full, kept, stays);
         entry.dataset = Some(hollow);

@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::thread::Scope;
-use std::time::{Duration, Instant as Clock};
+use std::time::Duration;
 
 use super::fetch::{Fetched, Unfetched};
 use super::limit::{Ledger, MemoryLimit, json_bytes};
@@ -17,7 +17,7 @@ use crate::metrics::Metrics;
 use crate::snapshot::{self, Loaded, SnapshotError};
 use crate::storage::trust::Signed;
 use crate::storage::{Fingerprint, Origin, SnapshotFile, SourceStatus, StorageError};
-use crate::store::{Dataset, Previous};
+use crate::store::Dataset;
 
 /// Files at least this large load alone, on the reloader thread.
 pub const ALONE_FILE_BYTES: u64 = 16 << 20;
@@ -337,8 +337,13 @@ impl Loading<'_> {
         }
         let previous = fetched.previous.clone();
         seam::at(seam::Step::Load);
-        let result =
-            load_logging_progress(&local.label, &file, previous, fetched.started, self.metrics);
+        let result = crate::serve::build::following(
+            &local.label,
+            &file,
+            previous,
+            fetched.started,
+            self.metrics,
+        );
         BuildResult {
             sha256: file.sha256(),
             result,
@@ -384,7 +389,7 @@ impl Loading<'_> {
         {
             // It keeps serving: if its fragments were let go for the load
             // that failed, they are made again.
-            super::warm::remake_fragments(&previous);
+            crate::serve::build::warming::remake_fragments(&previous);
         }
         seam::at(seam::Step::Judge);
         if !self.origin.unchanged(&name, &fingerprint) {
@@ -417,45 +422,6 @@ impl Fetched {
         let local = &self.local;
         SnapshotFile::opened(Arc::clone(&self.file), &local.path, &local.label)
     }
-}
-
-/// Loads the kept bytes of a workspace that is not resident
-/// (`resident.rs`): nothing to take over, logged like any load. With
-/// `signed`, the bytes it reads are hashed as it reads them and must be
-/// content that signature names.
-pub(super) fn on_demand(
-    label: &str,
-    path: &std::path::Path,
-    signed: Option<&Signed>,
-    metrics: &Metrics,
-) -> Result<Loaded, SnapshotError> {
-    let opened = crate::storage::OpenFile::open(path)
-        .map_err(|e| SnapshotError::new(label, format!("cannot read {}: {e}", path.display())))?;
-    on_demand_opened(label, Arc::new(opened), path, signed, metrics)
-}
-
-/// [`on_demand`] of a file already open (at `path`).
-pub(super) fn on_demand_opened(
-    label: &str,
-    opened: Arc<crate::storage::OpenFile>,
-    path: &std::path::Path,
-    signed: Option<&Signed>,
-    metrics: &Metrics,
-) -> Result<Loaded, SnapshotError> {
-    let mut file = SnapshotFile::opened(opened, path, label);
-    if signed.is_some() {
-        file = file.digesting();
-    }
-    let loaded = load_logging_progress(label, &file, None, Clock::now(), metrics)?;
-    if let Some(signed) = signed {
-        verify::read(signed, file.sha256())
-            .and_then(|()| verify::loaded(signed, &loaded.dataset))
-            .map_err(|refused| {
-                metrics.signature_refused(refused.kind());
-                SnapshotError::new(label, verify::message(&refused))
-            })?;
-    }
-    Ok(loaded)
 }
 
 /// Where a test may act between the steps of one load, on the thread that
@@ -493,98 +459,4 @@ pub(super) mod seam {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// How often a long load says how far it has come.
-const PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
-
-/// Loads a snapshot through [`snapshot::load_following`], taking over the
-/// unchanged records of `previous`; a load that takes long logs its
-/// progress every few seconds, so that it is never mistaken for a hang. On a single core the
-/// load is paced so that requests do not notice it ([`Pacer`]).
-fn load_logging_progress(
-    name: &str,
-    file: &SnapshotFile,
-    previous: Option<Arc<Dataset>>,
-    started: Clock,
-    metrics: &Metrics,
-) -> Result<snapshot::Loaded, snapshot::SnapshotError> {
-    let mut last = started;
-    let mut pacer = Pacer::on_a_single_core(metrics);
-    let previous = previous.and_then(Previous::of);
-    snapshot::load_following(
-        name,
-        file,
-        previous,
-        &crate::threads::Cores,
-        &mut |collection, records| {
-            if let Some(pacer) = &mut pacer {
-                pacer.pace();
-            }
-            if last.elapsed() >= PROGRESS_INTERVAL {
-                last = Clock::now();
-                tracing::info!(
-                    file = %name,
-                    collection = collection.name(),
-                    records,
-                    elapsed_ms = started.elapsed().as_millis() as u64,
-                    "still loading"
-                );
-            }
-        },
-    )
-}
-
-/// How long the reloader works before it looks whether requests came.
-const PACE_RUN: Duration = Duration::from_micros(250);
-
-/// How long it then steps aside if they did.
-const PACE_PAUSE: Duration = Duration::from_micros(500);
-
-/// How long after the last answered request the reloader still steps
-/// aside: a slice in which the worker could answer nothing (because the
-/// reloader held the core) does not mean that no request is waiting.
-const PACE_BUSY: Duration = Duration::from_millis(2);
-
-/// Keeps a load from delaying requests when the reloader and the request
-/// worker share one core (a replica given one CPU). The reloader works in
-/// slices of [`PACE_RUN`]; after each slice, while requests were answered
-/// in the last [`PACE_BUSY`], it sleeps [`PACE_PAUSE`], so a request waits
-/// at most one slice, and under
-/// full load the reload still gets a third of the core (it takes at most
-/// about three times as long). With no requests it never pauses. With more
-/// cores the scheduler runs both at once and nothing is paced.
-struct Pacer<'m> {
-    metrics: &'m Metrics,
-    slice: Clock,
-    seen: u64,
-    /// When `seen` last changed.
-    busy_at: Option<Clock>,
-}
-
-impl<'m> Pacer<'m> {
-    fn on_a_single_core(metrics: &'m Metrics) -> Option<Pacer<'m>> {
-        let cores = crate::os::cores();
-        (cores == 1).then(|| Pacer {
-            metrics,
-            slice: Clock::now(),
-            seen: metrics.answered(),
-            busy_at: None,
-        })
-    }
-
-    fn pace(&mut self) {
-        if self.slice.elapsed() < PACE_RUN {
-            return;
-        }
-        let answered = self.metrics.answered();
-        if answered != self.seen {
-            self.seen = answered;
-            self.busy_at = Some(Clock::now());
-        }
-        if self.busy_at.is_some_and(|at| at.elapsed() < PACE_BUSY) {
-            std::thread::sleep(PACE_PAUSE);
-        }
-        self.slice = Clock::now();
-    }
 }

@@ -1,8 +1,12 @@
 //! The loader: the scan over a snapshot source ([`crate::storage::Origin`],
-//! a directory or a prefix of an object store). It knows which entries are
-//! there, what each one loaded (or why it was rejected), resolves conflicts
-//! between them and publishes the resulting catalog. How bytes arrive is
-//! storage's business; the scan only lists, fetches and loads.
+//! a directory or a prefix of an object store), and nothing else. It knows
+//! which entries are there, what each one loaded (or why it was rejected),
+//! resolves conflicts between them and publishes the resulting catalog.
+//! How bytes arrive is storage's business; the scan only lists, fetches
+//! and loads. A build from a local file and the warm-up threads are
+//! `serve::build`'s (loads on demand use them too); under a budget, what
+//! the scan publishes is handed to `serve::residency`, which this uses and
+//! which never uses this.
 //!
 //! [`Snapshots::scan`] is one pipeline, each step a function in a file
 //! named for it, from values to values:
@@ -14,20 +18,25 @@
 //!    conflict is decided again, no catalog is made, nothing is swapped;
 //!    expiries and re-signings have been looked at;
 //! 3. fetch (`fetch.rs`): each changed entry onto local disk, in order;
-//! 4. load (`load.rs`): each built through [`crate::snapshot::load_following`]
+//! 4. load (`load.rs`): each built through `serve::build::following`
 //!    (taking over the unchanged records of the version it replaces), small
-//!    files on every core;
+//!    files on every core, and judged;
 //! 5. settle (`settle.rs`): what the loads gave applied, conflicts decided,
 //!    in batches (`batch.rs`);
-//! 6. warm up (`warm.rs`): what is about to serve starts warming;
+//! 6. warm up (`warm.rs`; under a budget `hollow.rs`): what is about to
+//!    serve starts warming on `serve::build::warming`'s threads;
 //! 7. publish (`publish.rs`): one new catalog.
+//!
+//! Steps 5 to 7 run once for what left (and names newly unreadable)
+//! before anything is fetched: that frees memory and lets a file it
+//! conflicted with win in the same scan; then once per batch of loads (a
+//! file of 16 MiB or more alone, `batch.rs`), and once more at the end of
+//! a scan for entries whose successor did not load.
 //!
 //! It blocks; call it off the async runtime (the reloader thread does).
 
 mod batch;
-mod bound;
 mod changed;
-mod demand;
 mod fetch;
 mod files;
 mod hollow;
@@ -36,18 +45,19 @@ mod load;
 #[cfg(test)]
 mod object_store_tests;
 mod publish;
-pub mod resident;
 #[cfg(test)]
 mod seam_tests;
 mod settle;
 mod verify;
-pub mod warm;
+mod warm;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant as Clock, SystemTime};
 
 use crate::metrics::{Fleet, Metrics};
+use crate::serve::build::warming::Repacks;
+use crate::serve::residency::Resident;
 use crate::storage::{Fingerprint, ListError, Listing, Origin};
 use crate::store::{Dataset, Store};
 use batch::{SETTLE_SHARE, SettleBatch};
@@ -58,7 +68,6 @@ use limit::Ledger;
 pub use limit::{MemoryLimit, PROCESS_BYTES, SizeError, parse_bytes, resident_bytes};
 use load::{EntryRead, Loading, ReadResult};
 use portfolio_wire::status::Residency;
-use resident::Resident;
 use settle::Settled;
 
 /// The outcome of one scan, for logs and for the reloader.
@@ -95,8 +104,10 @@ impl ScanReport {
 
 /// Datasets replaced or unloaded. The reloader frees each one itself once
 /// no request uses it any more, so that freeing a gigabyte (and the page
-/// table work that comes with it) never falls to a request thread that
-/// happened to hold the last reference.
+/// table work that comes with it) does not fall to a request thread that
+/// happened to hold the last reference; only a request that holds one
+/// longer than [`Retired::PATIENCE`] (a slow client's long answer) is left
+/// to free it, so that the scan is never stuck behind a client.
 struct Retired(Vec<Arc<Dataset>>);
 
 impl Retired {
@@ -413,7 +424,7 @@ impl Snapshots {
         // 6. Warm up what won; with a budget, what won goes hollow in the
         // catalog first, and only what stays resident warms up.
         let mut loaded: Vec<&str> = settled.loaded.iter().map(|(n, _)| n.as_str()).collect();
-        let mut repacks = warm::Repacks::default();
+        let mut repacks = Repacks::default();
         if let Some(resident) = &self.resident {
             repacks = hollow::hollow_loaded(
                 &mut files,

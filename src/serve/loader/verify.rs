@@ -11,9 +11,8 @@ use std::time::SystemTime;
 
 use super::files::{FileEntry, Files};
 use crate::metrics::{Expiries, Metrics};
-use crate::storage::trust::{
-    Claim, Listed, Refusal, Signed, Statement, Trust, keys_digest, loaded_as_signed,
-};
+pub use crate::serve::build::signed::{loaded, message, read};
+use crate::storage::trust::{Claim, Listed, Refusal, Signed, Statement, Trust, keys_digest};
 use crate::storage::{Fingerprint, Listing, Local};
 use crate::store::Dataset;
 use crate::store::time::Instant;
@@ -69,44 +68,6 @@ pub fn rebuilt(signed: Signed, local: &Local) -> Result<Signed, Refusal> {
     }
 }
 
-/// Once loaded: whether the bytes the load read, hashed as it read them
-/// from the one file it opened (`sha256`), are content `signed` names: its
-/// stored bytes, or (a version rebuilt from a delta, or kept uncompressed)
-/// its uncompressed content. Every load under `--trust-key` passes here,
-/// whatever the path (a scan, a load on demand, a delta, the cache, a
-/// restart), so that nothing it did not hash can serve. No digest (`None`)
-/// is a refusal too: the load was not hashed.
-pub fn read(signed: &Signed, sha256: Option<std::io::Result<String>>) -> Result<(), Refusal> {
-    let read = match sha256 {
-        Some(Ok(read)) => read,
-        Some(Err(error)) => {
-            return Err(Refusal::Mismatch(format!(
-                "cannot hash what was loaded: {error}"
-            )));
-        }
-        None => return Err(Refusal::Mismatch("what was loaded was not hashed".into())),
-    };
-    let statement = signed.statement();
-    if read == statement.sha256 || statement.plain_sha256.as_deref() == Some(read.as_str()) {
-        return Ok(());
-    }
-    Err(Refusal::Mismatch(format!(
-        "the bytes loaded have SHA-256 {}, not the signed {}",
-        short(&read),
-        short(&statement.sha256)
-    )))
-}
-
-/// Once loaded: whether the dataset is what its signature names.
-pub fn loaded(signed: &Signed, dataset: &Dataset) -> Result<(), Refusal> {
-    let keys: Vec<String> = dataset
-        .key_hashes
-        .iter()
-        .map(crate::store::key::to_hex)
-        .collect();
-    loaded_as_signed(signed, &dataset.workspace_id, &dataset.version, &keys)
-}
-
 /// What a version refused for its signature claims, as a refused hollow
 /// dataset (`Dataset::refused`), so that its keys are told the workspace
 /// is unavailable (503) rather than that they are wrong (401), and it
@@ -136,11 +97,6 @@ pub fn vouched(statement: &Statement, claims: Dataset) -> Option<Dataset> {
     let named =
         claims.workspace_id == statement.workspace && keys_digest(&keys) == statement.keys_sha256;
     named.then(|| claims.refused())
-}
-
-/// The message a refused version is rejected with.
-pub fn message(refusal: &Refusal) -> String {
-    format!("signature refused ({}): {refusal}", refusal.kind())
 }
 
 /// What `/snapshots` shows of an accepted signature.

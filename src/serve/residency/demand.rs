@@ -1,4 +1,4 @@
-//! One load on demand (`resident.rs` decides when): the version a hollow
+//! One load on demand (`mod.rs` decides when): the version a hollow
 //! dataset names, built from where its bytes are kept, and warming
 //! started (its gzip fragments follow in the background, as after a
 //! reload). Anything but exactly that version is refused.
@@ -14,13 +14,13 @@
 //! accepted for its version, and a load on demand is held to it as a scan's
 //! load is: a delta is applied only to rebuild the content that signature
 //! names, and the bytes the load reads are hashed as it reads them and must
-//! be that content (`verify::read`), whatever the manifest says by then.
+//! be that content (`serve::build::signed::read`), whatever the manifest says by then.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::load;
 use crate::metrics::Metrics;
+use crate::serve::build;
 use crate::snapshot::Loaded;
 use crate::storage::trust::Signed;
 use crate::storage::{Fetch, Fingerprint, OpenFile, Origin};
@@ -102,7 +102,7 @@ pub fn load(
             ..
         } => match OpenFile::open(path) {
             Ok(file) => {
-                let loaded = load::on_demand_opened(label, Arc::new(file), path, signed, metrics)
+                let loaded = build::from_opened(label, Arc::new(file), path, signed, metrics)
                     .map_err(|e| cannot(e.to_string()))?;
                 (loaded, None)
             }
@@ -140,7 +140,7 @@ pub fn load(
                 Fetch::Failed(error) => return Err(cannot(error.message)),
             };
             let label = local.label.clone();
-            let loaded = load::on_demand(&label, &local.path, signed, metrics);
+            let loaded = build::from_file(&label, &local.path, signed, metrics);
             let ok = loaded.as_ref().is_ok_and(|l| {
                 l.dataset.workspace_id == *workspace && l.dataset.version == *version
             });
@@ -174,7 +174,7 @@ pub fn load(
         )));
     }
     Ok(Demanded {
-        dataset: super::warm::start_on_demand(dataset, precompress),
+        dataset: build::warming::start_on_demand(dataset, precompress),
         kept: now_kept,
     })
 }
@@ -200,14 +200,14 @@ fn copy_again(
         Fetch::Failed(error) => return Err(error.message),
     };
     let label = local.label.clone();
-    let file = match super::fetch::opened(&local) {
+    let file = match build::opened(&local) {
         Ok(file) => file,
         Err(error) => {
             origin.loaded(name, local, false);
             return Err(error.to_string());
         }
     };
-    let loaded = load::on_demand_opened(&label, file, &local.path, signed, metrics);
+    let loaded = build::from_opened(&label, file, &local.path, signed, metrics);
     let loaded = match loaded {
         Ok(loaded) if loaded.dataset.fingerprint == hollow.fingerprint => loaded,
         Ok(loaded) => {

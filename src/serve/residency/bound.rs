@@ -14,7 +14,6 @@
 use tokio::sync::{Semaphore, SemaphorePermit};
 
 use super::demand::KeptCopy;
-use super::limit;
 use crate::storage::Fingerprint;
 
 /// The share of the budget that loads in flight may take at once: a
@@ -80,7 +79,7 @@ pub fn estimate(kept: &KeptCopy) -> u64 {
             (len, name.clone())
         }
     };
-    limit::build_estimate(len, name.ends_with(".gz"))
+    crate::serve::build::estimate(len, name.ends_with(".gz"))
 }
 
 #[cfg(test)]

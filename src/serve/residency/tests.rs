@@ -62,7 +62,7 @@ fn serves(
     stays: bool,
 ) -> Arc<Dataset> {
     let path = write_snapshot(dir, name, &format!("ws-{name}"), tasks);
-    let loaded = super::super::load::on_demand(name, &path, None, &resident.metrics).unwrap();
+    let loaded = crate::serve::build::from_file(name, &path, None, &resident.metrics).unwrap();
     let full = Arc::new(loaded.dataset);
     let kept = KeptCopy::File {
         path: kept.unwrap_or(path),
