@@ -3,7 +3,7 @@
 //! (`serve::residency`) both build through. It streams the file through
 //! [`snapshot::load_following`] on every core ([`crate::threads::Cores`]),
 //! logs the progress of a long load, paces it on a single core so that
-//! requests do not notice it ([`Pacer`]), and, under `--trust-key`, holds
+//! requests do not notice it (`Pacer`), and, under `--trust-key`, holds
 //! what it read to the signature it was accepted with (`signed.rs`). What
 //! a build costs in memory is estimated here too, for the memory limit
 //! and for the bound of loads on demand. The warm-up threads that make a
@@ -90,7 +90,7 @@ const PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
 /// Loads a snapshot through [`snapshot::load_following`], taking over the
 /// unchanged records of `previous`; a load that takes long logs its
 /// progress every few seconds, so that it is never mistaken for a hang. On a single core the
-/// load is paced so that requests do not notice it ([`Pacer`]).
+/// load is paced so that requests do not notice it (`Pacer`).
 pub fn following(
     name: &str,
     file: &SnapshotFile,
