@@ -45,7 +45,7 @@ fn fixture() -> Fixture {
     let started = std::time::Instant::now();
     let mut dataset = load_snapshot("bench.json", &json).expect("load").dataset;
     let loaded = started.elapsed();
-    portfolio_replica::serve::loader::warm::start(&mut dataset, true).run();
+    portfolio_replica::serve::build::warming::start(&mut dataset, true).run();
     dataset.wait_warmed();
     eprintln!(
         "fixture: {} MB loaded in {loaded:.2?}, precompressed {:.2?} later into {} MB of fragments",

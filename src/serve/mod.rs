@@ -17,10 +17,12 @@
 //! tools are in [`crate::tools`].
 
 pub mod api;
+pub mod build;
 pub mod loader;
 pub mod ops;
 pub mod reload;
 pub mod reply;
+pub mod residency;
 pub mod server;
 
 use std::future::Future;
@@ -71,7 +73,7 @@ pub async fn run(
     // demand in flight must fit, with room left for the catalog, which the
     // scan counts as it reads it (about 4 KiB a workspace).
     if let (Some(budget), Some(limit)) = (config.memory_budget, memory.bytes()) {
-        let in_flight = loader::resident::in_flight_bound(budget);
+        let in_flight = residency::in_flight_bound(budget);
         let needs = loader::PROCESS_BYTES + budget + in_flight;
         if needs >= limit {
             anyhow::bail!(
@@ -96,7 +98,7 @@ pub async fn run(
     .map_err(|e| anyhow::Error::msg(e.to_string()))?;
     let origin = Arc::new(origin);
     let resident = config.memory_budget.map(|budget| {
-        Arc::new(loader::resident::Resident::new(
+        Arc::new(residency::Resident::new(
             budget,
             config.precompress,
             Arc::clone(&metrics),

@@ -193,9 +193,9 @@ fn run(
     // When the next poll is due (with `--poll-interval` or object storage).
     let mut poll_at: Option<Instant> = None;
     // Events not scanned yet.
-    let mut pending: Option<Burst> = None;
+    let mut pending: Option<EventBurst> = None;
     loop {
-        let debounced = pending.as_ref().map(Burst::due);
+        let debounced = pending.as_ref().map(EventBurst::due);
         let poll_due = poll.map(|interval| {
             *poll_at.get_or_insert_with(|| Instant::now() + snapshots.origin().next_poll(interval))
         });
@@ -243,7 +243,7 @@ fn run(
 
 /// Takes in one message other than `Stop`: file events join the pending
 /// burst; whether it asks for a scan now (`Rescan`).
-fn take(snapshots: &Snapshots, message: Message, pending: &mut Option<Burst>) -> bool {
+fn take(snapshots: &Snapshots, message: Message, pending: &mut Option<EventBurst>) -> bool {
     let rename = match message {
         Message::Rescan => return true,
         Message::Stop => return false,
@@ -254,7 +254,7 @@ fn take(snapshots: &Snapshots, message: Message, pending: &mut Option<Burst>) ->
         }
     };
     let at = Instant::now();
-    let burst = pending.get_or_insert(Burst {
+    let burst = pending.get_or_insert(EventBurst {
         first: at,
         last: at,
         renames_only: true,
@@ -265,14 +265,14 @@ fn take(snapshots: &Snapshots, message: Message, pending: &mut Option<Burst>) ->
 }
 
 /// File events not scanned yet.
-struct Burst {
+struct EventBurst {
     first: Instant,
     last: Instant,
     /// Whether every one was a rename into place.
     renames_only: bool,
 }
 
-impl Burst {
+impl EventBurst {
     /// When to scan: once the events pause, briefly after renames alone
     /// (whole files), longer after writes in place; and not later than
     /// [`DEBOUNCE_AT_MOST`] after the first.

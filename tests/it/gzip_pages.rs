@@ -276,7 +276,7 @@ fn load(path: &Path) -> Dataset {
     let mut dataset = portfolio_replica::snapshot::load("gzip.json", &bytes)
         .expect("load")
         .dataset;
-    portfolio_replica::serve::loader::warm::start(&mut dataset, true).run();
+    portfolio_replica::serve::build::warming::start(&mut dataset, true).run();
     dataset.wait_warmed();
     dataset
 }
@@ -437,7 +437,7 @@ fn every_page_of_a_companys_meetings_is_assembled_from_its_chain() {
     let mut ds = portfolio_replica::snapshot::load("meetings.json", &bytes)
         .expect("load")
         .dataset;
-    portfolio_replica::serve::loader::warm::start(&mut ds, true).run();
+    portfolio_replica::serve::build::warming::start(&mut ds, true).run();
     ds.wait_warmed();
     let page = |limit, offset| OffsetPage { limit, offset };
     for c in 1..=3 {

@@ -37,8 +37,8 @@ pub use error::ApiError;
 pub use query::Query;
 
 use crate::metrics::Metrics;
-use crate::serve::loader::resident::{Resident, Unavailable};
 use crate::serve::reply::json;
+use crate::serve::residency::{Resident, Unavailable};
 use crate::store::id::parse_id;
 use crate::store::{Body, Dataset, OffsetPage, Store};
 pub use routes::Route;

@@ -4,7 +4,8 @@
 
 use std::time::{Duration, Instant as Clock};
 
-use super::load::{LOAD_ALONE, ReadResult};
+use super::load::ReadResult;
+use crate::storage::LARGE_SNAPSHOT_FILE_BYTES;
 
 /// A batch settles once its files add up to this many bytes: what is read
 /// but not yet serving stays bounded (docs/reload.md#memory).
@@ -19,18 +20,18 @@ pub const SETTLE_SHARE: u32 = 4;
 
 /// Files read and not yet settled.
 #[derive(Default)]
-pub struct Batch {
+pub struct SettleBatch {
     results: Vec<ReadResult>,
     bytes: u64,
     since: Option<Clock>,
-    /// It holds a file that loaded alone ([`LOAD_ALONE`]).
+    /// It holds a file that loaded alone ([`LARGE_SNAPSHOT_FILE_BYTES`]).
     large: bool,
 }
 
-impl Batch {
+impl SettleBatch {
     pub fn add(&mut self, result: ReadResult) {
         self.bytes += result.bytes;
-        self.large |= result.bytes >= LOAD_ALONE;
+        self.large |= result.bytes >= LARGE_SNAPSHOT_FILE_BYTES;
         self.since.get_or_insert_with(Clock::now);
         self.results.push(result);
     }
@@ -86,30 +87,30 @@ mod tests {
 
     #[test]
     fn a_file_that_loaded_alone_settles_at_once() {
-        let mut batch = Batch::default();
+        let mut batch = SettleBatch::default();
         batch.add(read(1 << 20));
         assert!(!batch.is_full(PATIENT), "a small file waits for more");
-        batch.add(read(LOAD_ALONE));
+        batch.add(read(LARGE_SNAPSHOT_FILE_BYTES));
         assert!(batch.is_full(PATIENT), "a large file does not wait");
         assert_eq!(batch.take().len(), 2, "it settles with the small one");
         assert!(!batch.is_full(PATIENT), "an empty batch never settles");
 
-        // Between LOAD_ALONE and BATCH_BYTES too (it used to wait).
+        // Between LARGE_SNAPSHOT_FILE_BYTES and BATCH_BYTES too (it used to wait).
         batch.add(read(BATCH_BYTES - 1));
         assert!(batch.is_full(PATIENT));
     }
 
     #[test]
     fn small_files_settle_by_bytes_or_by_time() {
-        let mut batch = Batch::default();
-        for _ in 0..(BATCH_BYTES / (LOAD_ALONE - 1)) {
-            batch.add(read(LOAD_ALONE - 1));
+        let mut batch = SettleBatch::default();
+        for _ in 0..(BATCH_BYTES / (LARGE_SNAPSHOT_FILE_BYTES - 1)) {
+            batch.add(read(LARGE_SNAPSHOT_FILE_BYTES - 1));
             assert!(!batch.is_full(PATIENT));
         }
-        batch.add(read(LOAD_ALONE - 1));
+        batch.add(read(LARGE_SNAPSHOT_FILE_BYTES - 1));
         assert!(batch.is_full(PATIENT), "{} bytes", batch.bytes);
 
-        let mut batch = Batch::default();
+        let mut batch = SettleBatch::default();
         batch.add(read(1));
         std::thread::sleep(BATCH_WAIT);
         assert!(batch.is_full(Duration::ZERO), "waited BATCH_WAIT");

@@ -16,7 +16,7 @@ use crate::store::Dataset;
 pub type Successors = HashMap<String, String>;
 
 /// What the listing changed.
-pub struct Changes {
+pub struct ListingChanges {
     /// Entries forgotten: gone, with no listed name that may succeed them.
     pub removed: Removed,
     /// Names listed that cannot be read (already rejected in their entry).
@@ -25,6 +25,17 @@ pub struct Changes {
     pub to_read: Vec<(String, EntryStamp)>,
     /// Entries gone that serve on until their successor loads.
     pub successors: Successors,
+}
+
+impl ListingChanges {
+    /// Nothing left, nothing new to read, no name newly unreadable: what
+    /// serves stays as it is.
+    pub fn is_idle(&self) -> bool {
+        self.removed.names.is_empty()
+            && self.unreadable.is_empty()
+            && self.to_read.is_empty()
+            && self.successors.is_empty()
+    }
 }
 
 /// Entries forgotten, and the datasets they served.
@@ -37,13 +48,13 @@ pub struct Removed {
 /// Compares the listing with what was read before: forgets the entries
 /// gone (but those that may have a successor), rejects the names that
 /// cannot be read, and says what to read.
-pub fn what_changed(files: &mut Files, present: &Listing) -> Changes {
+pub fn what_changed(files: &mut Files, present: &Listing) -> ListingChanges {
     let successors = successors(files, present);
     let removed = forget(files, |name| {
         present.contains(name) || successors.contains_key(name)
     });
     let (to_read, unreadable) = changed_files(files, present);
-    Changes {
+    ListingChanges {
         removed,
         unreadable,
         to_read,

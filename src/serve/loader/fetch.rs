@@ -55,7 +55,7 @@ pub enum Unfetched {
 /// Fetches each of `entries` as the iterator is advanced: the loads ask
 /// for the next entry when they can take it, so a download does not wait
 /// on disk long before its load.
-pub fn each<'a>(
+pub fn fetch_in_order<'a>(
     origin: &'a StorageOrigin,
     files: &'a Mutex<Files>,
     entries: Vec<(String, EntryStamp)>,
@@ -91,7 +91,7 @@ fn fetch(
     };
     match origin.fetch(&name, &fingerprint, plain) {
         Fetch::Ready(local) => {
-            let file = match opened(&local) {
+            let file = match crate::serve::build::opened(&local) {
                 Ok(file) => file,
                 Err(error) => {
                     let error = StorageError::new(
@@ -136,15 +136,6 @@ fn fetch(
         }
         Fetch::Settling => Err(Unfetched::Settling(name)),
         Fetch::Failed(error) => Err(Unfetched::Failed(name, error)),
-    }
-}
-
-/// The file `local` holds, opened once: as the source opened it (a
-/// directory's file or its private copy), or a download's path now.
-pub fn opened(local: &FetchedFile) -> std::io::Result<Arc<OpenFile>> {
-    match &local.file {
-        Some(file) => Ok(Arc::clone(file)),
-        None => OpenFile::open(&local.path).map(Arc::new),
     }
 }
 

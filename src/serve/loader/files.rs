@@ -3,6 +3,28 @@
 //! `/metrics` show of it. The scan's steps change it (`changed`, `settle`,
 //! `warm`); the functions here read it for `/metrics`, and record what a
 //! scan learns besides (a download that failed, a listing that confirms).
+//!
+//! The states a file can be in, and what says so (still fields of one
+//! [`FileEntry`]; an enum with the data of each state is yet to come):
+//!
+//! | state | what holds it |
+//! | --- | --- |
+//! | to read | `fingerprint` is `None` (new, refused content that may fit, a failed download, a conflict's loser after a removal) |
+//! | serving | `dataset` (not refused), no `status.error` |
+//! | rejected, the previous version serving | `dataset` (not refused) and `status.error` |
+//! | rejected, serving nothing | no `dataset`, `status.error` |
+//! | lost a conflict | `conflict`, `lost` (its content's claim); `dataset` the version restored, if any |
+//! | refused for memory | `refused` (the bytes it needs); `dataset` its claims (refused, hollow) unless a version serves |
+//! | settling (within one settle only) | `previous`: the [`Replaced`] version, restored or retired before the settle ends |
+//!
+//! The transitions a settle makes are methods here: [`FileEntry::read`]
+//! (a content read: what an earlier one claimed or was refused for no
+//! longer counts), [`FileEntry::serve_loaded`] (into settling),
+//! [`FileEntry::lose`] (lost a conflict), [`FileEntry::restore`] (the
+//! replaced version serves again), [`FileEntry::unserve`]; also
+//! [`refused_that_fit`] (refused for memory → to read) and
+//! [`fetch_failed`] (→ to read, the download's error shown). An entry
+//! gone from the listing is forgotten (`changed.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -35,11 +57,11 @@ pub struct FileEntry {
     /// so that the rule does not depend on the order files were read.
     pub lost: Option<Lost>,
     /// While a scan settles a newly loaded dataset: the one it replaces,
-    /// with the status and age that went with it, restored if the new one
-    /// loses a conflict and the old one does not.
+    /// with what went with it, restored if the new one loses a conflict
+    /// and the old one does not.
     /// (Boxed: a first scan of thousands of files holds an entry each,
     /// and this is needed only while one settles.)
-    pub previous: Option<Box<(Arc<Dataset>, FileStatus, SystemTime)>>,
+    pub previous: Option<Box<Replaced>>,
     /// Object storage: why the content the listing names could not be
     /// downloaded, and since when; cleared by the next download.
     pub source_error: Option<(StorageError, String)>,
@@ -54,8 +76,15 @@ pub struct FileEntry {
     /// with, and whether its expiry has been logged.
     pub signed: Option<Signed>,
     pub expiry_logged: bool,
-    /// The signature that goes with `previous` while a scan settles.
-    pub previous_signed: Option<Signed>,
+}
+
+/// The version a newly loaded dataset replaces, while a scan settles: all
+/// that goes back if it is restored.
+pub struct Replaced {
+    pub dataset: Arc<Dataset>,
+    pub status: FileStatus,
+    pub written: SystemTime,
+    pub signed: Option<Signed>,
 }
 
 impl FileEntry {
@@ -73,8 +102,73 @@ impl FileEntry {
             refused: None,
             signed: None,
             expiry_logged: false,
-            previous_signed: None,
         }
+    }
+
+    /// Transition: a content was read (loaded or rejected). What an
+    /// earlier content claimed or was refused for no longer counts.
+    pub fn read(&mut self, fingerprint: EntryStamp) {
+        self.fingerprint = Some(fingerprint);
+        self.conflict = false;
+        self.lost = None;
+        self.refused = None;
+    }
+
+    /// Transition: a new dataset loaded and serves (until conflicts are
+    /// decided), with `status`, written at `written`, accepted on
+    /// `signed`; the version it replaces is kept aside ([`Replaced`]).
+    pub fn serve_loaded(
+        &mut self,
+        dataset: Dataset,
+        status: FileStatus,
+        written: SystemTime,
+        signed: Option<Signed>,
+    ) {
+        let status = std::mem::replace(&mut self.status, status);
+        let written = std::mem::replace(&mut self.written, written);
+        let signed = std::mem::replace(&mut self.signed, signed);
+        self.expiry_logged = false;
+        self.previous = self.dataset.replace(Arc::new(dataset)).map(|dataset| {
+            Box::new(Replaced {
+                dataset,
+                status,
+                written,
+                signed,
+            })
+        });
+    }
+
+    /// Transition: the newly loaded content lost a conflict. Its claim is
+    /// remembered ([`Lost`]) and its dataset returned, to retire; the
+    /// version it replaced is kept aside still.
+    pub fn lose(&mut self) -> Arc<Dataset> {
+        let rejected = self.dataset.take().expect("a file that claimed");
+        self.lost = Some(Lost {
+            workspace: rejected.workspace_id.clone(),
+            keys: rejected.key_hashes.clone(),
+            written: self.written,
+        });
+        self.conflict = true;
+        rejected
+    }
+
+    /// Transition: the version kept aside serves again, as it was.
+    pub fn restore(&mut self, replaced: Replaced) {
+        self.dataset = Some(replaced.dataset);
+        self.status = replaced.status;
+        self.written = replaced.written;
+        self.signed = replaced.signed;
+    }
+
+    /// Transition: the entry serves nothing any more.
+    pub fn unserve(&mut self) {
+        self.dataset = None;
+        self.written = SystemTime::UNIX_EPOCH;
+        self.status.version = None;
+        self.status.loaded_at = None;
+        self.status.records = None;
+        self.status.serving_version = None;
+        self.status.source = None;
     }
 
     /// The status `/snapshots` shows, with the fields that depend on the

@@ -15,16 +15,16 @@ use std::sync::Arc;
 use rustc_hash::FxHashSet;
 
 use super::files::Files;
-use super::resident::{Kept, Resident};
 use super::settle::Settled;
-use super::warm::Repacks;
+use crate::serve::build::warming::Repacks;
+use crate::serve::residency::{KeptCopy, Resident};
 use crate::storage::StorageOrigin;
 use crate::store::Dataset;
 
 /// Hollows out what `settled` loaded; the ones that stay resident start
 /// warming here (their small changes' repacks returned, to run once
 /// published).
-pub fn out(
+pub fn hollow_loaded(
     files: &mut Files,
     settled: &Settled,
     resident: &Resident,
@@ -49,7 +49,7 @@ pub fn out(
             // Listed from a manifest, not read: fetched on its first load.
             if let Some(fingerprint) = entry.fingerprint.clone() {
                 let (name, signed) = (name.clone(), entry.signed.clone());
-                let kept = Kept::Listed {
+                let kept = KeptCopy::Listed {
                     name,
                     fingerprint,
                     signed,
@@ -76,7 +76,7 @@ pub fn out(
             .directory()
             .zip(entry.fingerprint.clone())
             .map(|(_, fingerprint)| (name.clone(), fingerprint));
-        let kept = Kept::File {
+        let kept = KeptCopy::File {
             path,
             label,
             listed: false,
@@ -87,7 +87,7 @@ pub fn out(
         let stays = was_resident.contains(full.workspace_id.as_str());
         if stays && let Some(dataset) = Arc::get_mut(&mut full) {
             // Not shared yet: the catalog shares the hollow one.
-            repacks.add(super::warm::start(dataset, precompress));
+            repacks.add(crate::serve::build::warming::start(dataset, precompress));
         }
         resident.loaded(&full, kept, stays);
         entry.dataset = Some(hollow);

@@ -26,15 +26,10 @@ use std::sync::{Mutex, MutexGuard};
 
 use rustc_hash::FxHashMap;
 
+use crate::serve::build::BUILD_FACTOR;
 use crate::snapshot::SnapshotError;
 use crate::storage::SnapshotFile;
 use crate::store::Dataset;
-
-/// Peak bytes a build needs per byte of JSON: the rendered records (about
-/// the JSON's size), their keys, id maps and list orders, and the read
-/// window. Measured at 1.1 to 1.2 on the generator's data (BENCHMARKS.md,
-/// "Reload cost"); the margin covers text with many escapes.
-const BUILD_FACTOR: (u64, u64) = (13, 10);
 
 /// Bytes the gzip fragments of a precompressed dataset take per byte of
 /// JSON, made after the build while the dataset serves. Measured at 0.42
@@ -61,14 +56,6 @@ const CATALOG_KEY_BYTES: u64 = 128;
 /// The catalog cost of a hollow `dataset`.
 pub fn catalog_bytes(dataset: &Dataset) -> u64 {
     CATALOG_BYTES + CATALOG_KEY_BYTES * dataset.key_hashes.len() as u64
-}
-
-/// What building a snapshot of `len` bytes on disk takes at its peak,
-/// without its gzip fragments: the same estimate as a scan's (for a
-/// `.json.gz` whose trailer is not read, eight times its length).
-pub fn build_estimate(len: u64, gzip: bool) -> u64 {
-    let json = if gzip { len.saturating_mul(8) } else { len };
-    json.saturating_mul(BUILD_FACTOR.0) / BUILD_FACTOR.1
 }
 
 /// The memory budget of loads.

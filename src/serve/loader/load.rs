@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::thread::Scope;
-use std::time::{Duration, Instant as Clock};
+use std::time::Duration;
 
 use super::fetch::{Fetched, Unfetched};
 use super::limit::{Ledger, MemoryLimit, json_bytes};
@@ -16,11 +16,10 @@ use super::verify;
 use crate::metrics::Metrics;
 use crate::snapshot::{self, Loaded, SnapshotError};
 use crate::storage::signatures::Signed;
-use crate::storage::{EntryStamp, SnapshotFile, SourceStatus, StorageError, StorageOrigin};
-use crate::store::{Dataset, Previous};
-
-/// Files at least this large load alone, on the reloader thread.
-pub const LOAD_ALONE: u64 = 16 << 20;
+use crate::storage::{
+    EntryStamp, LARGE_SNAPSHOT_FILE_BYTES, SnapshotFile, SourceStatus, StorageError, StorageOrigin,
+};
+use crate::store::Dataset;
 
 /// Files fetched ahead of the workers, per worker. Only their names and
 /// paths wait in the queue; what they load goes to the batch either way.
@@ -44,7 +43,7 @@ pub struct Loading<'a> {
 }
 
 /// What reading one changed entry gave.
-pub enum Read {
+pub enum EntryRead {
     Done(Box<ReadResult>),
     /// Still being written, or changed while it was read: left for a later
     /// scan rather than judged.
@@ -56,14 +55,14 @@ pub enum Read {
 impl Loading<'_> {
     /// What an entry that was not fetched gives: a refusal for its
     /// signature is judged as a rejected load, counted here.
-    fn unfetched(&self, unfetched: Unfetched) -> Read {
+    fn unfetched(&self, unfetched: Unfetched) -> EntryRead {
         match unfetched {
-            Unfetched::Settling(name) => Read::Settling(name),
-            Unfetched::Failed(name, error) => Read::Failed(name, error),
+            Unfetched::Settling(name) => EntryRead::Settling(name),
+            Unfetched::Failed(name, error) => EntryRead::Failed(name, error),
             Unfetched::Refused(refused) => {
                 let (name, fingerprint, refusal, claims) = *refused;
                 self.metrics.signature_refused(refusal.kind());
-                Read::Done(Box::new(ReadResult {
+                EntryRead::Done(Box::new(ReadResult {
                     result: Err(SnapshotError::new(&name, verify::message(&refusal))),
                     name,
                     fingerprint,
@@ -94,7 +93,7 @@ pub struct ReadResult {
     /// What its load was counted at against the memory limit.
     pub need: u64,
     /// Refused for memory, and why.
-    pub refused: Option<Refused>,
+    pub refused: Option<MemoryRefusal>,
     /// Refused (for memory, or its signature): what it claims, read
     /// without building it, where that can be believed; its keys then
     /// answer 503 (`Dataset::refused`) and it takes part in conflicts.
@@ -106,7 +105,7 @@ pub struct ReadResult {
 }
 
 /// A load refused for memory.
-pub struct Refused {
+pub struct MemoryRefusal {
     /// What the load would have been counted at.
     pub need: u64,
 }
@@ -121,11 +120,11 @@ pub struct Refused {
 pub const CLAIMS_MAX_VALUE: usize = 4 << 20;
 
 /// A load finished on a worker, to be judged, with what it was counted at.
-type Finished = (Fetched, u64, Built);
+type Finished = (Fetched, u64, BuildResult);
 
 /// What a load gave, and under `--trust-key` the SHA-256 of the bytes it
 /// read (hashed as it read them: `SnapshotFile::digesting`).
-pub struct Built {
+pub struct BuildResult {
     pub result: Result<Loaded, SnapshotError>,
     pub sha256: Option<std::io::Result<String>>,
 }
@@ -136,7 +135,7 @@ pub struct Built {
 /// the loads finish; an entry is fetched once the one before it is queued
 /// or loaded, and a large one loads only once every load before it is
 /// judged (and so may have settled).
-pub fn spread<'scope, 'env, F>(
+pub fn load_on_cores<'scope, 'env, F>(
     scope: &'scope Scope<'scope, 'env>,
     fetched: F,
     loading: &'env Loading<'env>,
@@ -178,7 +177,7 @@ where
     }
 }
 
-/// The loads of one round of a scan, as an iterator ([`spread`]).
+/// The loads of one round of a scan, as an iterator ([`load_on_cores`]).
 pub struct Loads<'env, F> {
     fetched: F,
     loading: &'env Loading<'env>,
@@ -198,9 +197,9 @@ impl<F> Iterator for Loads<'_, F>
 where
     F: Iterator<Item = Result<Fetched, Unfetched>>,
 {
-    type Item = Read;
+    type Item = EntryRead;
 
-    fn next(&mut self) -> Option<Read> {
+    fn next(&mut self) -> Option<EntryRead> {
         loop {
             if self.alone.is_some() {
                 if self.in_flight > 0
@@ -243,7 +242,7 @@ where
                 Err((need, refused)) => return Some(self.loading.refuse(fetched, need, refused)),
             };
             match &self.jobs {
-                Some(jobs) if fetched.local.len < LOAD_ALONE => {
+                Some(jobs) if fetched.local.len < LARGE_SNAPSHOT_FILE_BYTES => {
                     if jobs.send((fetched, need)).is_err() {
                         // The workers are gone: fetch nothing more.
                         self.fetching = false;
@@ -260,7 +259,7 @@ where
 impl<F> Loads<'_, F> {
     /// Judges one finished load, waiting for it if `wait`; `None` if there
     /// was none (none is in flight any more if the workers are gone).
-    fn take(&mut self, wait: bool) -> Option<Read> {
+    fn take(&mut self, wait: bool) -> Option<EntryRead> {
         let next = if wait {
             self.finished.recv().ok()
         } else {
@@ -303,7 +302,7 @@ impl Loading<'_> {
     /// A fetched entry refused for memory, judged with what it claims.
     /// Under `--trust-key` its claims count only as far as its accepted
     /// statement vouches for them (its bytes are not hashed unbuilt).
-    fn refuse(&self, fetched: Fetched, need: u64, refused: SnapshotError) -> Read {
+    fn refuse(&self, fetched: Fetched, need: u64, refused: SnapshotError) -> EntryRead {
         let file = fetched.snapshot_file();
         let claims =
             snapshot::claims(&fetched.local.label, &file, CLAIMS_MAX_VALUE).and_then(|claims| {
@@ -312,16 +311,16 @@ impl Loading<'_> {
                     None => Some(claims.refused()),
                 }
             });
-        let built = Built {
+        let built = BuildResult {
             result: Err(refused),
             sha256: None,
         };
-        self.judge(fetched, 0, built, Some((Refused { need }, claims)))
+        self.judge(fetched, 0, built, Some((MemoryRefusal { need }, claims)))
     }
 
     /// Loads a fetched entry (on any thread), hashing what it reads where
     /// a signature names the bytes.
-    fn load(&self, fetched: &Fetched) -> Built {
+    fn load(&self, fetched: &Fetched) -> BuildResult {
         let local = &fetched.local;
         let mut file = fetched.snapshot_file();
         if fetched.signed.is_some() {
@@ -337,9 +336,14 @@ impl Loading<'_> {
         }
         let previous = fetched.previous.clone();
         seam::at(seam::Step::Load);
-        let result =
-            load_logging_progress(&local.label, &file, previous, fetched.started, self.metrics);
-        Built {
+        let result = crate::serve::build::following(
+            &local.label,
+            &file,
+            previous,
+            fetched.started,
+            self.metrics,
+        );
+        BuildResult {
             sha256: file.sha256(),
             result,
         }
@@ -351,9 +355,9 @@ impl Loading<'_> {
         &self,
         fetched: Fetched,
         need: u64,
-        built: Built,
-        refused: Option<(Refused, Option<Dataset>)>,
-    ) -> Read {
+        built: BuildResult,
+        refused: Option<(MemoryRefusal, Option<Dataset>)>,
+    ) -> EntryRead {
         let Fetched {
             name,
             fingerprint,
@@ -384,18 +388,18 @@ impl Loading<'_> {
         {
             // It keeps serving: if its fragments were let go for the load
             // that failed, they are made again.
-            super::warm::again(&previous);
+            crate::serve::build::warming::remake_fragments(&previous);
         }
         seam::at(seam::Step::Judge);
         if !self.origin.unchanged(&name, &fingerprint) {
             // Read again later: no longer counted.
             self.ledger.settled(need, None);
-            return Read::Settling(name);
+            return EntryRead::Settling(name);
         }
         let (source, bytes) = (local.source.clone(), local.len);
         self.origin.loaded(&name, local, result.is_ok());
         let (refused, claims) = refused.map_or((None, None), |(r, c)| (Some(r), c));
-        Read::Done(Box::new(ReadResult {
+        EntryRead::Done(Box::new(ReadResult {
             name,
             fingerprint,
             bytes,
@@ -417,45 +421,6 @@ impl Fetched {
         let local = &self.local;
         SnapshotFile::opened(Arc::clone(&self.file), &local.path, &local.label)
     }
-}
-
-/// Loads the kept bytes of a workspace that is not resident
-/// (`resident.rs`): nothing to take over, logged like any load. With
-/// `signed`, the bytes it reads are hashed as it reads them and must be
-/// content that signature names.
-pub(super) fn on_demand(
-    label: &str,
-    path: &std::path::Path,
-    signed: Option<&Signed>,
-    metrics: &Metrics,
-) -> Result<Loaded, SnapshotError> {
-    let opened = crate::storage::OpenFile::open(path)
-        .map_err(|e| SnapshotError::new(label, format!("cannot read {}: {e}", path.display())))?;
-    on_demand_opened(label, Arc::new(opened), path, signed, metrics)
-}
-
-/// [`on_demand`] of a file already open (at `path`).
-pub(super) fn on_demand_opened(
-    label: &str,
-    opened: Arc<crate::storage::OpenFile>,
-    path: &std::path::Path,
-    signed: Option<&Signed>,
-    metrics: &Metrics,
-) -> Result<Loaded, SnapshotError> {
-    let mut file = SnapshotFile::opened(opened, path, label);
-    if signed.is_some() {
-        file = file.digesting();
-    }
-    let loaded = load_logging_progress(label, &file, None, Clock::now(), metrics)?;
-    if let Some(signed) = signed {
-        verify::read(signed, file.sha256())
-            .and_then(|()| verify::loaded(signed, &loaded.dataset))
-            .map_err(|refused| {
-                metrics.signature_refused(refused.kind());
-                SnapshotError::new(label, verify::message(&refused))
-            })?;
-    }
-    Ok(loaded)
 }
 
 /// Where a test may act between the steps of one load, on the thread that
@@ -493,98 +458,4 @@ pub(super) mod seam {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// How often a long load says how far it has come.
-const PROGRESS_INTERVAL: Duration = Duration::from_secs(2);
-
-/// Loads a snapshot through [`snapshot::load_following`], taking over the
-/// unchanged records of `previous`; a load that takes long logs its
-/// progress every few seconds, so that it is never mistaken for a hang. On a single core the
-/// load is paced so that requests do not notice it ([`Pacer`]).
-fn load_logging_progress(
-    name: &str,
-    file: &SnapshotFile,
-    previous: Option<Arc<Dataset>>,
-    started: Clock,
-    metrics: &Metrics,
-) -> Result<snapshot::Loaded, snapshot::SnapshotError> {
-    let mut last = started;
-    let mut pacer = Pacer::on_a_single_core(metrics);
-    let previous = previous.and_then(Previous::of);
-    snapshot::load_following(
-        name,
-        file,
-        previous,
-        &crate::threads::Cores,
-        &mut |collection, records| {
-            if let Some(pacer) = &mut pacer {
-                pacer.pace();
-            }
-            if last.elapsed() >= PROGRESS_INTERVAL {
-                last = Clock::now();
-                tracing::info!(
-                    file = %name,
-                    collection = collection.name(),
-                    records,
-                    elapsed_ms = started.elapsed().as_millis() as u64,
-                    "still loading"
-                );
-            }
-        },
-    )
-}
-
-/// How long the reloader works before it looks whether requests came.
-const PACE_RUN: Duration = Duration::from_micros(250);
-
-/// How long it then steps aside if they did.
-const PACE_PAUSE: Duration = Duration::from_micros(500);
-
-/// How long after the last answered request the reloader still steps
-/// aside: a slice in which the worker could answer nothing (because the
-/// reloader held the core) does not mean that no request is waiting.
-const PACE_BUSY: Duration = Duration::from_millis(2);
-
-/// Keeps a load from delaying requests when the reloader and the request
-/// worker share one core (a replica given one CPU). The reloader works in
-/// slices of [`PACE_RUN`]; after each slice, while requests were answered
-/// in the last [`PACE_BUSY`], it sleeps [`PACE_PAUSE`], so a request waits
-/// at most one slice, and under
-/// full load the reload still gets a third of the core (it takes at most
-/// about three times as long). With no requests it never pauses. With more
-/// cores the scheduler runs both at once and nothing is paced.
-struct Pacer<'m> {
-    metrics: &'m Metrics,
-    slice: Clock,
-    seen: u64,
-    /// When `seen` last changed.
-    busy_at: Option<Clock>,
-}
-
-impl<'m> Pacer<'m> {
-    fn on_a_single_core(metrics: &'m Metrics) -> Option<Pacer<'m>> {
-        let cores = crate::os::cores();
-        (cores == 1).then(|| Pacer {
-            metrics,
-            slice: Clock::now(),
-            seen: metrics.answered(),
-            busy_at: None,
-        })
-    }
-
-    fn pace(&mut self) {
-        if self.slice.elapsed() < PACE_RUN {
-            return;
-        }
-        let answered = self.metrics.answered();
-        if answered != self.seen {
-            self.seen = answered;
-            self.busy_at = Some(Clock::now());
-        }
-        if self.busy_at.is_some_and(|at| at.elapsed() < PACE_BUSY) {
-            std::thread::sleep(PACE_PAUSE);
-        }
-        self.slice = Clock::now();
-    }
 }

@@ -1,29 +1,42 @@
 //! The loader: the scan over a snapshot source ([`crate::storage::StorageOrigin`],
-//! a directory or a prefix of an object store). It knows which entries are
-//! there, what each one loaded (or why it was rejected), resolves conflicts
-//! between them and publishes the resulting catalog. How bytes arrive is
-//! storage's business; the scan only lists, fetches and loads.
+//! a directory or a prefix of an object store), and nothing else. It knows
+//! which entries are there, what each one loaded (or why it was rejected),
+//! resolves conflicts between them and publishes the resulting catalog.
+//! How bytes arrive is storage's business; the scan only lists, fetches
+//! and loads. A build from a local file and the warm-up threads are
+//! `serve::build`'s (loads on demand use them too); under a budget, what
+//! the scan publishes is handed to `serve::residency`, which this uses and
+//! which never uses this.
 //!
 //! [`Snapshots::scan`] is one pipeline, each step a function in a file
 //! named for it, from values to values:
 //!
 //! 1. list: `StorageOrigin::list`, the entries and their fingerprints;
-//! 2. what changed (`changed.rs`): entries gone, entries to read;
+//! 2. what changed (`changed.rs`): entries gone, entries to read. A scan
+//!    that finds nothing to publish (nothing added, removed, changed or
+//!    newly unreadable, no signature whose verdict changed) stops here: no
+//!    conflict is decided again, no catalog is made, nothing is swapped;
+//!    expiries and re-signings have been looked at;
 //! 3. fetch (`fetch.rs`): each changed entry onto local disk, in order;
-//! 4. load (`load.rs`): each built through [`crate::snapshot::load_following`]
+//! 4. load (`load.rs`): each built through `serve::build::following`
 //!    (taking over the unchanged records of the version it replaces), small
-//!    files on every core;
+//!    files on every core, and judged;
 //! 5. settle (`settle.rs`): what the loads gave applied, conflicts decided,
 //!    in batches (`batch.rs`);
-//! 6. warm up (`warm.rs`): what is about to serve starts warming;
+//! 6. warm up (`warm.rs`; under a budget `hollow.rs`): what is about to
+//!    serve starts warming on `serve::build::warming`'s threads;
 //! 7. publish (`publish.rs`): one new catalog.
+//!
+//! Steps 5 to 7 run once for what left (and names newly unreadable)
+//! before anything is fetched: that frees memory and lets a file it
+//! conflicted with win in the same scan; then once per batch of loads (a
+//! file of 16 MiB or more alone, `batch.rs`), and once more at the end of
+//! a scan for entries whose successor did not load.
 //!
 //! It blocks; call it off the async runtime (the reloader thread does).
 
 mod batch;
-mod bound;
 mod changed;
-mod demand;
 mod fetch;
 mod files;
 mod hollow;
@@ -32,29 +45,29 @@ mod load;
 #[cfg(test)]
 mod object_store_tests;
 mod publish;
-pub mod resident;
 #[cfg(test)]
 mod seam_tests;
 mod settle;
 mod verify;
-pub mod warm;
+mod warm;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant as Clock, SystemTime};
 
 use crate::metrics::{Fleet, Metrics};
+use crate::serve::build::warming::Repacks;
+use crate::serve::residency::Resident;
 use crate::storage::{EntryStamp, ListError, Listing, StorageOrigin};
 use crate::store::{Dataset, Store};
-use batch::{Batch, SETTLE_SHARE};
+use batch::{SETTLE_SHARE, SettleBatch};
 use changed::Removed;
 pub use files::FileStatus;
 use files::Files;
 use limit::Ledger;
 pub use limit::{MemoryLimit, PROCESS_BYTES, SizeError, parse_bytes, resident_bytes};
-use load::{Loading, Read, ReadResult};
+use load::{EntryRead, Loading, ReadResult};
 use portfolio_wire::status::Residency;
-use resident::Resident;
 use settle::Settled;
 
 /// The outcome of one scan, for logs and for the reloader.
@@ -91,8 +104,10 @@ impl ScanReport {
 
 /// Datasets replaced or unloaded. The reloader frees each one itself once
 /// no request uses it any more, so that freeing a gigabyte (and the page
-/// table work that comes with it) never falls to a request thread that
-/// happened to hold the last reference.
+/// table work that comes with it) does not fall to a request thread that
+/// happened to hold the last reference; only a request that holds one
+/// longer than [`Retired::PATIENCE`] (a slow client's long answer) is left
+/// to free it, so that the scan is never stuck behind a client.
 struct Retired(Vec<Arc<Dataset>>);
 
 impl Retired {
@@ -250,7 +265,7 @@ impl Snapshots {
 
     /// Loads new and changed files, forgets deleted ones, and publishes the
     /// result. Files whose content did not change are not read again. A
-    /// file of `LOAD_ALONE` (16 MiB) or more loads alone and is
+    /// file of `LARGE_SNAPSHOT_FILE_BYTES` (16 MiB) or more loads alone and is
     /// published (one swap, with the small files read before it) as soon
     /// as it is built, so a replaced dataset is freed before the next file
     /// is read and at most one large dataset that does not serve exists at
@@ -287,9 +302,16 @@ impl Snapshots {
         // Content signed anew: what serves keeps serving, what was refused
         // is read again once its signature is accepted.
         let resigned = verify::resigned(&mut files, &present, self.origin.trust(), &self.metrics);
+        if changes.is_idle() && resigned.reread.is_empty() && !resigned.changed {
+            // Nothing to publish: no settle, no conflict decided again, no
+            // new catalog. (Expiries were looked at by the reloader, the
+            // signatures above.)
+            drop(files);
+            return Ok(self.idle(&present, report));
+        }
         let settled = self.settle(files, changes.removed, changes.unreadable, Vec::new());
         let mut to_read = changes.to_read;
-        to_read.extend(listed(&present, resigned));
+        to_read.extend(listed(&present, resigned.reread));
         to_read.extend(listed(&present, report.add(settled)));
         let mut successors = changes.successors;
 
@@ -318,7 +340,7 @@ impl Snapshots {
             ledger: &self.ledger,
             precompress: self.precompress,
         };
-        let mut batch = Batch::default();
+        let mut batch = SettleBatch::default();
         // What settling cost last time: it grows with the workspaces
         // serving, and a batch waits at least a few times as long, so that
         // settling stays a small share of a scan however many there are.
@@ -327,10 +349,11 @@ impl Snapshots {
             let round = std::mem::take(&mut to_read);
             std::thread::scope(|scope| {
                 // 3. Fetch, 4. load.
-                let fetched = fetch::each(&self.origin, &self.files, round, &present.signed);
-                for read in load::spread(scope, fetched, &loading) {
+                let fetched =
+                    fetch::fetch_in_order(&self.origin, &self.files, round, &present.signed);
+                for read in load::load_on_cores(scope, fetched, &loading) {
                     match read {
-                        Read::Done(result) => {
+                        EntryRead::Done(result) => {
                             batch.add(*result);
                             // 5 to 7 (`settle_read`).
                             if batch.is_full(SETTLE_SHARE * settled_in) {
@@ -340,8 +363,8 @@ impl Snapshots {
                                 to_read.extend(listed(&present, report.add(settled)));
                             }
                         }
-                        Read::Settling(name) => report.settling.push(name),
-                        Read::Failed(name, error) => {
+                        EntryRead::Settling(name) => report.settling.push(name),
+                        EntryRead::Failed(name, error) => {
                             report.source_failed |= error.kind.backs_off();
                             files::fetch_failed(&mut self.files(), &name, error);
                         }
@@ -375,6 +398,16 @@ impl Snapshots {
         Ok(report)
     }
 
+    /// The end of a scan that found nothing to publish: an object store's
+    /// entries confirmed fresh, the poll counted.
+    fn idle(&self, present: &Listing, report: ScanReport) -> ScanReport {
+        if present.fresh {
+            files::confirm(&mut self.files(), present, SystemTime::now());
+        }
+        self.origin.polled(report.source_failed);
+        report
+    }
+
     /// Steps 5 to 7 under the files lock: settles what was removed, found
     /// unreadable and `read`, warms what will serve and publishes it. Then,
     /// the lock released (freeing waits for requests still using them),
@@ -391,9 +424,9 @@ impl Snapshots {
         // 6. Warm up what won; with a budget, what won goes hollow in the
         // catalog first, and only what stays resident warms up.
         let mut loaded: Vec<&str> = settled.loaded.iter().map(|(n, _)| n.as_str()).collect();
-        let mut repacks = warm::Repacks::default();
+        let mut repacks = Repacks::default();
         if let Some(resident) = &self.resident {
-            repacks = hollow::out(
+            repacks = hollow::hollow_loaded(
                 &mut files,
                 &settled,
                 resident,
@@ -402,7 +435,7 @@ impl Snapshots {
             );
             loaded.clear();
         }
-        repacks.add(warm::up(
+        repacks.add(warm::start_warming(
             &mut files,
             loaded,
             &settled.restored,

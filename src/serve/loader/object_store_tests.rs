@@ -173,30 +173,33 @@ impl Fixture {
 
     /// Publishes `bytes` for `workspace` as the publisher would.
     fn publish(&self, manifest: &mut ManifestV1, workspace: &str, bytes: &[u8], version: &str) {
+        let listed = self.upload(workspace, bytes, version, "x.json");
+        manifest.publish(workspace, listed, 10);
+        manifest.revision += 1;
+        self.write(manifest);
+    }
+
+    /// Uploads `bytes` gzipped as `workspace`'s object and names it as a
+    /// manifest does.
+    fn upload(&self, workspace: &str, bytes: &[u8], version: &str, file: &str) -> Version {
         let gz = gzip(bytes);
         let sha256 = format!("{:x}", Sha256::digest(&gz));
         let key = format!("objects/{workspace}/{sha256}.json.gz");
         self.put(&format!("fleet/{key}"), gz.clone());
-        manifest.publish(
-            workspace,
-            Version {
-                sha256,
-                key,
-                size: gz.len() as u64,
-                version: version.to_owned(),
-                published_at: String::new(),
-                file: "x.json".to_owned(),
-                records: 0,
-                key_hashes: None,
-                delta: None,
-                signature: None,
-                plain_sha256: None,
-                limits: None,
-            },
-            10,
-        );
-        manifest.revision += 1;
-        self.write(manifest);
+        Version {
+            sha256,
+            key,
+            size: gz.len() as u64,
+            version: version.to_owned(),
+            published_at: String::new(),
+            file: file.to_owned(),
+            records: 0,
+            key_hashes: None,
+            delta: None,
+            signature: None,
+            plain_sha256: None,
+            limits: None,
+        }
     }
 }
 
@@ -243,6 +246,35 @@ fn prefix_mode_follows_creates_replacements_and_deletions() {
     f.delete("fleet/b.json.gz");
     let report = f.snapshots.scan().unwrap();
     assert_eq!(report.removed, ["b.json.gz"]);
+    assert_eq!(f.serving("ws-b"), None);
+}
+
+#[test]
+fn a_scan_with_nothing_to_publish_keeps_the_catalog() {
+    let f = Fixture::new(Arc::new(InMemory::new()), None);
+    f.put("fleet/a.json", snapshot("ws-a", "a1", 1));
+    f.put("fleet/b.json", snapshot("ws-b", "b1", 1));
+    f.snapshots.scan().unwrap();
+    let published = Arc::clone(&f.catalog.load());
+
+    // Nothing changed: no settle, no new catalog.
+    for _ in 0..3 {
+        let report = f.snapshots.scan().unwrap();
+        assert!(report.listed && report.loaded.is_empty(), "{report:?}");
+        assert!(Arc::ptr_eq(&published, &Arc::clone(&f.catalog.load())));
+    }
+    // Still confirmed fresh by each poll.
+    assert!(f.status("a.json").stale_seconds.is_some());
+
+    // A change publishes; so does a removal.
+    f.put("fleet/a.json", snapshot("ws-a", "a2", 1));
+    f.snapshots.scan().unwrap();
+    let changed = Arc::clone(&f.catalog.load());
+    assert!(!Arc::ptr_eq(&published, &changed));
+    assert_eq!(f.serving("ws-a").as_deref(), Some("a2"));
+    f.delete("fleet/b.json");
+    f.snapshots.scan().unwrap();
+    assert!(!Arc::ptr_eq(&changed, &Arc::clone(&f.catalog.load())));
     assert_eq!(f.serving("ws-b"), None);
 }
 
@@ -323,24 +355,7 @@ fn format_2_follows_the_journal_and_reads_the_records_when_it_fell_behind() {
     let b_revision = f.written.lock().unwrap().0["ws-b"].revision;
     let mut versions = Vec::new();
     for name in ["b2", "b3"] {
-        let gz = gzip(&snapshot("ws-b", name, 1));
-        let sha256 = format!("{:x}", Sha256::digest(&gz));
-        let key = format!("objects/ws-b/{sha256}.json.gz");
-        f.put(&format!("fleet/{key}"), gz.clone());
-        versions.push(Version {
-            sha256,
-            key,
-            size: gz.len() as u64,
-            version: name.to_owned(),
-            published_at: String::new(),
-            file: "b.json".to_owned(),
-            records: 0,
-            key_hashes: None,
-            delta: None,
-            signature: None,
-            plain_sha256: None,
-            limits: None,
-        });
+        versions.push(f.upload("ws-b", &snapshot("ws-b", name, 1), name, "b.json"));
     }
     let late = (String::from("ws-b"), b_revision + 1, versions[0].clone());
     let early = (String::from("ws-b"), b_revision + 2, versions[1].clone());

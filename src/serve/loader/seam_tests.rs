@@ -15,7 +15,7 @@ use super::fetch;
 use super::files::Files;
 use super::limit::{Ledger, MemoryLimit};
 use super::load::seam::{self, Step};
-use super::load::{self, Loading, Read};
+use super::load::{self, EntryRead, Loading};
 use crate::metrics::Metrics;
 use crate::storage::signatures::{Named, Statement, Trust, TrustedKeys};
 use crate::storage::{Directory, StorageOrigin};
@@ -55,7 +55,7 @@ fn signature(bytes: &[u8], key: &SecretKey) -> Vec<u8> {
 
 /// What one scan's fetch and load of `acme.json` give, with `hook` run at
 /// each of the load's seams.
-fn fetch_then_load(origin: &StorageOrigin, hook: impl Fn(Step) + 'static) -> Read {
+fn fetch_then_load(origin: &StorageOrigin, hook: impl Fn(Step) + 'static) -> EntryRead {
     let listing = origin.list().expect("listed");
     let entries: Vec<_> = listing
         .entries
@@ -72,10 +72,10 @@ fn fetch_then_load(origin: &StorageOrigin, hook: impl Fn(Step) + 'static) -> Rea
         ledger: &ledger,
         precompress: false,
     };
-    let fetched = fetch::each(origin, &files, entries, &listing.signed);
+    let fetched = fetch::fetch_in_order(origin, &files, entries, &listing.signed);
     seam::HOOK.set(Some(Box::new(hook)));
-    let mut reads: Vec<Read> =
-        std::thread::scope(|scope| load::spread(scope, fetched, &loading).collect());
+    let mut reads: Vec<EntryRead> =
+        std::thread::scope(|scope| load::load_on_cores(scope, fetched, &loading).collect());
     seam::HOOK.set(None);
     assert_eq!(reads.len(), 1);
     reads.pop().unwrap()
@@ -118,15 +118,15 @@ fn a_symlink_flipped_between_the_fetch_and_the_load_never_serves_the_forged_file
     };
     match fetch_then_load(&origin, flip) {
         // Loaded from what was opened: the signed records.
-        Read::Done(read) => {
+        EntryRead::Done(read) => {
             let loaded = read.result.as_ref().expect("the signed file loads");
             assert_eq!(
                 loaded.dataset.fingerprint, signed_fp,
                 "the forged records loaded"
             );
         }
-        Read::Settling(name) => panic!("{name} settling"),
-        Read::Failed(name, error) => panic!("{name}: {error}"),
+        EntryRead::Settling(name) => panic!("{name} settling"),
+        EntryRead::Failed(name, error) => panic!("{name}: {error}"),
     }
     // The forged file under the signed file's signature: refused for its
     // bytes.
@@ -134,11 +134,11 @@ fn a_symlink_flipped_between_the_fetch_and_the_load_never_serves_the_forged_file
     std::fs::rename(at("acme.link"), at("acme.json")).unwrap();
     std::thread::sleep(Duration::from_millis(200));
     match fetch_then_load(&origin, |_| {}) {
-        Read::Done(read) => {
+        EntryRead::Done(read) => {
             let error = read.result.err().expect("the forged file is refused");
             assert!(error.to_string().contains("mismatch"), "{error}");
         }
-        Read::Settling(name) => panic!("{name} settling"),
-        Read::Failed(name, error) => panic!("{name}: {error}"),
+        EntryRead::Settling(name) => panic!("{name} settling"),
+        EntryRead::Failed(name, error) => panic!("{name}: {error}"),
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::changed::Removed;
-use super::files::{FileEntry, FileStatus, Files, Lost, log_rejected};
+use super::files::{FileEntry, FileStatus, Files, log_rejected};
 use super::load::ReadResult;
 use crate::store::Dataset;
 use crate::store::claims::{self, Claim, Conflict, Holders};
@@ -64,7 +64,7 @@ pub fn settle(
 }
 
 /// What [`apply`] recorded.
-struct Applied {
+struct AppliedLoads {
     /// Loaded, with how long each took in milliseconds.
     loaded: Vec<(String, u64)>,
     rejected: Vec<String>,
@@ -73,8 +73,8 @@ struct Applied {
 /// Records what each read gave. A loaded file serves its new dataset
 /// (logged once conflicts are resolved); a rejected one keeps serving its
 /// previous one, if it had one.
-fn apply(files: &mut Files, results: Vec<ReadResult>) -> Applied {
-    let mut applied = Applied {
+fn apply(files: &mut Files, results: Vec<ReadResult>) -> AppliedLoads {
+    let mut applied = AppliedLoads {
         loaded: Vec::new(),
         rejected: Vec::new(),
     };
@@ -97,10 +97,7 @@ fn apply(files: &mut Files, results: Vec<ReadResult>) -> Applied {
             .entry(name.clone())
             .or_insert_with(|| FileEntry::new(&name));
         let written = fingerprint.written();
-        entry.fingerprint = Some(fingerprint);
-        entry.conflict = false;
-        entry.lost = None;
-        entry.refused = None;
+        entry.read(fingerprint);
         if entry.source_error.take().is_some() {
             tracing::info!(file = %name, "downloaded after earlier failures");
         }
@@ -124,16 +121,7 @@ fn apply(files: &mut Files, results: Vec<ReadResult>) -> Applied {
                         .map(|s| super::verify::status(s, std::time::SystemTime::now())),
                     ..FileStatus::new(&name)
                 };
-                // Kept with `previous`, restored with it.
-                entry.previous_signed = std::mem::replace(&mut entry.signed, signed);
-                entry.expiry_logged = false;
-                let replaced = std::mem::replace(&mut entry.status, status);
-                let replaced_written = std::mem::replace(&mut entry.written, written);
-                entry.previous = entry
-                    .dataset
-                    .take()
-                    .map(|d| Box::new((d, replaced, replaced_written)));
-                entry.dataset = Some(Arc::new(loaded.dataset));
+                entry.serve_loaded(loaded.dataset, status, written, signed);
                 applied.loaded.push((name, elapsed_ms));
             }
             Err(err) => {
@@ -228,8 +216,12 @@ fn resolve_conflicts(files: &mut Files) -> Resolved {
         .filter_map(|(n, e)| Some((n.clone(), Arc::clone(e.dataset.as_ref()?), e.written)))
         .collect();
     for (name, _) in &lost {
-        if let Some((dataset, _, written)) = files[name].previous.as_deref() {
-            older.push((name.clone(), Arc::clone(dataset), *written));
+        if let Some(replaced) = files[name].previous.as_deref() {
+            older.push((
+                name.clone(),
+                Arc::clone(&replaced.dataset),
+                replaced.written,
+            ));
         }
     }
     let claims: Vec<Claim> = older.iter().map(|(n, d, w)| claim(n, d, *w)).collect();
@@ -243,31 +235,21 @@ fn resolve_conflicts(files: &mut Files) -> Resolved {
     for (name, conflict) in lost {
         let entry = files.get_mut(&name).expect("a file that claimed");
         let message = format!("{name}: {conflict}");
-        let rejected = entry.dataset.take().expect("a file that claimed");
-        entry.lost = Some(Lost {
-            workspace: rejected.workspace_id.clone(),
-            keys: rejected.key_hashes.clone(),
-            written: entry.written,
-        });
-        resolved.retired.push(rejected);
+        resolved.retired.push(entry.lose());
         match entry.previous.take().map(|p| *p) {
-            Some((previous, status, written)) if kept.remove(&name).is_some_and(|k| k.is_ok()) => {
-                resolved.restored.push(Arc::clone(&previous));
-                entry.dataset = Some(previous);
-                entry.status = status;
-                entry.written = written;
-                entry.signed = entry.previous_signed.take();
+            Some(replaced) if kept.remove(&name).is_some_and(|k| k.is_ok()) => {
+                resolved.restored.push(Arc::clone(&replaced.dataset));
+                entry.restore(replaced);
             }
             previous => {
-                if let Some((previous, _, _)) = previous {
-                    resolved.retired.push(previous);
+                if let Some(replaced) = previous {
+                    resolved.retired.push(replaced.dataset);
                 }
-                unserve(entry);
+                entry.unserve();
             }
         }
         log_rejected(&name, entry, &message);
         entry.status.fail(message);
-        entry.conflict = true;
         resolved.lost.push(name);
     }
     for (name, verdict) in kept {
@@ -282,7 +264,7 @@ fn resolve_conflicts(files: &mut Files) -> Resolved {
             "the older version this file served is unloaded: another file's current content holds what it asks for"
         );
         resolved.retired.push(dataset);
-        unserve(entry);
+        entry.unserve();
         entry.status.fail(format!("{name}: {conflict}"));
         entry.conflict = true;
     }
@@ -293,8 +275,8 @@ fn resolve_conflicts(files: &mut Files) -> Resolved {
         }
     }
     for entry in files.values_mut() {
-        if let Some((replaced, _, _)) = entry.previous.take().map(|p| *p) {
-            resolved.retired.push(replaced);
+        if let Some(replaced) = entry.previous.take() {
+            resolved.retired.push(replaced.dataset);
         }
     }
     resolved
@@ -308,15 +290,4 @@ fn claim<'a>(name: &'a str, dataset: &'a Dataset, written: SystemTime) -> Claim<
         workspace: &dataset.workspace_id,
         keys: &dataset.key_hashes,
     }
-}
-
-/// The entry serves nothing any more.
-fn unserve(entry: &mut FileEntry) {
-    entry.dataset = None;
-    entry.written = SystemTime::UNIX_EPOCH;
-    entry.status.version = None;
-    entry.status.loaded_at = None;
-    entry.status.records = None;
-    entry.status.serving_version = None;
-    entry.status.source = None;
 }

@@ -11,8 +11,9 @@ use std::time::SystemTime;
 
 use super::files::{FileEntry, Files};
 use crate::metrics::{Expiries, Metrics};
+pub use crate::serve::build::signed::{loaded, message, read};
 use crate::storage::signatures::{
-    Candidate, Listed, Refusal, Signed, Statement, Trust, keys_digest, loaded_as_signed,
+    Candidate, Listed, Refusal, Signed, Statement, Trust, keys_digest,
 };
 use crate::storage::{EntryStamp, FetchedFile, Listing};
 use crate::store::Dataset;
@@ -74,44 +75,6 @@ pub fn rebuilt(signed: Signed, local: &FetchedFile) -> Result<Signed, Refusal> {
     }
 }
 
-/// Once loaded: whether the bytes the load read, hashed as it read them
-/// from the one file it opened (`sha256`), are content `signed` names: its
-/// stored bytes, or (a version rebuilt from a delta, or kept uncompressed)
-/// its uncompressed content. Every load under `--trust-key` passes here,
-/// whatever the path (a scan, a load on demand, a delta, the cache, a
-/// restart), so that nothing it did not hash can serve. No digest (`None`)
-/// is a refusal too: the load was not hashed.
-pub fn read(signed: &Signed, sha256: Option<std::io::Result<String>>) -> Result<(), Refusal> {
-    let read = match sha256 {
-        Some(Ok(read)) => read,
-        Some(Err(error)) => {
-            return Err(Refusal::Mismatch(format!(
-                "cannot hash what was loaded: {error}"
-            )));
-        }
-        None => return Err(Refusal::Mismatch("what was loaded was not hashed".into())),
-    };
-    let statement = signed.statement();
-    if read == statement.sha256 || statement.plain_sha256.as_deref() == Some(read.as_str()) {
-        return Ok(());
-    }
-    Err(Refusal::Mismatch(format!(
-        "the bytes loaded have SHA-256 {}, not the signed {}",
-        short(&read),
-        short(&statement.sha256)
-    )))
-}
-
-/// Once loaded: whether the dataset is what its signature names.
-pub fn loaded(signed: &Signed, dataset: &Dataset) -> Result<(), Refusal> {
-    let keys: Vec<String> = dataset
-        .key_hashes
-        .iter()
-        .map(crate::store::key::to_hex)
-        .collect();
-    loaded_as_signed(signed, &dataset.workspace_id, &dataset.version, &keys)
-}
-
 /// What a version refused for its signature claims, as a refused hollow
 /// dataset (`Dataset::refused`), so that its keys are told the workspace
 /// is unavailable (503) rather than that they are wrong (401), and it
@@ -143,11 +106,6 @@ pub fn vouched(statement: &Statement, claims: Dataset) -> Option<Dataset> {
     named.then(|| claims.refused())
 }
 
-/// The message a refused version is rejected with.
-pub fn message(refusal: &Refusal) -> String {
-    format!("signature refused ({}): {refusal}", refusal.kind())
-}
-
 /// What `/snapshots` shows of an accepted signature.
 pub fn status(signed: &Signed, now: SystemTime) -> SignatureStatus {
     let statement = signed.statement();
@@ -168,16 +126,20 @@ pub fn status(signed: &Signed, now: SystemTime) -> SignatureStatus {
 /// - for the content that serves, a new signature accepted is remembered;
 ///   one refused is shown and counted once, and the version keeps serving
 ///   on the signature it was accepted with.
+///
+/// An idle scan stops before settling unless this says it changed a
+/// state that conflicts are decided on ([`Resigned::changed`]).
 pub fn resigned(
     files: &mut Files,
     present: &Listing,
     trust: &Trust,
     metrics: &Metrics,
-) -> Vec<String> {
-    let mut reread = Vec::new();
+) -> Resigned {
+    let mut resigned = Resigned::default();
     if !trust.enabled() {
-        return reread;
+        return resigned;
     }
+    let reread = &mut resigned.reread;
     let mut accepted = Vec::new();
     for (name, listed) in &present.signed {
         let Some(entry) = files.get_mut(name) else {
@@ -196,7 +158,7 @@ pub fn resigned(
                     entry.fingerprint = None;
                     reread.push(name.clone());
                 }
-                Some(Err(refusal)) => refuse(name, entry, &refusal, metrics),
+                Some(Err(refusal)) => resigned.changed |= refuse(name, entry, &refusal, metrics),
                 None => {}
             }
             continue;
@@ -235,24 +197,39 @@ pub fn resigned(
                 entry.signed = Some(signed.clone());
                 accepted.push(signed);
             }
-            Err(refusal) => refuse(name, entry, &refusal, metrics),
+            Err(refusal) => resigned.changed |= refuse(name, entry, &refusal, metrics),
         }
     }
+    // A serving version re-signed may have had its refusal cleared: its
+    // claim counts as current again.
+    resigned.changed |= !accepted.is_empty();
     trust.published(&accepted);
-    reread
+    resigned
+}
+
+/// What [`resigned`] found.
+#[derive(Default)]
+pub struct Resigned {
+    /// Refused content whose verdict turned: to be read again.
+    pub reread: Vec<String>,
+    /// An entry's error or signature changed: a refusal shown (its claim
+    /// then counts as an older version's in conflicts) or a signature
+    /// accepted (to remember on disk). The scan then settles.
+    pub changed: bool,
 }
 
 /// Shows, logs and counts a refusal of `entry`'s newest content, once for
-/// the same reason.
-fn refuse(name: &str, entry: &mut FileEntry, refusal: &Refusal, metrics: &Metrics) {
+/// the same reason; whether it was new.
+fn refuse(name: &str, entry: &mut FileEntry, refusal: &Refusal, metrics: &Metrics) -> bool {
     let message = message(refusal);
     if entry.status.error.as_ref() == Some(&message) {
-        return;
+        return false;
     }
     super::files::log_rejected(name, entry, &message);
     metrics.signature_refused(refusal.kind());
     entry.status.fail(message);
     entry.status.refused = Some(refusal.kind().into());
+    true
 }
 
 /// Logs, once each, the serving versions whose signature has expired since

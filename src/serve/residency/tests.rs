@@ -62,9 +62,9 @@ fn serves(
     stays: bool,
 ) -> Arc<Dataset> {
     let path = write_snapshot(dir, name, &format!("ws-{name}"), tasks);
-    let loaded = super::super::load::on_demand(name, &path, None, &resident.metrics).unwrap();
+    let loaded = crate::serve::build::from_file(name, &path, None, &resident.metrics).unwrap();
     let full = Arc::new(loaded.dataset);
-    let kept = Kept::File {
+    let kept = KeptCopy::File {
         path: kept.unwrap_or(path),
         label: name.to_owned(),
         listed: false,

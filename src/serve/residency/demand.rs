@@ -1,26 +1,26 @@
-//! One load on demand (`resident.rs` decides when): the version a hollow
+//! One load on demand (`mod.rs` decides when): the version a hollow
 //! dataset names, built from where its bytes are kept, and warming
 //! started (its gzip fragments follow in the background, as after a
 //! reload). Anything but exactly that version is refused.
 //!
-//! Where the bytes are ([`Kept`]): a file kept when the scan validated the
+//! Where the bytes are ([`KeptCopy`]): a file kept when the scan validated the
 //! version (a directory's private copy, an object store's last good
 //! download), or, for a version the scan only listed from a manifest, the
 //! object itself: fetched through the source on its first load (storage
 //! checks it against the manifest's SHA-256, the load validates it) and
 //! kept from then on.
 //!
-//! Under `--trust-key` each [`Kept`] carries the signature the scan
+//! Under `--trust-key` each [`KeptCopy`] carries the signature the scan
 //! accepted for its version, and a load on demand is held to it as a scan's
 //! load is: a delta is applied only to rebuild the content that signature
 //! names, and the bytes the load reads are hashed as it reads them and must
-//! be that content (`verify::read`), whatever the manifest says by then.
+//! be that content (`serve::build::signed::read`), whatever the manifest says by then.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::load;
 use crate::metrics::Metrics;
+use crate::serve::build;
 use crate::snapshot::Loaded;
 use crate::storage::signatures::Signed;
 use crate::storage::{EntryStamp, Fetch, OpenFile, StorageOrigin};
@@ -28,7 +28,7 @@ use crate::store::Dataset;
 
 /// Where the bytes of a version lie, for a load on demand.
 #[derive(Clone, Debug)]
-pub enum Kept {
+pub enum KeptCopy {
     /// A file on local disk, validated when the scan read it.
     File {
         path: PathBuf,
@@ -54,11 +54,11 @@ pub enum Kept {
     },
 }
 
-impl Kept {
+impl KeptCopy {
     /// The signature its version was accepted with, under `--trust-key`.
     pub fn signed(&self) -> Option<&Signed> {
         match self {
-            Kept::File { signed, .. } | Kept::Listed { signed, .. } => signed.as_ref(),
+            KeptCopy::File { signed, .. } | KeptCopy::Listed { signed, .. } => signed.as_ref(),
         }
     }
 }
@@ -72,12 +72,12 @@ pub struct Unavailable(pub String);
 /// from now on if that changed (an object fetched the first time).
 pub struct Demanded {
     pub dataset: Arc<Dataset>,
-    pub kept: Option<Kept>,
+    pub kept: Option<KeptCopy>,
 }
 
 /// Loads the version `hollow` names from `kept`.
 pub fn load(
-    kept: &Kept,
+    kept: &KeptCopy,
     hollow: &Dataset,
     origin: &StorageOrigin,
     precompress: bool,
@@ -95,14 +95,14 @@ pub fn load(
         return Err(cannot("no accepted signature for it".into()));
     }
     let (loaded, now_kept) = match kept {
-        Kept::File {
+        KeptCopy::File {
             path,
             label,
             copied_from,
             ..
         } => match OpenFile::open(path) {
             Ok(file) => {
-                let loaded = load::on_demand_opened(label, Arc::new(file), path, signed, metrics)
+                let loaded = build::from_opened(label, Arc::new(file), path, signed, metrics)
                     .map_err(|e| cannot(e.to_string()))?;
                 (loaded, None)
             }
@@ -130,7 +130,7 @@ pub fn load(
                 )));
             }
         },
-        Kept::Listed {
+        KeptCopy::Listed {
             name, fingerprint, ..
         } => {
             let plain = signed.and_then(|s| s.statement().plain_sha256.as_deref());
@@ -140,13 +140,13 @@ pub fn load(
                 Fetch::Failed(error) => return Err(cannot(error.message)),
             };
             let label = local.label.clone();
-            let loaded = load::on_demand(&label, &local.path, signed, metrics);
+            let loaded = build::from_file(&label, &local.path, signed, metrics);
             let ok = loaded.as_ref().is_ok_and(|l| {
                 l.dataset.workspace_id == *workspace && l.dataset.version == *version
             });
             origin.loaded(name, local, ok);
             let loaded = loaded.map_err(|e| cannot(e.to_string()))?;
-            let kept = origin.kept(name).map(|path| Kept::File {
+            let kept = origin.kept(name).map(|path| KeptCopy::File {
                 path,
                 label,
                 listed: true,
@@ -160,8 +160,8 @@ pub fn load(
     // A listed version's hollow dataset was made from the manifest, so its
     // fingerprint is not the content's: it is checked by what it claims.
     let same = match kept {
-        Kept::File { listed: false, .. } => dataset.fingerprint == hollow.fingerprint,
-        Kept::File { listed: true, .. } | Kept::Listed { .. } => {
+        KeptCopy::File { listed: false, .. } => dataset.fingerprint == hollow.fingerprint,
+        KeptCopy::File { listed: true, .. } | KeptCopy::Listed { .. } => {
             dataset.workspace_id == hollow.workspace_id
                 && dataset.version == hollow.version
                 && dataset.key_hashes == hollow.key_hashes
@@ -174,7 +174,7 @@ pub fn load(
         )));
     }
     Ok(Demanded {
-        dataset: super::warm::start_on_demand(dataset, precompress),
+        dataset: build::warming::start_on_demand(dataset, precompress),
         kept: now_kept,
     })
 }
@@ -193,21 +193,21 @@ fn copy_again(
     origin: &StorageOrigin,
     signed: Option<&Signed>,
     metrics: &Metrics,
-) -> Result<(Loaded, Option<Kept>), String> {
+) -> Result<(Loaded, Option<KeptCopy>), String> {
     let local = match origin.fetch(name, fingerprint, None) {
         Fetch::Ready(local) => local,
         Fetch::Settling => return Err("it is gone or being written".into()),
         Fetch::Failed(error) => return Err(error.message),
     };
     let label = local.label.clone();
-    let file = match super::fetch::opened(&local) {
+    let file = match build::opened(&local) {
         Ok(file) => file,
         Err(error) => {
             origin.loaded(name, local, false);
             return Err(error.to_string());
         }
     };
-    let loaded = load::on_demand_opened(&label, file, &local.path, signed, metrics);
+    let loaded = build::from_opened(&label, file, &local.path, signed, metrics);
     let loaded = match loaded {
         Ok(loaded) if loaded.dataset.fingerprint == hollow.fingerprint => loaded,
         Ok(loaded) => {
@@ -243,7 +243,7 @@ fn copy_again(
         version = %hollow.version,
         "the private copy of a snapshot was deleted under the server: loaded from the snapshot directory's file, the same version, and copied again"
     );
-    let kept = Kept::File {
+    let kept = KeptCopy::File {
         path,
         label,
         listed: false,

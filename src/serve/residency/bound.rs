@@ -13,8 +13,7 @@
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-use super::demand::Kept;
-use super::limit;
+use super::demand::KeptCopy;
 use crate::storage::EntryStamp;
 
 /// The share of the budget that loads in flight may take at once: a
@@ -64,13 +63,13 @@ impl LoadBound {
 /// from its length on disk as `--memory-limit` estimates a scan's build
 /// (the gzip fragments come later, in the background, and are the
 /// budget's); 0 when the length cannot be had.
-pub fn estimate(kept: &Kept) -> u64 {
+pub fn estimate(kept: &KeptCopy) -> u64 {
     let (len, name) = match kept {
-        Kept::File { path, .. } => (
+        KeptCopy::File { path, .. } => (
             std::fs::metadata(path).map_or(0, |m| m.len()),
             path.to_string_lossy().into_owned(),
         ),
-        Kept::Listed {
+        KeptCopy::Listed {
             name, fingerprint, ..
         } => {
             let len = match fingerprint {
@@ -80,7 +79,7 @@ pub fn estimate(kept: &Kept) -> u64 {
             (len, name.clone())
         }
     };
-    limit::build_estimate(len, name.ends_with(".gz"))
+    crate::serve::build::estimate(len, name.ends_with(".gz"))
 }
 
 #[cfg(test)]

@@ -1,5 +1,9 @@
-//! Workspaces held in memory under a budget (`--memory-budget`), and loads
-//! on demand of the others.
+//! The residency room: workspaces held in memory under a budget
+//! (`--memory-budget`), and loads on demand of the others. It serves
+//! requests (`serve::api` asks it for a workspace's records); the scan
+//! (`serve::loader`) tells it what serves. It uses `serve::build` (a build
+//! from a local file, the warm-up threads), storage and metrics, never the
+//! loader.
 //!
 //! With a budget, the catalog holds every workspace as a hollow dataset
 //! (`Dataset::hollow`: its ids, version, keys and counts, no records), and
@@ -39,12 +43,15 @@ use quick_cache::sync::Cache;
 use quick_cache::{Lifecycle, OptionsBuilder, Weighter};
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
-use super::bound::{self, LoadBound};
-use super::demand::{self, Demanded};
-pub use super::demand::{Kept, Unavailable};
+mod bound;
+mod demand;
+
 use crate::metrics::Metrics;
 use crate::storage::StorageOrigin;
 use crate::store::Dataset;
+use bound::LoadBound;
+use demand::Demanded;
+pub use demand::{KeptCopy, Unavailable};
 
 /// Bytes a dataset holds per byte of its rendered records: the records
 /// themselves, their keys, id maps and list orders ...
@@ -103,7 +110,7 @@ impl Weighter<u64, Arc<Held>> for Weigh {
 /// A resident dataset, and when a request last told the cache it was used.
 struct Held {
     dataset: Arc<Dataset>,
-    /// Milliseconds since [`Resident::started`].
+    /// Milliseconds since the resident set was made (`Resident::started`).
     marked_ms: AtomicU64,
     /// Whether it is the heavy one: pinned, so that the cache keeps it
     /// although it is heavier than its hot share, and evicts the others
@@ -163,8 +170,9 @@ pub struct Resident {
     /// Where listed versions are fetched from on their first load.
     origin: Arc<StorageOrigin>,
     /// Where each version that serves lies, by fingerprint; the scan
-    /// keeps it current ([`Resident::kept_at`], [`Resident::forget`]).
-    kept: Mutex<FxHashMap<u64, Kept>>,
+    /// keeps it current ([`Resident::loaded`], [`Resident::listed`],
+    /// [`Resident::forget`]).
+    kept: Mutex<FxHashMap<u64, KeptCopy>>,
     /// The heavy one, pinned in `datasets`.
     heavy: Mutex<Option<Heavy>>,
     /// Loads on demand in flight, by bytes.
@@ -541,7 +549,7 @@ impl Resident {
 
     /// The scan: `dataset` (a version just loaded, with its bytes kept at
     /// `kept`) serves from now on, resident if it `stays`.
-    pub fn loaded(&self, dataset: &Arc<Dataset>, kept: Kept, stays: bool) {
+    pub fn loaded(&self, dataset: &Arc<Dataset>, kept: KeptCopy, stays: bool) {
         lock(&self.kept).insert(dataset.fingerprint, kept);
         lock(&self.failed).remove(&dataset.fingerprint);
         if stays {
@@ -557,7 +565,7 @@ impl Resident {
 
     /// The scan: `hollow`'s version serves from now on, listed and not
     /// read: its first load fetches it from `kept`.
-    pub fn listed(&self, hollow: &Dataset, kept: Kept) {
+    pub fn listed(&self, hollow: &Dataset, kept: KeptCopy) {
         lock(&self.kept).insert(hollow.fingerprint, kept);
         lock(&self.failed).remove(&hollow.fingerprint);
     }
