@@ -41,12 +41,7 @@ const BINARY_LAYERS: &[(&str, &[&str])] = &[
     ("serve::reply", &[]),
     (
         "serve::api",
-        &[
-            "serve::loader",
-            "serve::residency",
-            "metrics",
-            "serve::reply",
-        ],
+        &["serve::residency", "metrics", "serve::reply"],
     ),
     ("serve::ops", &["serve::loader", "metrics", "serve::reply"]),
     ("serve::server", &[]),
