@@ -29,6 +29,13 @@ fn text(bytes: Vec<u8>) -> String {
 }
 
 #[cfg(unix)]
+/// A message names each of `parts`: what a user reading it needs.
+fn says(message: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(message.contains(part), "{part:?} in {message}");
+    }
+}
+
 fn mode(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
@@ -69,10 +76,7 @@ fn keygen_writes_a_private_key_and_its_public_key_and_never_overwrites() {
     let err = keygen(&dir.path().join("missing/key"))
         .unwrap_err()
         .to_string();
-    assert!(
-        err.contains("cannot write") && err.contains("missing/key.key"),
-        "{err}"
-    );
+    says(&err, &["cannot write", "missing/key.key"]);
 }
 
 #[test]
@@ -99,10 +103,7 @@ fn a_bad_key_file_is_refused_naming_the_file_and_line() {
     let err = load(&garbled);
     assert!(err.contains("garbled.key (--sign-key), line 3"), "{err}");
     let err = load(&dir.path().join("absent.key"));
-    assert!(
-        err.contains("cannot read the signing key") && err.contains("absent.key"),
-        "{err}"
-    );
+    says(&err, &["cannot read the signing key", "absent.key"]);
 }
 
 #[cfg(unix)]
@@ -115,9 +116,9 @@ fn a_key_file_others_can_read_is_used_with_a_warning() {
     let mut warnings = Vec::new();
     assert!(Signer::load(&files.secret, DEFAULT_VALID_FOR, &mut warnings).is_ok());
     let warnings = text(warnings);
-    assert!(
-        warnings.contains("can be read by other users (mode 0644)") && warnings.contains("k.key"),
-        "{warnings}"
+    says(
+        &warnings,
+        &["can be read by other users (mode 0644)", "k.key"],
     );
 }
 
