@@ -45,7 +45,8 @@
 # (endpoint names, space-separated, as load-bench.sh's; `.gz` ones too),
 # CG_REQUESTS (default 300; 0 skips callgrind), CG_WARM (default 50),
 # ROUNDS (default 3; 0 skips the CPU time), DURATION (s, default 3),
-# WARMUP (s, default 1), CONNECTIONS (default 64), PORT (the first build's
+# WARMUP (s, default 1), CONNECTIONS (default 64), QUIET_WAIT (s a build
+# may take, once ready, to go idle: default 600), PORT (the first build's
 # port; the others follow, and the admin ports from PORT+100).
 # Needs valgrind, wrk, curl, jq, taskset. Every process it starts is
 # stopped on exit; raw figures are kept in DATA/request-cost/.
@@ -64,6 +65,7 @@ DURATION=${DURATION:-3}
 WARMUP=${WARMUP:-1}
 CONNECTIONS=${CONNECTIONS:-64}
 PORT=${PORT:-18780}
+QUIET_WAIT=${QUIET_WAIT:-600}
 case $SCALE in # the keys of `generate --scale SCALE --seed 42`, as load-bench.sh
 large) KEY=cura_da8233ecb283aa0d65f4ec42e00d70b2 SNAP="$DATA/snap" DEEP=1000000 ;;
 medium) KEY=cura_7db43926a2aefe402db161b4255df70e SNAP="$DATA/snap-medium" DEEP=100000 ;;
@@ -135,8 +137,21 @@ start() {
   PIDS+=("$STARTED")
   wait_ready "http://127.0.0.1:$((PORT + i))/readyz" 900 "$STARTED" ||
     { tail -5 "$OUT/${NAMES[$i]}.log" >&2 && exit 1; }
+  # Ready is not idle: with a memory budget, records are precompressed in
+  # the background after /readyz says ready. Measured only once the server
+  # spends under 2% of a core for a second (at most QUIET_WAIT s).
+  local waited before after
+  for ((waited = 0; waited < QUIET_WAIT; waited++)); do
+    before=$(cpu_ns "$STARTED")
+    sleep 1
+    after=$(cpu_ns "$STARTED")
+    [ $((after - before)) -gt 20000000 ] || return 0
+  done
+  echo "  ${NAMES[$i]} still busy after ${QUIET_WAIT}s: measured anyway" >&2
 }
 api() { echo "http://127.0.0.1:$((PORT + $1))"; }
+# The time a process has spent on a CPU, all its threads, in nanoseconds.
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ns += $1} END {printf "%.0f\n", ns}'; }
 
 # The URLs: load-bench.sh's, found the same way.
 start 0
@@ -216,7 +231,6 @@ fi
 
 # CPU time: every build at once, driven in turn.
 declare -A CPU
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ns += $1} END {printf "%.0f\n", ns}'; }
 if [ "$ROUNDS" -gt 0 ]; then
   echo
   echo "== CPU time: wrk -t1 -c$CONNECTIONS -d${DURATION}s on CPU $CLIENT_CPU, $ROUNDS rounds, builds in turn"
