@@ -18,6 +18,7 @@ use std::sync::atomic::AtomicBool;
 
 use portfolio_generate::{Scale, generate};
 use portfolio_replica::metrics::Metrics;
+use portfolio_replica::serve::api::limits::Limits;
 use portfolio_replica::serve::api::{ApiState, bearer_key_hash, respond as respond_fn};
 use portfolio_replica::snapshot::load as load_snapshot;
 use portfolio_replica::snapshot::{self, SnapshotError, Source};
@@ -223,7 +224,8 @@ fn respond(c: &mut Criterion, f: &Fixture) {
         store.publish(Catalog::new([dataset]));
         ApiState {
             resident: None,
-            limits: None,
+            // No flags: as a replica started without limits.
+            limits: Arc::new(Limits::new(None)),
             store,
             key_prefix: "cura".to_owned(),
             ready: Arc::new(AtomicBool::new(true)),

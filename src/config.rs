@@ -733,7 +733,9 @@ pub struct ServeConfig {
     pub storage: StorageOptions,
     /// Metric series per file and workspace, besides the fleet's.
     pub metrics_per_workspace: bool,
-    /// Each workspace's rate and requests in flight; `None`: no limits.
+    /// Each workspace's rate and requests in flight, from the flags;
+    /// `None`: none from them (a snapshot's own `limits` still hold for
+    /// its workspace, and a workspace without any is not limited).
     pub workspace_limits: Option<crate::serve::api::limits::Policy>,
 }
 

@@ -139,12 +139,13 @@ pub async fn run(
         cors: config.cors.clone(),
         resident,
         // Always: a snapshot's own limits hold whatever the flags say.
-        limits: Some(Arc::new(api::limits::Limits::new(config.workspace_limits))),
+        limits: Arc::new(api::limits::Limits::new(config.workspace_limits)),
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    if let Some(limits) = state.limits.clone() {
+    {
         // Every minute: the workspaces throttled meanwhile are logged, and
         // idle workspaces' limiter state dropped.
+        let limits = Arc::clone(&state.limits);
         let mut stop = stop_rx.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(api::limits::LOOK_EVERY);

@@ -64,7 +64,7 @@ fn loan(buf: Vec<u8>) -> Bytes {
     if buf.capacity() > KEEP_BYTES {
         return Bytes::from(buf);
     }
-    Bytes::from_owner(Kept(buf))
+    Bytes::from_owner(LoanedBuffer(buf))
 }
 
 /// Keeps `buf` for a later answer, if there is room.
@@ -82,15 +82,15 @@ fn give_back(buf: Vec<u8>) {
 }
 
 /// A buffer on loan to a response body.
-struct Kept(Vec<u8>);
+struct LoanedBuffer(Vec<u8>);
 
-impl AsRef<[u8]> for Kept {
+impl AsRef<[u8]> for LoanedBuffer {
     fn as_ref(&self) -> &[u8] {
         &self.0
     }
 }
 
-impl Drop for Kept {
+impl Drop for LoanedBuffer {
     fn drop(&mut self) {
         give_back(std::mem::take(&mut self.0));
     }

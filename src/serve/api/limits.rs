@@ -5,9 +5,11 @@
 //! member) win over the flags (`--rate-limit`, `--rate-burst`,
 //! `--max-in-flight`), member by member. A request is admitted after its
 //! key is authenticated and before anything else (the contract's order of
-//! checks), so an unknown key never costs limiter state; idle workspaces'
-//! state is dropped by [`Limits::forget_idle`]. docs/api.md#rate-limits
-//! and docs/operations.md#rate-limits say what clients and operators see.
+//! checks), so an unknown key never costs limiter state; a workspace
+//! without limits (no flags, none in its snapshot) costs its requests
+//! nothing but the look at its policy; idle workspaces' state is dropped
+//! by [`Limits::forget_idle`]. docs/api.md#rate-limits and
+//! docs/operations.md#rate-limits say what clients and operators see.
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -15,7 +17,6 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use governor::clock::{Clock, DefaultClock};
-use governor::middleware::StateInformationMiddleware;
 use governor::state::keyed::DashMapStateStore;
 use governor::{Quota, RateLimiter};
 
@@ -46,33 +47,37 @@ impl Policy {
     }
 }
 
-/// Why a request is refused.
+/// The limit a refused request is over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refusal {
+pub enum Exceeded {
     /// Over the rate: admitted again after this long.
     Rate { retry_after: Duration },
     /// Over the cap on requests in flight.
     InFlight,
 }
 
-/// A refusal, with the policy it was made under (the 429's headers say it).
+/// A request refused: the limit it is over, and the policy that set it
+/// (the 429's headers say both).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Refused {
+pub struct OverLimit {
     pub policy: Policy,
-    pub why: Refusal,
+    pub why: Exceeded,
 }
 
-type Keyed = RateLimiter<u64, DashMapStateStore<u64>, DefaultClock, StateInformationMiddleware>;
+type Keyed = RateLimiter<u64, DashMapStateStore<u64>, DefaultClock>;
 
 /// How often the throttled workspaces are logged and idle state dropped.
 pub const LOOK_EVERY: Duration = Duration::from_secs(60);
 
 /// The limiters of one replica: one keyed rate limiter per distinct rate
 /// (the flags' and the few plans snapshots set), and the requests in
-/// flight per workspace.
+/// flight per workspace. Without flags ([`Limits::new`] of `None`), it
+/// admits every request of a workspace whose snapshot sets no limits at
+/// once, with no state kept.
 pub struct Limits {
-    /// The flags' policy, for what a workspace's snapshot does not set.
-    default: Option<Policy>,
+    /// The flags' policy, for what a workspace's snapshot does not set
+    /// (no limits without flags).
+    default: Policy,
     rates: DashMap<(NonZeroU32, NonZeroU32), Arc<Keyed>>,
     in_flight: DashMap<u64, u32>,
     /// Workspaces refused since the last look: their id and how many
@@ -81,14 +86,15 @@ pub struct Limits {
     throttled: DashMap<u64, (String, u64)>,
 }
 
-/// A request admitted: its place among the workspace's requests in
-/// flight, given back when dropped.
-pub struct Admitted {
+/// A request admitted: under a cap on requests in flight, its place among
+/// the workspace's, given back when dropped; else nothing.
+#[must_use = "dropping it gives the request's place in flight back"]
+pub struct Admitted(Option<InFlight>);
+
+/// A place among a workspace's requests in flight.
+struct InFlight {
     limits: Arc<Limits>,
     key: u64,
-    counted: bool,
-    /// Requests the workspace may still send now, under its rate.
-    pub remaining: Option<u32>,
 }
 
 /// The limiter key of a workspace: a hash of its id, keyed afresh in each
@@ -102,22 +108,22 @@ pub fn workspace_key(workspace: &str) -> u64 {
     KEYED.hash_one(workspace)
 }
 
-impl Refusal {
+impl Exceeded {
     /// The metric label.
     pub fn reason(self) -> &'static str {
         match self {
-            Refusal::Rate { .. } => "rate",
-            Refusal::InFlight => "in_flight",
+            Exceeded::Rate { .. } => "rate",
+            Exceeded::InFlight => "in_flight",
         }
     }
 }
 
 impl Limits {
     /// Limits of `default` (the flags) for what workspaces' snapshots do
-    /// not set.
+    /// not set; `None`: none but those snapshots set.
     pub fn new(default: Option<Policy>) -> Limits {
         Limits {
-            default,
+            default: default.unwrap_or_default(),
             rates: DashMap::new(),
             in_flight: DashMap::new(),
             throttled: DashMap::new(),
@@ -127,7 +133,7 @@ impl Limits {
     /// The policy of a workspace: what its snapshot sets, the flags for
     /// what it does not.
     pub fn policy(&self, own: Option<&WorkspaceLimits>) -> Policy {
-        let default = self.default.unwrap_or_default();
+        let default = self.default;
         let Some(own) = own else { return default };
         let rate = match own.rate_per_second.and_then(NonZeroU32::new) {
             Some(per_second) => {
@@ -152,52 +158,52 @@ impl Limits {
         }
         let made = self.rates.entry(rate).or_insert_with(|| {
             let quota = Quota::per_second(rate.0).allow_burst(rate.1);
-            Arc::new(RateLimiter::dashmap(quota).with_middleware::<StateInformationMiddleware>())
+            Arc::new(RateLimiter::dashmap(quota))
         });
         Arc::clone(&made)
     }
 
-    /// Admits a request of the workspace `key` (a hash of its id) whose
-    /// snapshot sets `own` limits, or says why not. A refused request
-    /// counts against nothing.
+    /// Admits a request of the workspace `workspace` (its id) whose
+    /// snapshot sets `own` limits, or says which limit it is over. A
+    /// refused request counts against nothing. Under no limits at all
+    /// (neither flags nor `own`), it is admitted with nothing counted:
+    /// no hash of the id, no map touched.
     pub fn admit(
         self: &Arc<Self>,
         workspace: &str,
         own: Option<&WorkspaceLimits>,
-    ) -> Result<Admitted, Refused> {
+    ) -> Result<Admitted, OverLimit> {
         let policy = self.policy(own);
+        if policy == Policy::default() {
+            return Ok(Admitted(None));
+        }
         let key = workspace_key(workspace);
         let refused = |why| {
             self.throttled
                 .entry(key)
                 .or_insert_with(|| (workspace.to_owned(), 0))
                 .1 += 1;
-            Refused { policy, why }
+            OverLimit { policy, why }
         };
-        let mut admitted = Admitted {
-            limits: Arc::clone(self),
-            key,
-            counted: false,
-            remaining: None,
-        };
+        let mut admitted = Admitted(None);
         if let Some(cap) = policy.max_in_flight {
             let mut count = self.in_flight.entry(key).or_insert(0);
             if *count >= cap.get() {
-                return Err(refused(Refusal::InFlight));
+                return Err(refused(Exceeded::InFlight));
             }
             *count += 1;
-            admitted.counted = true;
+            admitted.0 = Some(InFlight {
+                limits: Arc::clone(self),
+                key,
+            });
         }
-        if let Some(rate) = policy.rate.map(|rate| self.rate(rate)) {
-            match rate.check_key(&key) {
-                Ok(state) => admitted.remaining = Some(state.remaining_burst_capacity()),
-                Err(not_until) => {
-                    // The limiter's own clock: making one calibrates it.
-                    let retry_after = not_until.wait_time_from(rate.clock().now());
-                    // `admitted` gives its in-flight place back as it drops.
-                    return Err(refused(Refusal::Rate { retry_after }));
-                }
-            }
+        if let Some(rate) = policy.rate.map(|rate| self.rate(rate))
+            && let Err(not_until) = rate.check_key(&key)
+        {
+            // The limiter's own clock: making one calibrates it.
+            let retry_after = not_until.wait_time_from(rate.clock().now());
+            // `admitted` gives its in-flight place back as it drops.
+            return Err(refused(Exceeded::Rate { retry_after }));
         }
         Ok(admitted)
     }
@@ -238,14 +244,12 @@ impl Limits {
     }
 }
 
-impl Drop for Admitted {
+impl Drop for InFlight {
     /// Gives the place back; the entry itself stays until
     /// [`Limits::forget_idle`], so a busy workspace does not insert and
     /// remove it on every request.
     fn drop(&mut self) {
-        if self.counted
-            && let Some(mut count) = self.limits.in_flight.get_mut(&self.key)
-        {
+        if let Some(mut count) = self.limits.in_flight.get_mut(&self.key) {
             *count = count.saturating_sub(1);
         }
     }
@@ -260,10 +264,10 @@ const HOLD_AT_MOST: Duration = Duration::from_millis(10);
 /// make the replica answer a 429 every few microseconds, and the quiet
 /// workspaces would wait behind those; held, its connections wait instead.
 /// A client that obeys `Retry-After` waits longer anyway.
-pub fn hold(why: Refusal) -> Duration {
+pub fn hold(why: Exceeded) -> Duration {
     match why {
-        Refusal::Rate { retry_after } => retry_after.min(HOLD_AT_MOST),
-        Refusal::InFlight => HOLD_AT_MOST,
+        Exceeded::Rate { retry_after } => retry_after.min(HOLD_AT_MOST),
+        Exceeded::InFlight => HOLD_AT_MOST,
     }
 }
 
@@ -271,11 +275,11 @@ pub fn hold(why: Refusal) -> Duration {
 /// whole seconds, and the IETF `RateLimit-Policy` / `RateLimit` fields
 /// (draft-ietf-httpapi-ratelimit-headers-10) naming the limit hit (a
 /// rate's policy with its burst beside it).
-pub fn too_many(Refused { policy, why }: Refused) -> warp::reply::Response {
+pub fn too_many(OverLimit { policy, why }: OverLimit) -> warp::reply::Response {
     use warp::http::StatusCode;
     use warp::http::header::{HeaderValue, RETRY_AFTER};
     let (message, retry, policy_field, state) = match why {
-        Refusal::Rate { retry_after } => {
+        Exceeded::Rate { retry_after } => {
             let (rate, burst) = policy.rate.map_or((0, 0), |(per_second, burst)| {
                 (per_second.get(), burst.get())
             });
@@ -291,7 +295,7 @@ pub fn too_many(Refused { policy, why }: Refused) -> warp::reply::Response {
                 format!("\"default\";r=0;t={seconds}"),
             )
         }
-        Refusal::InFlight => {
+        Exceeded::InFlight => {
             let cap = policy.max_in_flight.map_or(0, NonZeroU32::get);
             (
                 format!("Too many requests at once: this workspace may have {cap} in flight"),

@@ -20,11 +20,12 @@ mod routes;
 
 use std::convert::Infallible;
 use std::future::{Future, Ready, ready};
+use std::ops::Range;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::future::Either;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use warp::http::header::{ALLOW, HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
@@ -80,8 +81,11 @@ pub struct ApiState {
     /// demand of the others (the catalog holds them hollow).
     pub resident: Option<Arc<Resident>>,
     /// Each workspace's rate and requests in flight: its snapshot's
-    /// limits, else the flags' (`--rate-limit`, `--max-in-flight`).
-    pub limits: Option<Arc<limits::Limits>>,
+    /// limits, else the flags' (`--rate-limit`, `--max-in-flight`). Always
+    /// there, as a snapshot's own limits hold whatever the flags say;
+    /// without either, a request is admitted at the cost of a look at its
+    /// policy (`Limits::new(None)`).
+    pub limits: Arc<limits::Limits>,
 }
 
 /// The Portfolio API, `/healthz` and `/readyz`, as a hyper service: each
@@ -113,9 +117,9 @@ impl ApiService {
         let started = std::time::Instant::now();
         state.metrics.start();
         let (method, uri, headers) = (request.method(), request.uri(), request.headers());
-        let query = uri.query().unwrap_or("");
-        let (step, route) = respond(state, method, uri.path(), query, headers);
-        match step {
+        let (path, query) = (uri.path(), uri.query().unwrap_or(""));
+        let (route, id) = Route::classify(path);
+        match step(state, method, route, path, id, query, headers) {
             Step::Answer(response) => {
                 Either::Left(ready(Ok(self.finish(&request, route, response, started))))
             }
@@ -129,6 +133,9 @@ impl ApiService {
                 }))
             }
             Step::Load(hollow, resident) => {
+                // The future owns the request: it finds the id again by
+                // where it is in the path, classified once.
+                let id = span_in(path, id);
                 let service = self.clone();
                 Either::Right(Box::pin(async move {
                     let mut loaded = resident.load(&hollow).await;
@@ -149,7 +156,7 @@ impl ApiService {
                             resident.load(&newer).await
                         };
                     }
-                    let response = service.answer_loaded(&request, route, loaded);
+                    let response = service.answer_loaded(&request, route, id, loaded);
                     Ok(service.finish(&request, route, response, started))
                 }))
             }
@@ -167,19 +174,20 @@ impl ApiService {
     }
 
     /// The answer from a workspace loaded on demand, or the 503 of a load
-    /// that failed.
+    /// that failed; `id` is where the route's id is in the path.
     fn answer_loaded<B>(
         &self,
         request: &Request<B>,
         route: Route,
+        id: Range<usize>,
         loaded: Result<Arc<Dataset>, Unavailable>,
     ) -> Response {
         match loaded {
             Ok(dataset) => {
                 let (uri, headers) = (request.uri(), request.headers());
-                let query = uri.query().unwrap_or("");
-                let (_, id) = Route::classify(uri.path());
-                from_dataset(&self.state, &dataset, route, uri.path(), id, query, headers)
+                let (path, query) = (uri.path(), uri.query().unwrap_or(""));
+                let id = &path[id];
+                from_dataset(&self.state, &dataset, route, path, id, query, headers)
             }
             // Why is in the log and /snapshots: it names files and objects
             // of the replica, none of the client's business.
@@ -219,7 +227,18 @@ impl ApiService {
     }
 }
 
-/// The future of an answer: ready at once, or after a load on demand.
+/// Where `id`, a part of `path` or `""`, is in `path`.
+fn span_in(path: &str, id: &str) -> Range<usize> {
+    if id.is_empty() {
+        return 0..0;
+    }
+    let start = id.as_ptr() as usize - path.as_ptr() as usize;
+    debug_assert_eq!(path.get(start..start + id.len()), Some(id));
+    start..start + id.len()
+}
+
+/// The future of an answer: ready at once, after a 429's hold, or after
+/// a load on demand.
 type Answering = Either<
     Ready<Result<Response, Infallible>>,
     Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>,
@@ -265,7 +284,8 @@ impl Step {
 }
 
 /// Answers one request, or says which workspace must be loaded first;
-/// also says which route it is, for the metrics.
+/// also says which route it is, for the metrics. (What [`ApiService`]
+/// does for each request, less the metrics, the trace and CORS headers.)
 pub fn respond(
     state: &ApiState,
     method: &Method,
@@ -277,6 +297,8 @@ pub fn respond(
     (step(state, method, route, path, id, query, headers), route)
 }
 
+/// The contract's order of checks for a request to `path`, of `route`
+/// with `id` (`Route::classify`).
 fn step(
     state: &ApiState,
     method: &Method,
@@ -343,15 +365,15 @@ fn step(
     };
     // The workspace's limits: after the key, before anything else
     // (docs/api.md#rate-limits). Held until the answer is made.
-    let admitted = match &state.limits {
-        Some(limits) => match limits.admit(&dataset.workspace_id, dataset.limits.as_ref()) {
-            Ok(admitted) => Some(admitted),
-            Err(refused) => {
-                state.metrics.throttled(refused.why.reason());
-                return Step::Throttled(limits::too_many(refused), limits::hold(refused.why));
-            }
-        },
-        None => None,
+    let admitted = match state
+        .limits
+        .admit(&dataset.workspace_id, dataset.limits.as_ref())
+    {
+        Ok(admitted) => admitted,
+        Err(over) => {
+            state.metrics.throttled(over.why.reason());
+            return Step::Throttled(limits::too_many(over), limits::hold(over.why));
+        }
     };
     if !dataset.is_hollow() {
         return from_dataset(state, dataset, route, path, id, query, headers).into();
