@@ -25,14 +25,6 @@ use crate::storage::source::SnapshotSource;
 /// that rewrites in place is given this long to finish.
 const SETTLE: Duration = Duration::from_millis(150);
 
-/// Files this large ([`LARGE_SNAPSHOT_FILE_BYTES`]) are held open while
-/// their content serves: a writer that renames a new version over one then
-/// does not wait, inside its rename, for the kernel to drop the old
-/// content's page cache (about 45 ms for 200 MB, before the server could
-/// see the new file); the server lets it go once the new version has
-/// loaded, off the scan.
-const HELD_FROM: u64 = LARGE_SNAPSHOT_FILE_BYTES;
-
 /// At most this many files held open: each is a descriptor, and the
 /// connections need theirs (a directory of hundreds of large workspaces
 /// is not the common case; past this, renames over them wait as before).
@@ -44,7 +36,12 @@ pub struct Directory {
     /// Files renamed into place, with what they held then: whole, so read
     /// without waiting for them to settle, if they still hold it.
     renamed: Mutex<HashMap<String, FileStamp>>,
-    /// Large files that loaded, held open ([`HELD_FROM`]).
+    /// Large files that loaded, held open: files of
+    /// [`LARGE_SNAPSHOT_FILE_BYTES`] or more are, while their content
+    /// serves, so that a writer renaming a new version over one does not
+    /// wait inside its rename for the kernel to drop the old content's page
+    /// cache (about 45 ms for 200 MB); they are let go once the new version
+    /// has loaded, off the scan.
     held: Mutex<HashMap<String, std::fs::File>>,
     /// `--trust-key`: each file is read with its signature file and hashed
     /// when fetched, and a new signature is a change.
@@ -142,7 +139,7 @@ impl ScanBookkeeping for Directory {
     }
 
     fn loaded(&self, name: &str, local: FetchedFile, ok: bool) {
-        if !ok || local.len < HELD_FROM {
+        if !ok || local.len < LARGE_SNAPSHOT_FILE_BYTES {
             return;
         }
         // The content that serves now (a rename after the load only
@@ -406,22 +403,30 @@ mod tests {
             }
         };
         let held = |name: &str| source.held().contains_key(name);
-        source.loaded("a.json", local("a.json", HELD_FROM), true);
-        source.loaded("small.json", local("small.json", HELD_FROM - 1), true);
-        source.loaded("bad.json", local("bad.json", HELD_FROM), false);
+        source.loaded("a.json", local("a.json", LARGE_SNAPSHOT_FILE_BYTES), true);
+        source.loaded(
+            "small.json",
+            local("small.json", LARGE_SNAPSHOT_FILE_BYTES - 1),
+            true,
+        );
+        source.loaded(
+            "bad.json",
+            local("bad.json", LARGE_SNAPSHOT_FILE_BYTES),
+            false,
+        );
         assert!(held("a.json") && !held("small.json") && !held("bad.json"));
         // Its next version replaces it; leaving the listing lets it go.
-        source.loaded("a.json", local("a.json", HELD_FROM), true);
+        source.loaded("a.json", local("a.json", LARGE_SNAPSHOT_FILE_BYTES), true);
         assert_eq!(source.held().len(), 1);
         source.forgotten("a.json");
         assert!(!held("a.json"));
         for n in 0..HELD_AT_MOST + 5 {
             let name = format!("w{n}.json");
-            source.loaded(&name, local(&name, HELD_FROM), true);
+            source.loaded(&name, local(&name, LARGE_SNAPSHOT_FILE_BYTES), true);
         }
         assert_eq!(source.held().len(), HELD_AT_MOST);
         // One held already is still replaced at the cap.
-        source.loaded("w0.json", local("w0.json", HELD_FROM), true);
+        source.loaded("w0.json", local("w0.json", LARGE_SNAPSHOT_FILE_BYTES), true);
         assert!(held("w0.json"));
     }
 }
