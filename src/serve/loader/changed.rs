@@ -99,7 +99,7 @@ fn forget(files: &mut Files, present: impl Fn(&str) -> bool) -> Removed {
         .collect();
     let mut removed = Removed::default();
     for name in gone {
-        let served = files.remove(&name).and_then(|entry| entry.dataset);
+        let served = files.remove(&name).and_then(FileEntry::into_dataset);
         match served {
             Some(dataset) => {
                 tracing::info!(
@@ -118,8 +118,8 @@ fn forget(files: &mut Files, present: impl Fn(&str) -> bool) -> Removed {
         removed.names.push(name);
     }
     if !removed.names.is_empty() {
-        for entry in files.values_mut().filter(|e| e.conflict) {
-            entry.fingerprint = None;
+        for entry in files.values_mut().filter(|e| e.conflict()) {
+            entry.read_again();
         }
     }
     removed
@@ -134,11 +134,7 @@ fn changed_files(files: &mut Files, present: &Listing) -> (Vec<(String, EntrySta
     let mut unreadable = Vec::new();
     for (name, fingerprint) in &present.entries {
         match fingerprint {
-            Ok(fp)
-                if files
-                    .get(name)
-                    .is_none_or(|e| e.fingerprint.as_ref() != Some(fp)) =>
-            {
+            Ok(fp) if files.get(name).is_none_or(|e| e.fingerprint() != Some(fp)) => {
                 to_read.push((name.clone(), fp.clone()));
             }
             Ok(_) => {}
@@ -146,7 +142,7 @@ fn changed_files(files: &mut Files, present: &Listing) -> (Vec<(String, EntrySta
                 let entry = files
                     .entry(name.clone())
                     .or_insert_with(|| FileEntry::new(name));
-                entry.fingerprint = None;
+                entry.read_again();
                 let message = format!("{name}: cannot read the file: {reason}");
                 if entry.status.error.as_deref() != Some(message.as_str()) {
                     log_rejected(name, entry, &message);
@@ -173,7 +169,7 @@ fn successors(files: &Files, present: &Listing) -> Successors {
         .iter()
         .filter(|(name, _)| !present.contains(name))
         .filter_map(|(name, entry)| {
-            let workspace = &entry.dataset.as_ref()?.workspace_id;
+            let workspace = &entry.dataset()?.workspace_id;
             let may_succeed = if present.names_are_workspaces {
                 present.contains(workspace)
             } else {

@@ -125,7 +125,7 @@ fn fetch(
             Ok(Fetched {
                 previous: files::lock(files)
                     .get(&name)
-                    .and_then(|e| e.dataset.clone()),
+                    .and_then(|e| e.dataset().cloned()),
                 name,
                 fingerprint,
                 local,

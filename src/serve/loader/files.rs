@@ -4,27 +4,47 @@
 //! `warm`); the functions here read it for `/metrics`, and record what a
 //! scan learns besides (a download that failed, a listing that confirms).
 //!
-//! The states a file can be in, and what says so (still fields of one
-//! [`FileEntry`]; an enum with the data of each state is yet to come):
+//! Every entry has a name, a [`FileStatus`], when the content it holds
+//! was written, a download's error and when storage last confirmed it
+//! (object storage), the signature its status shows; and one
+//! [`EntryState`], each with exactly the data of that state:
 //!
-//! | state | what holds it |
-//! | --- | --- |
-//! | to read | `fingerprint` is `None` (new, refused content that may fit, a failed download, a conflict's loser after a removal) |
-//! | serving | `dataset` (not refused), no `status.error` |
-//! | rejected, the previous version serving | `dataset` (not refused) and `status.error` |
-//! | rejected, serving nothing | no `dataset`, `status.error` |
-//! | lost a conflict | `conflict`, `lost` (its content's claim); `dataset` the version restored, if any |
-//! | refused for memory | `refused` (the bytes it needs); `dataset` its claims (refused, hollow) unless a version serves |
-//! | settling (within one settle only) | `previous`: the [`Replaced`] version, restored or retired before the settle ends |
+//! | state | data | serves |
+//! | --- | --- | --- |
+//! | `Empty` | — | nothing: new, rejected with nothing to serve, unloaded |
+//! | `Serving` | `dataset` | its content (no `status.error`); or, rejected (`status.error`), the previous version, or a content's claims refused for its signature (hollow, 503) |
+//! | `Settling` (within one settle only) | `dataset`, `previous: Option<Replaced>` | the new content, until conflicts are decided |
+//! | `LostConflict` | `lost: Option<Lost>` (its content's claim), `restored` | the older version restored, if any |
+//! | `RefusedForMemory` | `needs` (bytes), `serving` | the previous version, else the refused content's claims (hollow, 503), if any |
+//! | `RefusedUnloaded` | `needs` | nothing: refused, and the older version unloaded for a conflict |
 //!
-//! The transitions a settle makes are methods here: [`FileEntry::read`]
-//! (a content read: what an earlier one claimed or was refused for no
-//! longer counts), [`FileEntry::serve_loaded`] (into settling),
-//! [`FileEntry::lose`] (lost a conflict), [`FileEntry::restore`] (the
-//! replaced version serves again), [`FileEntry::unserve`]; also
-//! [`refused_that_fit`] (refused for memory → to read) and
-//! [`fetch_failed`] (→ to read, the download's error shown). An entry
-//! gone from the listing is forgotten (`changed.rs`).
+//! "To read" is not a state but a mark on any of them: no fingerprint
+//! ([`FileEntry::read_again`]: new, a failed download, refused content
+//! that may fit, a conflict's loser after a removal, a loser that now
+//! wins, a signature's verdict that turned); what it holds serves
+//! meanwhile.
+//!
+//! The transitions, all methods here:
+//!
+//! ```text
+//!  any but Settling ──read──▶ Empty | Serving      (what it holds stays; Settling stays)
+//!  Empty | Serving ──reject(needs)──▶ RefusedForMemory          (needs)
+//!                  ──reject(no needs)──▶ Empty | Serving        (claims if nothing serves)
+//!  any ──serve_loaded──▶ Settling { previous: what it held }
+//!  Settling ──settled──▶ Serving                   (the previous returned, to retire)
+//!  Settling ──lose──▶ LostConflict { lost }        (the new dataset and previous returned)
+//!  LostConflict ──restore──▶ LostConflict { restored: previous }
+//!  Serving ──unload_for_conflict──▶ LostConflict { lost: None }
+//!  LostConflict { restored } ──unload_for_conflict──▶ LostConflict { restored: None }
+//!  RefusedForMemory { serving } ──unload_for_conflict──▶ RefusedUnloaded
+//!  RefusedForMemory ──refused_that_fit──▶ Empty | Serving   (to read)
+//!  RefusedUnloaded ──refused_that_fit──▶ LostConflict { lost: None }   (to read)
+//! ```
+//!
+//! [`fetch_failed`] changes no state (to read, the download's error
+//! shown); [`FileEntry::unserve`] clears what the status shows of a
+//! version serving. An entry gone from the listing is forgotten
+//! (`changed.rs`), giving up what it held ([`FileEntry::into_dataset`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -38,44 +58,67 @@ use crate::store::key::KeyHash;
 use crate::store::time::{Instant, utc_now};
 pub use portfolio_wire::status::FileStatus;
 
-/// One snapshot file as the loader knows it.
+/// One snapshot file as the loader knows it: what every file has, and the
+/// state it is in ([`EntryState`]), read through the accessors below.
 pub struct FileEntry {
-    /// The content last read; `None` to read the file again on the next scan.
-    pub fingerprint: Option<EntryStamp>,
+    /// The content last read; `None` to read the file again on the next
+    /// scan (in any state: see the module doc).
+    fingerprint: Option<EntryStamp>,
     pub status: FileStatus,
-    /// The dataset this file serves, if any; kept when a newer content of
-    /// the file is rejected, so the previous version keeps serving.
-    pub dataset: Option<Arc<Dataset>>,
-    /// When the content of `dataset` was written: it decides conflicts
-    /// (`crate::store::claims`).
+    /// When the content of the dataset it holds was written: it decides
+    /// conflicts (`crate::store::claims`).
     pub written: SystemTime,
-    /// Rejected because another file holds its workspace or a key: read
-    /// again when a file goes away.
-    pub conflict: bool,
-    /// What its current content claims, when that content lost a conflict
-    /// and its dataset was dropped: it takes part in every later decision,
-    /// so that the rule does not depend on the order files were read.
-    pub lost: Option<Lost>,
-    /// While a scan settles a newly loaded dataset: the one it replaces,
-    /// with what went with it, restored if the new one loses a conflict
-    /// and the old one does not.
-    /// (Boxed: a first scan of thousands of files holds an entry each,
-    /// and this is needed only while one settles.)
-    pub previous: Option<Box<Replaced>>,
     /// Object storage: why the content the listing names could not be
     /// downloaded, and since when; cleared by the next download.
     pub source_error: Option<(StorageError, String)>,
     /// Object storage: when a successful poll last found this entry
     /// serving (or having judged) what storage names.
     pub confirmed: Option<SystemTime>,
-    /// Its content was refused for memory, needing this many bytes: read
-    /// again once that much is free. Its claims serve meanwhile (hollow,
-    /// answered 503) if no earlier version does.
-    pub refused: Option<u64>,
-    /// Under `--trust-key`: the signature the serving version was accepted
-    /// with, and whether its expiry has been logged.
+    /// Under `--trust-key`: the signature `status.signature` shows (the
+    /// serving version was accepted with it), and whether its expiry has
+    /// been logged.
     pub signed: Option<Signed>,
     pub expiry_logged: bool,
+    state: EntryState,
+}
+
+/// The state a file is in, each with the data it has (module doc).
+pub enum EntryState {
+    /// Holds nothing: new, rejected with nothing to serve, or unloaded.
+    Empty,
+    /// Holds `dataset`: its content serving (no `status.error`), the
+    /// previous version serving while a newer content is rejected, or a
+    /// content refused for its signature's claims (hollow, answered 503).
+    Serving { dataset: Arc<Dataset> },
+    /// Within one settle only: `dataset` newly loaded, serving until
+    /// conflicts are decided; `previous` the version it replaces, restored
+    /// or retired before the settle ends. (Boxed: a first scan of
+    /// thousands of files holds an entry each.)
+    Settling {
+        dataset: Arc<Dataset>,
+        previous: Option<Box<Replaced>>,
+    },
+    /// Lost a conflict: read again when a file goes away. `lost` is what
+    /// its current content claims, when that content lost and its dataset
+    /// was dropped: it takes part in every later decision, so that the
+    /// rule does not depend on the order files were read (`None`: an older
+    /// version unloaded for another file's current content). `restored`:
+    /// the older version that serves again.
+    LostConflict {
+        lost: Option<Lost>,
+        restored: Option<Arc<Dataset>>,
+    },
+    /// Its content was refused for memory, needing `needs` bytes: read
+    /// again once that much is free. `serving`: the previous version, or
+    /// else the refused content's claims (hollow, answered 503), if any.
+    RefusedForMemory {
+        needs: u64,
+        serving: Option<Arc<Dataset>>,
+    },
+    /// Refused for memory, and what it served since unloaded for another
+    /// file's current content: read again when `needs` bytes are free or
+    /// a file goes away.
+    RefusedUnloaded { needs: u64 },
 }
 
 /// The version a newly loaded dataset replaces, while a scan settles: all
@@ -92,26 +135,116 @@ impl FileEntry {
         FileEntry {
             fingerprint: None,
             status: FileStatus::new(name),
-            dataset: None,
             written: SystemTime::UNIX_EPOCH,
-            conflict: false,
-            lost: None,
-            previous: None,
             source_error: None,
             confirmed: None,
-            refused: None,
             signed: None,
             expiry_logged: false,
+            state: EntryState::Empty,
+        }
+    }
+
+    /// The content last read, if it is not to be read again.
+    pub fn fingerprint(&self) -> Option<&EntryStamp> {
+        self.fingerprint.as_ref()
+    }
+
+    /// To be read again on the next scan (whatever it holds meanwhile).
+    pub fn read_again(&mut self) {
+        self.fingerprint = None;
+    }
+
+    /// The dataset it holds, if any: serving, an older version serving,
+    /// or refused claims (hollow, answered 503).
+    pub fn dataset(&self) -> Option<&Arc<Dataset>> {
+        match &self.state {
+            EntryState::Serving { dataset } | EntryState::Settling { dataset, .. } => Some(dataset),
+            EntryState::LostConflict { restored, .. } => restored.as_ref(),
+            EntryState::RefusedForMemory { serving, .. } => serving.as_ref(),
+            EntryState::Empty | EntryState::RefusedUnloaded { .. } => None,
+        }
+    }
+
+    /// The dataset it holds, to warm it or swap it for its hollow copy.
+    pub fn dataset_mut(&mut self) -> Option<&mut Arc<Dataset>> {
+        match &mut self.state {
+            EntryState::Serving { dataset } | EntryState::Settling { dataset, .. } => Some(dataset),
+            EntryState::LostConflict { restored, .. } => restored.as_mut(),
+            EntryState::RefusedForMemory { serving, .. } => serving.as_mut(),
+            EntryState::Empty | EntryState::RefusedUnloaded { .. } => None,
+        }
+    }
+
+    /// The entry forgotten: the dataset it held, if any.
+    pub fn into_dataset(self) -> Option<Arc<Dataset>> {
+        Self::into_held(self.state)
+    }
+
+    /// What its current content claims, when it lost a conflict.
+    pub fn lost(&self) -> Option<&Lost> {
+        match &self.state {
+            EntryState::LostConflict { lost, .. } => lost.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Rejected for a conflict: to be read again when a file goes away.
+    pub fn conflict(&self) -> bool {
+        matches!(
+            self.state,
+            EntryState::LostConflict { .. } | EntryState::RefusedUnloaded { .. }
+        )
+    }
+
+    /// While a settle decides: the version a newly loaded one replaces.
+    pub fn previous(&self) -> Option<&Replaced> {
+        match &self.state {
+            EntryState::Settling { previous, .. } => previous.as_deref(),
+            _ => None,
         }
     }
 
     /// Transition: a content was read (loaded or rejected). What an
-    /// earlier content claimed or was refused for no longer counts.
+    /// earlier content claimed or was refused for no longer counts: only
+    /// the dataset held stays (serving, or nothing). A file read twice in
+    /// one batch (listed as changed, and read again for a conflict it now
+    /// wins) stays settling.
     pub fn read(&mut self, fingerprint: EntryStamp) {
         self.fingerprint = Some(fingerprint);
-        self.conflict = false;
-        self.lost = None;
-        self.refused = None;
+        let state = std::mem::replace(&mut self.state, EntryState::Empty);
+        self.state = match state {
+            settling @ EntryState::Settling { .. } => settling,
+            state => Self::holding(Self::into_held(state)),
+        };
+    }
+
+    /// Transition: the content just read is rejected. Refused for memory
+    /// (`needs`), or not; a version that serves keeps serving, else the
+    /// content's `claims` (refused: its keys answered 503), if any, stand
+    /// in for it, written at `written`.
+    pub fn reject(&mut self, needs: Option<u64>, claims: Option<Dataset>, written: SystemTime) {
+        if let EntryState::Settling { .. } = self.state {
+            // Read twice in one batch: the content loaded first serves.
+            return;
+        }
+        let state = std::mem::replace(&mut self.state, EntryState::Empty);
+        let held = Self::into_held(state);
+        // The claims of an earlier refused content give way to these, or
+        // to none: they were that content's, not this one's.
+        let serving = match held {
+            Some(dataset) if !dataset.is_refused() => Some(dataset),
+            _ => {
+                if let Some(claims) = &claims {
+                    self.status.workspace = Some(claims.workspace_id.clone());
+                    self.written = written;
+                }
+                claims.map(Arc::new)
+            }
+        };
+        self.state = match needs {
+            Some(needs) => EntryState::RefusedForMemory { needs, serving },
+            None => Self::holding(serving),
+        };
     }
 
     /// Transition: a new dataset loaded and serves (until conflicts are
@@ -128,7 +261,8 @@ impl FileEntry {
         let written = std::mem::replace(&mut self.written, written);
         let signed = std::mem::replace(&mut self.signed, signed);
         self.expiry_logged = false;
-        self.previous = self.dataset.replace(Arc::new(dataset)).map(|dataset| {
+        let state = std::mem::replace(&mut self.state, EntryState::Empty);
+        let previous = Self::into_held(state).map(|dataset| {
             Box::new(Replaced {
                 dataset,
                 status,
@@ -136,39 +270,113 @@ impl FileEntry {
                 signed,
             })
         });
+        self.state = EntryState::Settling {
+            dataset: Arc::new(dataset),
+            previous,
+        };
     }
 
     /// Transition: the newly loaded content lost a conflict. Its claim is
-    /// remembered ([`Lost`]) and its dataset returned, to retire; the
-    /// version it replaced is kept aside still.
-    pub fn lose(&mut self) -> Arc<Dataset> {
-        let rejected = self.dataset.take().expect("a file that claimed");
-        self.lost = Some(Lost {
-            workspace: rejected.workspace_id.clone(),
-            keys: rejected.key_hashes.clone(),
-            written: self.written,
-        });
-        self.conflict = true;
-        rejected
+    /// remembered ([`Lost`]); its dataset is returned, to retire, with the
+    /// version it replaced, to restore or retire.
+    pub fn lose(&mut self) -> (Arc<Dataset>, Option<Replaced>) {
+        let state = std::mem::replace(&mut self.state, EntryState::Empty);
+        let EntryState::Settling { dataset, previous } = state else {
+            unreachable!("only a newly loaded content loses")
+        };
+        self.state = EntryState::LostConflict {
+            lost: Some(Lost {
+                workspace: dataset.workspace_id.clone(),
+                keys: dataset.key_hashes.clone(),
+                written: self.written,
+            }),
+            restored: None,
+        };
+        (dataset, previous.map(|p| *p))
     }
 
     /// Transition: the version kept aside serves again, as it was.
     pub fn restore(&mut self, replaced: Replaced) {
-        self.dataset = Some(replaced.dataset);
+        if let EntryState::LostConflict { restored, .. } = &mut self.state {
+            *restored = Some(replaced.dataset);
+        }
         self.status = replaced.status;
         self.written = replaced.written;
         self.signed = replaced.signed;
     }
 
-    /// Transition: the entry serves nothing any more.
+    /// Transition: the older version it served is unloaded, for another
+    /// file's current content: a conflict lost. Returns that version.
+    pub fn unload_for_conflict(&mut self) -> Arc<Dataset> {
+        let state = std::mem::replace(&mut self.state, EntryState::Empty);
+        let (dataset, state) = match state {
+            EntryState::Serving { dataset } => (
+                dataset,
+                EntryState::LostConflict {
+                    lost: None,
+                    restored: None,
+                },
+            ),
+            EntryState::LostConflict {
+                lost,
+                restored: Some(dataset),
+            } => (
+                dataset,
+                EntryState::LostConflict {
+                    lost,
+                    restored: None,
+                },
+            ),
+            EntryState::RefusedForMemory {
+                needs,
+                serving: Some(dataset),
+            } => (dataset, EntryState::RefusedUnloaded { needs }),
+            _ => unreachable!("an older version"),
+        };
+        self.state = state;
+        self.unserve();
+        dataset
+    }
+
+    /// Transition, at the end of a settle: a newly loaded dataset that
+    /// won serves; the version it replaced is returned, to retire.
+    pub fn settled(&mut self) -> Option<Replaced> {
+        let state = std::mem::replace(&mut self.state, EntryState::Empty);
+        match state {
+            EntryState::Settling { dataset, previous } => {
+                self.state = EntryState::Serving { dataset };
+                previous.map(|p| *p)
+            }
+            state => {
+                self.state = state;
+                None
+            }
+        }
+    }
+
+    /// Transition (part of the others): the status shows nothing serving.
     pub fn unserve(&mut self) {
-        self.dataset = None;
         self.written = SystemTime::UNIX_EPOCH;
         self.status.version = None;
         self.status.loaded_at = None;
         self.status.records = None;
         self.status.serving_version = None;
         self.status.source = None;
+    }
+
+    /// The dataset a state holds, if any.
+    fn into_held(state: EntryState) -> Option<Arc<Dataset>> {
+        match state {
+            EntryState::Serving { dataset } | EntryState::Settling { dataset, .. } => Some(dataset),
+            EntryState::LostConflict { restored, .. } => restored,
+            EntryState::RefusedForMemory { serving, .. } => serving,
+            EntryState::Empty | EntryState::RefusedUnloaded { .. } => None,
+        }
+    }
+
+    /// The state of an entry holding `dataset`, or nothing.
+    fn holding(dataset: Option<Arc<Dataset>>) -> EntryState {
+        dataset.map_or(EntryState::Empty, |dataset| EntryState::Serving { dataset })
     }
 
     /// The status `/snapshots` shows, with the fields that depend on the
@@ -209,7 +417,7 @@ pub fn lock(files: &Mutex<Files>) -> MutexGuard<'_, Files> {
 
 /// Logs a rejection once, saying whether a previous version keeps serving.
 pub fn log_rejected(name: &str, entry: &FileEntry, message: &str) {
-    match &entry.dataset {
+    match entry.dataset() {
         Some(serving) => tracing::error!(
             file = %name,
             error = %message,
@@ -236,7 +444,7 @@ pub fn fleet(files: &Files, now: SystemTime) -> Fleet {
             fleet.stale += 1;
         }
         // A refused version's claims (its keys answered 503) serve nothing.
-        let Some(dataset) = entry.dataset.as_ref().filter(|d| !d.is_refused()) else {
+        let Some(dataset) = entry.dataset().filter(|d| !d.is_refused()) else {
             continue;
         };
         fleet.serving += 1;
@@ -268,11 +476,23 @@ pub fn refused_that_fit(files: &mut Files, limit: Option<u64>, committed: u64) -
     let mut free = limit.saturating_sub(committed);
     let mut again = Vec::new();
     for (name, entry) in files.iter_mut() {
-        if let Some(need) = entry.refused
-            && need <= free
-        {
+        let need = match entry.state {
+            EntryState::RefusedForMemory { needs, .. } | EntryState::RefusedUnloaded { needs } => {
+                needs
+            }
+            _ => continue,
+        };
+        if need <= free {
             free -= need;
-            entry.refused = None;
+            let state = std::mem::replace(&mut entry.state, EntryState::Empty);
+            entry.state = match state {
+                EntryState::RefusedForMemory { serving, .. } => FileEntry::holding(serving),
+                // Still unloaded for a conflict.
+                _ => EntryState::LostConflict {
+                    lost: None,
+                    restored: None,
+                },
+            };
             entry.fingerprint = None;
             again.push(name.clone());
         }
@@ -309,7 +529,7 @@ pub fn fetch_failed(files: &mut Files, name: &str, error: StorageError) {
         seen.message = error.message;
         return;
     }
-    match &entry.dataset {
+    match entry.dataset() {
         Some(serving) => tracing::warn!(
             file = %name,
             kind = error.kind.label(),

@@ -42,55 +42,54 @@ pub fn hollow_loaded(
         let Some(entry) = files.get_mut(name) else {
             continue;
         };
-        let Some(mut full) = entry.dataset.take() else {
+        let fingerprint = entry.fingerprint().cloned();
+        let signed = entry.signed.clone();
+        let label = entry
+            .status
+            .source
+            .as_ref()
+            .map_or_else(|| name.clone(), |s| s.key.clone());
+        let Some(full) = entry.dataset_mut() else {
             continue;
         };
         if full.is_hollow() {
             // Listed from a manifest, not read: fetched on its first load.
-            if let Some(fingerprint) = entry.fingerprint.clone() {
-                let (name, signed) = (name.clone(), entry.signed.clone());
+            if let Some(fingerprint) = fingerprint {
                 let kept = KeptCopy::Listed {
-                    name,
+                    name: name.clone(),
                     fingerprint,
                     signed,
                 };
-                resident.listed(&full, kept);
+                resident.listed(full, kept);
             }
-            entry.dataset = Some(full);
             continue;
         }
         let Some(path) = origin.kept(name) else {
             // Nowhere to load it from again: it stays whole in the catalog,
             // beyond the budget, as without one.
             tracing::warn!(file = %name, "no kept copy of this snapshot: it stays in memory whatever the budget");
-            entry.dataset = Some(full);
             continue;
         };
-        let label = entry
-            .status
-            .source
-            .as_ref()
-            .map_or_else(|| name.clone(), |s| s.key.clone());
         // A directory's file is its own private copy's fallback.
         let copied_from = origin
             .directory()
-            .zip(entry.fingerprint.clone())
+            .zip(fingerprint)
             .map(|(_, fingerprint)| (name.clone(), fingerprint));
         let kept = KeptCopy::File {
             path,
             label,
             listed: false,
-            signed: entry.signed.clone(),
+            signed,
             copied_from,
         };
         let hollow = Arc::new(full.hollow());
         let stays = was_resident.contains(full.workspace_id.as_str());
-        if stays && let Some(dataset) = Arc::get_mut(&mut full) {
+        if stays && let Some(dataset) = Arc::get_mut(full) {
             // Not shared yet: the catalog shares the hollow one.
             repacks.add(crate::serve::build::warming::start(dataset, precompress));
         }
-        resident.loaded(&full, kept, stays);
-        entry.dataset = Some(hollow);
+        resident.loaded(full, kept, stays);
+        *full = hollow;
     }
     repacks
 }
@@ -104,7 +103,7 @@ pub fn forget_retired(files: &Files, settled: &Settled, resident: &Resident) {
     }
     let serving: FxHashSet<u64> = files
         .values()
-        .filter_map(|e| e.dataset.as_deref())
+        .filter_map(|e| e.dataset().map(|d| &**d))
         .map(|d: &Dataset| d.fingerprint)
         .collect();
     for retired in &settled.retired {

@@ -215,8 +215,8 @@ impl Snapshots {
             .values()
             .map(|e| {
                 let mut status = e.status_now(now);
-                status.residency = e.dataset.as_deref().map(residency);
-                let failure = self.resident.as_ref().zip(e.dataset.as_deref());
+                status.residency = e.dataset().map(|d| &**d).map(residency);
+                let failure = self.resident.as_ref().zip(e.dataset().map(|d| &**d));
                 if let Some(why) = failure.and_then(|(r, d)| r.failure(d)) {
                     // Its load on demand failed: the version does not serve.
                     status.error.get_or_insert(why);
@@ -455,7 +455,7 @@ impl Snapshots {
             hollow::forget_retired(&files, &settled, resident);
         }
         self.ledger
-            .published(files.values().filter_map(|e| e.dataset.as_deref()));
+            .published(files.values().filter_map(|e| e.dataset().map(|d| &**d)));
         // Under a budget, what loaded went hollow here, its build freed:
         // a file refused while those builds waited to settle is read again
         // in this scan, not left refused until something else retires.

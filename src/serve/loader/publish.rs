@@ -18,7 +18,7 @@ pub fn publish(
     origin: &StorageOrigin,
 ) {
     log_loaded(files, &settled.loaded);
-    let catalog = Catalog::new(files.values().filter_map(|e| e.dataset.clone()));
+    let catalog = Catalog::new(files.values().filter_map(|e| e.dataset().cloned()));
     // A workspace that no longer serves was served by a dataset retired
     // now (a replaced one's workspace serves on).
     for retired in &settled.retired {
@@ -29,7 +29,7 @@ pub fn publish(
     store.publish(catalog);
 
     for (name, _) in &settled.loaded {
-        if let Some(ds) = files.get(name).and_then(|e| e.dataset.as_ref()) {
+        if let Some(ds) = files.get(name).and_then(|e| e.dataset()) {
             metrics.loaded(name, &ds.workspace_id, &ds.counts);
         }
     }
@@ -50,7 +50,7 @@ fn log_loaded(files: &Files, loaded: &[(String, u64)]) {
         let Some(entry) = files.get(name) else {
             continue;
         };
-        let Some(dataset) = &entry.dataset else {
+        let Some(dataset) = entry.dataset() else {
             continue;
         };
         if entry.status.records.is_none() {

@@ -129,21 +129,9 @@ fn apply(files: &mut Files, results: Vec<ReadResult>) -> AppliedLoads {
                 log_rejected(&name, entry, &message);
                 entry.status.fail(message);
                 entry.status.refused = refusal.map(Into::into);
-                if let Some(refused) = refused {
-                    // Read again when memory frees.
-                    entry.refused = Some(refused.need);
-                }
-                // Meanwhile its keys get 503, unless a version serves. The
-                // claims of an earlier refused content give way to these,
-                // or to none: they were that content's, not this one's.
-                let serving = entry.dataset.as_ref().is_some_and(|d| !d.is_refused());
-                if !serving {
-                    if let Some(claims) = &claims {
-                        entry.status.workspace = Some(claims.workspace_id.clone());
-                        entry.written = written;
-                    }
-                    entry.dataset = claims.map(Arc::new);
-                }
+                // Refused for memory: read again when memory frees.
+                // Meanwhile its keys get 503, unless a version serves.
+                entry.reject(refused.map(|r| r.need), claims, written);
                 applied.rejected.push(name);
             }
         }
@@ -178,7 +166,7 @@ fn resolve_conflicts(files: &mut Files) -> Resolved {
     let (lost, reread) = {
         let current: Vec<(Claim, bool)> = files
             .iter()
-            .filter_map(|(name, e)| match (&e.dataset, &e.lost) {
+            .filter_map(|(name, e)| match (e.dataset(), e.lost()) {
                 (Some(dataset), _) if e.status.error.is_none() => {
                     Some((claim(name, dataset, e.written), true))
                 }
@@ -213,10 +201,10 @@ fn resolve_conflicts(files: &mut Files) -> Resolved {
     let mut older: Vec<(String, Arc<Dataset>, SystemTime)> = files
         .iter()
         .filter(|(_, e)| e.status.error.is_some())
-        .filter_map(|(n, e)| Some((n.clone(), Arc::clone(e.dataset.as_ref()?), e.written)))
+        .filter_map(|(n, e)| Some((n.clone(), Arc::clone(e.dataset()?), e.written)))
         .collect();
     for (name, _) in &lost {
-        if let Some(replaced) = files[name].previous.as_deref() {
+        if let Some(replaced) = files[name].previous() {
             older.push((
                 name.clone(),
                 Arc::clone(&replaced.dataset),
@@ -235,8 +223,9 @@ fn resolve_conflicts(files: &mut Files) -> Resolved {
     for (name, conflict) in lost {
         let entry = files.get_mut(&name).expect("a file that claimed");
         let message = format!("{name}: {conflict}");
-        resolved.retired.push(entry.lose());
-        match entry.previous.take().map(|p| *p) {
+        let (rejected, previous) = entry.lose();
+        resolved.retired.push(rejected);
+        match previous {
             Some(replaced) if kept.remove(&name).is_some_and(|k| k.is_ok()) => {
                 resolved.restored.push(Arc::clone(&replaced.dataset));
                 entry.restore(replaced);
@@ -255,7 +244,7 @@ fn resolve_conflicts(files: &mut Files) -> Resolved {
     for (name, verdict) in kept {
         let Err(conflict) = verdict else { continue };
         let entry = files.get_mut(&name).expect("a file that claimed");
-        let dataset = entry.dataset.take().expect("an older version");
+        let dataset = entry.unload_for_conflict();
         tracing::error!(
             file = %name,
             workspace = %dataset.workspace_id,
@@ -264,18 +253,16 @@ fn resolve_conflicts(files: &mut Files) -> Resolved {
             "the older version this file served is unloaded: another file's current content holds what it asks for"
         );
         resolved.retired.push(dataset);
-        entry.unserve();
         entry.status.fail(format!("{name}: {conflict}"));
-        entry.conflict = true;
     }
     for name in reread {
         if let Some(entry) = files.get_mut(&name) {
-            entry.fingerprint = None;
+            entry.read_again();
             resolved.reread.push(name);
         }
     }
     for entry in files.values_mut() {
-        if let Some(replaced) = entry.previous.take() {
+        if let Some(replaced) = entry.settled() {
             resolved.retired.push(replaced.dataset);
         }
     }

@@ -145,7 +145,7 @@ pub fn resigned(
         let Some(entry) = files.get_mut(name) else {
             continue;
         };
-        let unchanged = match (&entry.fingerprint, present.entries.get(name)) {
+        let unchanged = match (entry.fingerprint(), present.entries.get(name)) {
             (Some(had), Some(Ok(listed))) => had == listed,
             _ => false,
         };
@@ -155,7 +155,7 @@ pub fn resigned(
         if entry.status.refused.is_some() {
             match trust.judge(Candidate::Listed(listed), SystemTime::now()) {
                 Some(Ok(_)) => {
-                    entry.fingerprint = None;
+                    entry.read_again();
                     reread.push(name.clone());
                 }
                 Some(Err(refusal)) => resigned.changed |= refuse(name, entry, &refusal, metrics),
@@ -163,7 +163,7 @@ pub fn resigned(
             }
             continue;
         }
-        let (Some(dataset), Some(signed)) = (&entry.dataset, &entry.signed) else {
+        let (Some(dataset), Some(signed)) = (entry.dataset(), &entry.signed) else {
             continue;
         };
         // The same signature of the same claims: nothing to judge. (The
@@ -237,7 +237,7 @@ fn refuse(name: &str, entry: &mut FileEntry, refusal: &Refusal, metrics: &Metric
 pub fn expiries(files: &mut Files, now: SystemTime) -> Expiries {
     let mut expiries = Expiries::default();
     for (name, entry) in files.iter_mut() {
-        let Some(signed) = entry.signed.as_ref().filter(|_| entry.dataset.is_some()) else {
+        let Some(signed) = entry.signed.as_ref().filter(|_| entry.dataset().is_some()) else {
             continue;
         };
         let statement = signed.statement();

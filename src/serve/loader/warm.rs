@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use super::files::Files;
+use super::files::{FileEntry, Files};
 use crate::serve::build::warming::{Repacks, remake_fragments, start};
 use crate::store::Dataset;
 
@@ -25,7 +25,7 @@ pub fn start_warming<'a>(
 ) -> Repacks {
     let mut repacks = Repacks::default();
     for name in loaded {
-        let Some(dataset) = files.get_mut(name).and_then(|e| e.dataset.as_mut()) else {
+        let Some(dataset) = files.get_mut(name).and_then(FileEntry::dataset_mut) else {
             continue;
         };
         // Settling wrapped it and nothing has shared it yet: it is the
