@@ -16,15 +16,15 @@ use std::sync::Arc;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::sync::atomic::AtomicBool;
 
+use portfolio_domain::snapshot::load as load_snapshot;
+use portfolio_domain::snapshot::{self, SnapshotError, Source};
+use portfolio_domain::store::id::format_id;
+use portfolio_domain::store::key::hash_key;
+use portfolio_domain::store::{Catalog, Cursor, Dataset, FeedQuery, OffsetPage, Store};
 use portfolio_generate::{Scale, generate};
 use portfolio_replica::metrics::Metrics;
 use portfolio_replica::serve::api::limits::Limits;
 use portfolio_replica::serve::api::{ApiState, bearer_key_hash, respond as respond_fn};
-use portfolio_replica::snapshot::load as load_snapshot;
-use portfolio_replica::snapshot::{self, SnapshotError, Source};
-use portfolio_replica::store::id::format_id;
-use portfolio_replica::store::key::hash_key;
-use portfolio_replica::store::{Catalog, Cursor, Dataset, FeedQuery, OffsetPage, Store};
 use warp::http::{HeaderMap, HeaderValue, Method};
 
 struct Fixture {
@@ -73,7 +73,7 @@ fn first_meeting(json: &[u8]) -> String {
 fn first_id(body: &[u8]) -> u128 {
     let text = std::str::from_utf8(body).expect("utf-8");
     let start = text.find("\"id\":\"").expect("an id") + 6;
-    portfolio_replica::store::id::parse_id(&text[start..start + 36]).expect("a uuid")
+    portfolio_domain::store::id::parse_id(&text[start..start + 36]).expect("a uuid")
 }
 
 fn pages(c: &mut Criterion, f: &Fixture) {

@@ -6,8 +6,9 @@
 //!
 //! The workspace's crates keep the layers (ARCHITECTURE.md, "Crates"):
 //! `portfolio-os` (system calls and hints) under `portfolio-domain` (the
-//! domain, re-exported here as [`store`], and the file format,
-//! [`snapshot`]: no IO, no threads of their own), `gzip-fragments` (the
+//! domain, `portfolio_domain::store`, and the file format,
+//! `portfolio_domain::snapshot`: no IO, no threads of their own; named by
+//! their crate's name, never re-exported as if modules of this one), `gzip-fragments` (the
 //! deflate codec), `portfolio-wire` (the manifest, deltas and the
 //! `/snapshots` body that publisher and replicas share) and
 //! `portfolio-generate` (synthetic snapshots). This crate is the binary:
@@ -35,13 +36,6 @@ pub mod tools;
 
 #[cfg(test)]
 mod testing;
-
-/// The domain and the file format, a crate of their own (no IO, no
-/// threads): re-exported so that the tests and benches reach the whole
-/// product through this crate, as the binary does.
-pub use portfolio_domain::{snapshot, store};
-/// System calls and processor hints, below every layer.
-use portfolio_os as os;
 
 pub use config::ServeConfig;
 pub use serve::run as serve;

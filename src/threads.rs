@@ -1,8 +1,8 @@
 //! The threads this binary gives the domain's loads (`store::Threads`):
 //! the server's scan and `check` alike load a large file on every core.
 
-use crate::os;
-use crate::store::Threads;
+use portfolio_domain::store::Threads;
+use portfolio_os as os;
 
 /// The threads a load may use: scoped threads, one per core the process
 /// may run on, ended before the load returns.

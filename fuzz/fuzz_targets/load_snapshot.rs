@@ -5,8 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use portfolio_replica::snapshot::load as load_snapshot;
-use portfolio_replica::store::{Cursor, FeedQuery, OffsetPage};
+use portfolio_domain::snapshot::load as load_snapshot;
+use portfolio_domain::store::{Cursor, FeedQuery, OffsetPage};
 use serde_json::Value;
 
 fn json(body: &[u8]) -> Value {
@@ -32,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
     for company in portfolio["data"].as_array().into_iter().flatten() {
         let id = company["id"]
             .as_str()
-            .and_then(portfolio_replica::store::id::parse_id);
+            .and_then(portfolio_domain::store::id::parse_id);
         let id = id.expect("a served company id is an id");
         json(&ds.company_tasks(id, page).expect("a served company"));
         json(&ds.company_notes(id, page).expect("a served company"));

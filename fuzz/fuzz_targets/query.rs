@@ -4,7 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use portfolio_replica::api::Query;
-use portfolio_replica::store::Cursor;
+use portfolio_domain::store::Cursor;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(raw) = std::str::from_utf8(data) else {
@@ -37,5 +37,5 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = query.include_notes();
     let _ = Cursor::parse(raw);
-    let _ = portfolio_replica::store::id::parse_id(raw);
+    let _ = portfolio_domain::store::id::parse_id(raw);
 });

@@ -27,9 +27,9 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Metric, Registry};
 
-use crate::store::RecordCounts;
 pub use exposition::Format;
 use exposition::{classic_from_openmetrics, sorted_series};
+use portfolio_domain::store::RecordCounts;
 
 pub use signatures::Expiries;
 pub use snapshots::Fleet;

@@ -14,7 +14,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::store::{Collection, RecordCounts};
+use portfolio_domain::store::{Collection, RecordCounts};
 
 /// The ages that `workspaces_by_version_age` counts up to: seconds, and
 /// the `max_seconds` label that says them (not `le`, which Prometheus

@@ -48,7 +48,7 @@ pub async fn run(
     admin: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let store = Arc::new(crate::store::Store::default());
+    let store = Arc::new(portfolio_domain::store::Store::default());
     let mut metrics =
         crate::metrics::Metrics::with_options(&api::Route::LABELS, config.metrics_per_workspace);
     if let crate::storage::Location::Url(_) = config.snapshots {

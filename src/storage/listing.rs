@@ -55,7 +55,7 @@ pub struct ObjectVersion {
     pub size: u64,
     /// When it was written: the listing's last modification (prefix mode),
     /// or the version's `published_at` (manifest mode). Not part of its
-    /// identity; it decides conflicts (`crate::store::claims`).
+    /// identity; it decides conflicts (`portfolio_domain::store::claims`).
     pub written: Option<SystemTime>,
 }
 
@@ -109,8 +109,8 @@ pub struct Listing {
 /// catalog without downloading it, as the manifest says it (storage verifies
 /// none of it). ("Facts", not "claims": the claims are the domain's, a
 /// version's hold on a workspace and its keys in a conflict,
-/// `crate::store::claims`, and what a snapshot file says of itself,
-/// `crate::snapshot::claims`, read within the loader's `CLAIMS_MAX_VALUE`.)
+/// `portfolio_domain::store::claims`, and what a snapshot file says of itself,
+/// `portfolio_domain::snapshot::claims`, read within the loader's `CLAIMS_MAX_VALUE`.)
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ManifestFacts {
     /// The snapshot's own version (`X-Snapshot-Version`).
@@ -118,7 +118,7 @@ pub struct ManifestFacts {
     /// The SHA-256 of each API key, lower-case hex.
     pub key_hashes: Vec<String>,
     /// The workspace's own limits, where the manifest records them.
-    pub limits: Option<crate::store::limits::WorkspaceLimits>,
+    pub limits: Option<portfolio_domain::store::limits::WorkspaceLimits>,
 }
 
 impl Listing {

@@ -30,8 +30,8 @@
 //! reading it (a file's metadata, an object's version), where a
 //! *fingerprint* is the hash of a loaded dataset (`Dataset::fingerprint`);
 //! *facts* ([`ManifestFacts`]) are what a manifest records of a version,
-//! where *claims* are the domain's (`crate::store::claims`,
-//! `crate::snapshot::claims`).
+//! where *claims* are the domain's (`portfolio_domain::store::claims`,
+//! `portfolio_domain::snapshot::claims`).
 //!
 //! The manifest and delta formats are `portfolio_wire`'s (re-exported here
 //! as [`manifest`] and [`delta`]): storage reads them, it does not define

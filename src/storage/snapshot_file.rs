@@ -1,5 +1,5 @@
 //! Reading one snapshot file: its name decides whether it is a snapshot at all,
-//! and whether it is gzip. A file is a [`crate::snapshot::Source`]: the load
+//! and whether it is gzip. A file is a [`portfolio_domain::snapshot::Source`]: the load
 //! streams it (a `.json.gz` is inflated as a stream, never into one buffer);
 //! only a rejected file is read whole, to say exactly why.
 //!
@@ -21,9 +21,9 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
-use crate::snapshot::{SnapshotError, Source};
+use portfolio_domain::snapshot::{SnapshotError, Source};
 
-pub use crate::snapshot::is_snapshot_name;
+pub use portfolio_domain::snapshot::is_snapshot_name;
 
 /// The stored size, in bytes, from which a snapshot file is handled alone:
 /// the scan loads one this large by itself rather than in a batch, and a
@@ -47,7 +47,7 @@ impl OpenFile {
         // a writer forever. It changes nothing for a regular file.
         let file = std::fs::OpenOptions::new()
             .read(true)
-            .custom_flags(crate::os::OPEN_NONBLOCK)
+            .custom_flags(portfolio_os::OPEN_NONBLOCK)
             .open(path)?;
         let meta = file.metadata()?;
         if !meta.is_file() {
@@ -205,7 +205,7 @@ impl SnapshotFile {
         let read = digest.read.lock().unwrap_or_else(|p| p.into_inner()).take();
         let (mut hasher, from) = read.unwrap_or_default();
         let rest = std::io::copy(&mut opened.reader(from), &mut HashWriter(&mut hasher));
-        Some(rest.map(|_| crate::store::key::to_hex(&hasher.finalize().into())))
+        Some(rest.map(|_| portfolio_domain::store::key::to_hex(&hasher.finalize().into())))
     }
 
     pub fn path(&self) -> &Path {
@@ -350,7 +350,7 @@ impl Source for SnapshotFile {
         }
         let len = self.stored_len() as usize;
         let mut raw = Vec::with_capacity(len + 1);
-        crate::os::prefer_huge_pages(&raw);
+        portfolio_os::prefer_huge_pages(&raw);
         self.raw()?
             .read_to_end(&mut raw)
             .map_err(|err| self.cannot_read(err))?;
@@ -388,7 +388,12 @@ mod tests {
         std::fs::write(&path, &gz).unwrap();
         let opened = || Arc::new(OpenFile::open(&path).unwrap());
         let load = |file: &SnapshotFile| {
-            crate::snapshot::load_from("ws.json.gz", file, &crate::store::OneThread, &mut |_, _| {})
+            portfolio_domain::snapshot::load_from(
+                "ws.json.gz",
+                file,
+                &portfolio_domain::store::OneThread,
+                &mut |_, _| {},
+            )
         };
         let exact = SnapshotFile::opened(opened(), &path, "ws.json.gz")
             .inflating_at_most(json.len() as u64);

@@ -1,6 +1,6 @@
 //! `portfolio-replica check`: snapshot files validated together, as the
 //! server would load them: each file's own checks, then conflicts between
-//! them by the one rule (`crate::store::claims`). `publish` checks what it
+//! them by the one rule (`portfolio_domain::store::claims`). `publish` checks what it
 //! is given through the same function.
 
 use std::collections::HashSet;
@@ -8,11 +8,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::snapshot::{self, SnapshotError};
 use crate::storage::signatures::{self, Refusal, Trust, loaded_as_signed, read_file_signature};
 use crate::storage::{SnapshotFile, is_snapshot_name};
-use crate::store::claims::{self, Claim, Holders};
-use crate::store::key::{KeyHash, to_hex};
+use portfolio_domain::snapshot::{self, SnapshotError};
+use portfolio_domain::store::claims::{self, Claim, Holders};
+use portfolio_domain::store::key::{KeyHash, to_hex};
 
 /// What the server reads of a directory, for the messages about names.
 const SNAPSHOT_NAMES: &str = "only *.json and *.json.gz that do not start with '.'";
@@ -133,7 +133,7 @@ pub struct Checked {
     pub records: u64,
     pub key_hashes: Vec<KeyHash>,
     /// The workspace's own limits, if the snapshot sets them.
-    pub limits: Option<crate::store::limits::WorkspaceLimits>,
+    pub limits: Option<portfolio_domain::store::limits::WorkspaceLimits>,
 }
 
 impl Default for Checker {
@@ -332,7 +332,7 @@ impl Checker {
 
 /// A snapshot's own `limits`, as the end of its `ok:` line: what its
 /// workspace is held to over the replica's flags, member by member.
-fn limits_text(limits: &crate::store::limits::WorkspaceLimits) -> String {
+fn limits_text(limits: &portfolio_domain::store::limits::WorkspaceLimits) -> String {
     let mut parts = Vec::new();
     if let Some(rate) = limits.rate_per_second {
         parts.push(format!("rate {rate}/s"));

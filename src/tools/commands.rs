@@ -3,8 +3,8 @@
 
 use std::io::{BufRead, Read};
 
-use crate::store::key;
 use crate::tools::http_client::{self, HttpUrl};
+use portfolio_domain::store::key;
 
 /// The longest key `hash-key` reads from stdin: far more than any key, and
 /// a bound when stdin is something else by mistake.

@@ -1,7 +1,7 @@
 //! `portfolio-replica diff OLD NEW`: what changed between two snapshots,
 //! per collection: the records added, changed and removed (by id) and how
 //! many are unchanged. Records are matched by id, and a record whose bytes
-//! are the same in both is unchanged ([`crate::snapshot::digests`](mod@crate::snapshot::digests): 128
+//! are the same in both is unchanged ([`portfolio_domain::snapshot::digests`](mod@portfolio_domain::snapshot::digests): 128
 //! bits of SHA-256 of its bytes). `publish` prints the same summary against
 //! the version that serves (`crate::tools::publish`, which also resolves `diff
 //! --to`'s published versions and hands them here).
@@ -15,11 +15,11 @@ use std::path::Path;
 use rustc_hash::FxHashMap;
 use serde_json::{Value, json};
 
-use crate::snapshot::{self, Digests};
 use crate::storage::SnapshotFile;
-use crate::store::Collection;
-use crate::store::id::format_id;
 use crate::tools::check;
+use portfolio_domain::snapshot::{self, Digests};
+use portfolio_domain::store::Collection;
+use portfolio_domain::store::id::format_id;
 
 /// One side of a diff: what it is called, and its records.
 pub struct Side {
@@ -263,7 +263,7 @@ mod tests {
     const D: &str = "0190a3a4-1111-7abc-8def-00000000000d";
 
     fn id(text: &str) -> u128 {
-        crate::store::id::parse_id(text).unwrap()
+        portfolio_domain::store::id::parse_id(text).unwrap()
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::path::Path;
 
-use portfolio_replica::store::{Body, Cursor, Dataset, FeedQuery, OffsetPage};
+use portfolio_domain::store::{Body, Cursor, Dataset, FeedQuery, OffsetPage};
 use serde_json::Value;
 
 use crate::util::*;
@@ -273,7 +273,7 @@ fn must_assemble(body: Body<'_>, context: &str) {
 
 fn load(path: &Path) -> Dataset {
     let bytes = std::fs::read(path).expect("read the snapshot");
-    let mut dataset = portfolio_replica::snapshot::load("gzip.json", &bytes)
+    let mut dataset = portfolio_domain::snapshot::load("gzip.json", &bytes)
         .expect("load")
         .dataset;
     portfolio_replica::serve::build::warming::start(&mut dataset, true).run();
@@ -337,7 +337,7 @@ async fn every_page_at_every_offset_assembles_to_valid_gzip() {
         .expect("a list")
         .iter()
         .map(|c| {
-            portfolio_replica::store::id::parse_id(c["id"].as_str().expect("id")).expect("uuid")
+            portfolio_domain::store::id::parse_id(c["id"].as_str().expect("id")).expect("uuid")
         })
         .collect();
     for &id in &ids {
@@ -434,14 +434,14 @@ fn every_page_of_a_companys_meetings_is_assembled_from_its_chain() {
         }),
     );
     let bytes = serde_json::to_vec(&snap).expect("json");
-    let mut ds = portfolio_replica::snapshot::load("meetings.json", &bytes)
+    let mut ds = portfolio_domain::snapshot::load("meetings.json", &bytes)
         .expect("load")
         .dataset;
     portfolio_replica::serve::build::warming::start(&mut ds, true).run();
     ds.wait_warmed();
     let page = |limit, offset| OffsetPage { limit, offset };
     for c in 1..=3 {
-        let id = portfolio_replica::store::id::parse_id(&uuid(c)).expect("uuid");
+        let id = portfolio_domain::store::id::parse_id(&uuid(c)).expect("uuid");
         for limit in [1, 2, 3, 7, 50, 100] {
             for offset in 0..=51 {
                 let body = ds
@@ -451,7 +451,7 @@ fn every_page_of_a_companys_meetings_is_assembled_from_its_chain() {
             }
         }
     }
-    let id = portfolio_replica::store::id::parse_id(&uuid(1)).expect("uuid");
+    let id = portfolio_domain::store::id::parse_id(&uuid(1)).expect("uuid");
     let body = ds
         .company_meetings_body(id, page(50, 0))
         .expect("a company");
@@ -464,7 +464,7 @@ fn every_page_of_a_companys_meetings_is_assembled_from_its_chain() {
         plain.len()
     );
     for i in 0..10u64 {
-        let id = portfolio_replica::store::id::parse_id(&uuid(1000 + i)).expect("uuid");
+        let id = portfolio_domain::store::id::parse_id(&uuid(1000 + i)).expect("uuid");
         let alone = ds.meeting_body(id, false).expect("a meeting");
         must_assemble(alone, &format!("meeting {i}"));
         // Left open ahead of its notes: the meeting as literals.

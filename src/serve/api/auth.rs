@@ -21,7 +21,7 @@ use subtle::ConstantTimeEq;
 use warp::http::HeaderMap;
 use warp::http::header::AUTHORIZATION;
 
-use crate::store::key::{KeyHash, hash_key, secret};
+use portfolio_domain::store::key::{KeyHash, hash_key, secret};
 
 /// The SHA-256 of the bearer key in `headers`, if there is one of the form
 /// `<prefix>_<secret>`. The scheme is case-insensitive.

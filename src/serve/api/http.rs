@@ -31,7 +31,7 @@ use warp::reply::Response;
 
 use super::buffers;
 use crate::serve::reply;
-use crate::store::{Body, Dataset};
+use portfolio_domain::store::{Body, Dataset};
 
 /// Bodies smaller than this are sent as they are: compressing them costs
 /// more CPU than the bytes it saves on the wire.

@@ -20,7 +20,7 @@ use governor::clock::{Clock, DefaultClock};
 use governor::state::keyed::DashMapStateStore;
 use governor::{Quota, RateLimiter};
 
-use crate::store::limits::WorkspaceLimits;
+use portfolio_domain::store::limits::WorkspaceLimits;
 
 /// A workspace's limits, as enforced.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -40,8 +40,8 @@ pub use query::Query;
 use crate::metrics::Metrics;
 use crate::serve::reply::json;
 use crate::serve::residency::{Resident, Unavailable};
-use crate::store::id::parse_id;
-use crate::store::{Body, Dataset, OffsetPage, Store};
+use portfolio_domain::store::id::parse_id;
+use portfolio_domain::store::{Body, Dataset, OffsetPage, Store};
 pub use routes::Route;
 
 /// The OpenAPI 3.1 document of exactly what this server does.

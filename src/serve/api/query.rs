@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use crate::store::{Cursor, FeedQuery, OffsetPage};
+use portfolio_domain::store::{Cursor, FeedQuery, OffsetPage};
 
 use super::error::ApiError;
 

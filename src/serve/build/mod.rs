@@ -17,10 +17,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant as Clock};
 
 use crate::metrics::Metrics;
-use crate::snapshot::{self, Loaded, SnapshotError};
 use crate::storage::signatures::Signed;
 use crate::storage::{FetchedFile, OpenFile, SnapshotFile};
-use crate::store::{Dataset, Previous};
+use portfolio_domain::snapshot::{self, Loaded, SnapshotError};
+use portfolio_domain::store::{Dataset, Previous};
 
 /// Peak bytes a build needs per byte of JSON: the rendered records (about
 /// the JSON's size), their keys, id maps and list orders, and the read
@@ -153,7 +153,7 @@ struct Pacer<'m> {
 
 impl<'m> Pacer<'m> {
     fn on_a_single_core(metrics: &'m Metrics) -> Option<Pacer<'m>> {
-        let cores = crate::os::cores();
+        let cores = portfolio_os::cores();
         (cores == 1).then(|| Pacer {
             metrics,
             slice: Clock::now(),

@@ -5,7 +5,7 @@
 //! (`serve::residency`), so the rule is in one place.
 
 use crate::storage::signatures::{Refusal, Signed, loaded_as_signed};
-use crate::store::Dataset;
+use portfolio_domain::store::Dataset;
 use portfolio_wire::manifest::short;
 
 /// Once loaded: whether the bytes the load read, hashed as it read them
@@ -41,7 +41,7 @@ pub fn loaded(signed: &Signed, dataset: &Dataset) -> Result<(), Refusal> {
     let keys: Vec<String> = dataset
         .key_hashes
         .iter()
-        .map(crate::store::key::to_hex)
+        .map(portfolio_domain::store::key::to_hex)
         .collect();
     loaded_as_signed(signed, &dataset.workspace_id, &dataset.version, &keys)
 }

@@ -35,9 +35,9 @@ use std::time::Instant as Clock;
 
 use gzip_fragments::Placement;
 
-use crate::os;
-use crate::store::warm::{WarmJob, WarmTicket};
-use crate::store::{Dataset, Rendered};
+use portfolio_domain::store::warm::{WarmJob, WarmTicket};
+use portfolio_domain::store::{Dataset, Rendered};
+use portfolio_os as os;
 
 /// Datasets' records smaller than this are not moved onto huge pages.
 const MIN_COLLAPSED_BYTES: usize = 4 << 20;

@@ -56,8 +56,8 @@ impl SettleBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::SnapshotError;
     use crate::storage::{EntryStamp, FileStamp};
+    use portfolio_domain::snapshot::SnapshotError;
 
     fn read(bytes: u64) -> ReadResult {
         let fingerprint = EntryStamp::File(FileStamp {

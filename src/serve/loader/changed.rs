@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::files::{FileEntry, Files, log_rejected};
 use crate::storage::{EntryStamp, Listing};
-use crate::store::Dataset;
+use portfolio_domain::store::Dataset;
 
 /// The entries that left the listing but may have a successor in it, by
 /// name, with the workspace they serve ([`successors`]).

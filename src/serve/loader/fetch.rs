@@ -14,14 +14,14 @@ use std::time::Duration;
 use super::files::{self, Files};
 use super::load::{CLAIMS_MAX_VALUE, ReadResult};
 use super::verify;
-use crate::snapshot::{self, Loaded};
 use crate::storage::signatures::{Candidate, Listed, Refusal, Signed};
 use crate::storage::{
     EntryStamp, ErrorKind, Fetch, FetchedFile, ManifestFacts, OpenFile, SnapshotFile, StorageError,
     StorageOrigin,
 };
-use crate::store::key::from_hex;
-use crate::store::{Dataset, Meta};
+use portfolio_domain::snapshot::{self, Loaded};
+use portfolio_domain::store::key::from_hex;
+use portfolio_domain::store::{Dataset, Meta};
 
 /// An entry fetched to local disk, to be loaded.
 pub struct Fetched {
@@ -218,7 +218,7 @@ fn hollow(
     name: &str,
     fingerprint: &EntryStamp,
     claims: &ManifestFacts,
-    limits: Option<crate::store::limits::WorkspaceLimits>,
+    limits: Option<portfolio_domain::store::limits::WorkspaceLimits>,
 ) -> Option<Dataset> {
     let key_hashes = claims
         .key_hashes
@@ -247,7 +247,7 @@ mod tests {
     use super::*;
     use crate::storage::signatures::{Named, Statement, Trust, TrustedKeys};
     use crate::storage::{Directory, ObjectVersion};
-    use crate::store::limits::WorkspaceLimits;
+    use portfolio_domain::store::limits::WorkspaceLimits;
     use portfolio_wire::signed::SecretKey;
 
     fn limits(rate: u32) -> Option<WorkspaceLimits> {

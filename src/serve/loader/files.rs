@@ -53,9 +53,9 @@ use std::time::SystemTime;
 use crate::metrics::Fleet;
 use crate::storage::signatures::Signed;
 use crate::storage::{EntryStamp, Listing, StorageError};
-use crate::store::Dataset;
-use crate::store::key::KeyHash;
-use crate::store::time::{Instant, utc_now};
+use portfolio_domain::store::Dataset;
+use portfolio_domain::store::key::KeyHash;
+use portfolio_domain::store::time::{Instant, utc_now};
 pub use portfolio_wire::status::FileStatus;
 
 /// One snapshot file as the loader knows it: what every file has, and the
@@ -66,7 +66,7 @@ pub struct FileEntry {
     fingerprint: Option<EntryStamp>,
     pub status: FileStatus,
     /// When the content of the dataset it holds was written: it decides
-    /// conflicts (`crate::store::claims`).
+    /// conflicts (`portfolio_domain::store::claims`).
     pub written: SystemTime,
     /// Object storage: why the content the listing names could not be
     /// downloaded, and since when; cleared by the next download.

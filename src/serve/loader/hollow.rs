@@ -19,7 +19,7 @@ use super::settle::Settled;
 use crate::serve::build::warming::Repacks;
 use crate::serve::residency::{KeptCopy, Resident};
 use crate::storage::StorageOrigin;
-use crate::store::Dataset;
+use portfolio_domain::store::Dataset;
 
 /// Hollows out what `settled` loaded; the ones that stay resident start
 /// warming here (their small changes' repacks returned, to run once

@@ -27,9 +27,9 @@ use std::sync::{Mutex, MutexGuard};
 use rustc_hash::FxHashMap;
 
 use crate::serve::build::BUILD_FACTOR;
-use crate::snapshot::SnapshotError;
 use crate::storage::SnapshotFile;
-use crate::store::Dataset;
+use portfolio_domain::snapshot::SnapshotError;
+use portfolio_domain::store::Dataset;
 
 /// Bytes the gzip fragments of a precompressed dataset take per byte of
 /// JSON, made after the build while the dataset serves. Measured at 0.42
@@ -397,7 +397,7 @@ mod tests {
     /// cost, not the build it was validated with.
     #[test]
     fn under_a_budget_a_hollow_workspace_counts_its_catalog_cost() {
-        let hollow = Dataset::hollow_of(crate::store::Meta {
+        let hollow = Dataset::hollow_of(portfolio_domain::store::Meta {
             workspace_id: "ws-a".into(),
             workspace_name: None,
             version: "v1".into(),

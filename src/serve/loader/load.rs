@@ -14,12 +14,12 @@ use super::fetch::{Fetched, Unfetched};
 use super::limit::{Ledger, MemoryLimit, json_bytes};
 use super::verify;
 use crate::metrics::Metrics;
-use crate::snapshot::{self, Loaded, SnapshotError};
 use crate::storage::signatures::Signed;
 use crate::storage::{
     EntryStamp, LARGE_SNAPSHOT_FILE_BYTES, SnapshotFile, SourceStatus, StorageError, StorageOrigin,
 };
-use crate::store::Dataset;
+use portfolio_domain::snapshot::{self, Loaded, SnapshotError};
+use portfolio_domain::store::Dataset;
 
 /// Files fetched ahead of the workers, per worker. Only their names and
 /// paths wait in the queue; what they load goes to the batch either way.
@@ -143,7 +143,7 @@ pub fn load_on_cores<'scope, 'env, F>(
 where
     F: ExactSizeIterator<Item = Result<Fetched, Unfetched>>,
 {
-    let workers = crate::os::cores().min(fetched.len());
+    let workers = portfolio_os::cores().min(fetched.len());
     let (results, finished) = mpsc::channel::<Finished>();
     // A queue deep enough that the workers keep loading while this thread
     // settles a batch (a few tens of milliseconds).

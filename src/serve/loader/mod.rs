@@ -59,7 +59,6 @@ use crate::metrics::{Fleet, Metrics};
 use crate::serve::build::warming::Repacks;
 use crate::serve::residency::Resident;
 use crate::storage::{EntryStamp, ListError, Listing, StorageOrigin};
-use crate::store::{Dataset, Store};
 use batch::{SETTLE_SHARE, SettleBatch};
 use changed::Removed;
 pub use files::FileStatus;
@@ -67,6 +66,7 @@ use files::Files;
 use limit::Ledger;
 pub use limit::{MemoryLimit, PROCESS_BYTES, SizeError, parse_bytes, resident_bytes};
 use load::{EntryRead, Loading, ReadResult};
+use portfolio_domain::store::{Dataset, Store};
 use portfolio_wire::status::Residency;
 use settle::Settled;
 
@@ -130,7 +130,7 @@ impl Retired {
             }
             drop(dataset);
         }
-        crate::os::release_free_memory();
+        portfolio_os::release_free_memory();
     }
 }
 
@@ -392,7 +392,7 @@ impl Snapshots {
             files::confirm(&mut self.files(), &present, SystemTime::now());
         }
         if !report.loaded.is_empty() || !report.rejected.is_empty() {
-            crate::os::release_free_memory();
+            portfolio_os::release_free_memory();
         }
         self.origin.polled(report.source_failed);
         Ok(report)

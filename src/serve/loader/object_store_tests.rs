@@ -19,7 +19,7 @@ use url::Url;
 use super::{MemoryLimit, Snapshots};
 use crate::metrics::Metrics;
 use crate::storage::{Location, StorageOptions, StorageOrigin};
-use crate::store::Store;
+use portfolio_domain::store::Store;
 use portfolio_wire::manifest::v1::ManifestV1;
 use portfolio_wire::manifest::{MAX_CHANGES, Root, Version, WorkspaceRecord, record_path};
 

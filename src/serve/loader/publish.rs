@@ -7,7 +7,7 @@ use super::files::Files;
 use super::settle::Settled;
 use crate::metrics::Metrics;
 use crate::storage::StorageOrigin;
-use crate::store::{Catalog, Store};
+use portfolio_domain::store::{Catalog, Store};
 
 /// Publishes what serves after `settled`.
 pub fn publish(

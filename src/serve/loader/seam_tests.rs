@@ -97,7 +97,7 @@ fn a_symlink_flipped_between_the_fetch_and_the_load_never_serves_the_forged_file
     let directory = Directory::open(dir.path()).unwrap().verifying(true);
     let origin = StorageOrigin::new(directory).trusting(trust);
     let fingerprint_of = |bytes: &[u8]| {
-        crate::snapshot::load("x", bytes)
+        portfolio_domain::snapshot::load("x", bytes)
             .unwrap()
             .dataset
             .fingerprint

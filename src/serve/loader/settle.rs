@@ -1,6 +1,6 @@
 //! Step 5 of a scan, settle: what a batch of loads gave is applied to the
 //! files' state, and conflicts between the files are decided on what they
-//! hold now (`crate::store::claims`). Plain functions of that state (no
+//! hold now (`portfolio_domain::store::claims`). Plain functions of that state (no
 //! IO); what they decided comes back as a [`Settled`], for the warm-up,
 //! the publish and the scan's report.
 
@@ -11,9 +11,9 @@ use std::time::SystemTime;
 use super::changed::Removed;
 use super::files::{FileEntry, FileStatus, Files, log_rejected};
 use super::load::ReadResult;
-use crate::store::Dataset;
-use crate::store::claims::{self, Claim, Conflict, Holders};
-use crate::store::time::utc_now;
+use portfolio_domain::store::Dataset;
+use portfolio_domain::store::claims::{self, Claim, Conflict, Holders};
+use portfolio_domain::store::time::utc_now;
 
 /// What one settle decided.
 #[derive(Default)]

@@ -16,8 +16,8 @@ use crate::storage::signatures::{
     Candidate, Listed, Refusal, Signed, Statement, Trust, keys_digest,
 };
 use crate::storage::{EntryStamp, FetchedFile, Listing};
-use crate::store::Dataset;
-use crate::store::time::Instant;
+use portfolio_domain::store::Dataset;
+use portfolio_domain::store::time::Instant;
 use portfolio_wire::manifest::short;
 use portfolio_wire::status::SignatureStatus;
 
@@ -99,7 +99,7 @@ pub fn vouched(statement: &Statement, claims: Dataset) -> Option<Dataset> {
     let keys: Vec<String> = claims
         .key_hashes
         .iter()
-        .map(crate::store::key::to_hex)
+        .map(portfolio_domain::store::key::to_hex)
         .collect();
     let named =
         claims.workspace_id == statement.workspace && keys_digest(&keys) == statement.keys_sha256;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::files::{FileEntry, Files};
 use crate::serve::build::warming::{Repacks, remake_fragments, start};
-use crate::store::Dataset;
+use portfolio_domain::store::Dataset;
 
 /// Warms what a settle is about to publish: the dataset of each file
 /// `loaded` (it won its conflicts) starts warming ([`start`]) before the

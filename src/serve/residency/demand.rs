@@ -21,10 +21,10 @@ use std::sync::Arc;
 
 use crate::metrics::Metrics;
 use crate::serve::build;
-use crate::snapshot::Loaded;
 use crate::storage::signatures::Signed;
 use crate::storage::{EntryStamp, Fetch, OpenFile, StorageOrigin};
-use crate::store::Dataset;
+use portfolio_domain::snapshot::Loaded;
+use portfolio_domain::store::Dataset;
 
 /// Where the bytes of a version lie, for a load on demand.
 #[derive(Clone, Debug)]

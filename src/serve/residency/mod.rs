@@ -48,10 +48,10 @@ mod demand;
 
 use crate::metrics::Metrics;
 use crate::storage::StorageOrigin;
-use crate::store::Dataset;
 use bound::LoadBound;
 use demand::Demanded;
 pub use demand::{KeptCopy, Unavailable};
+use portfolio_domain::store::Dataset;
 
 /// Bytes a dataset holds per byte of its rendered records: the records
 /// themselves, their keys, id maps and list orders ...
@@ -511,7 +511,7 @@ impl Resident {
             let _ = tokio::task::spawn_blocking(move || {
                 drop(evicted);
                 if trim {
-                    crate::os::release_free_memory();
+                    portfolio_os::release_free_memory();
                 }
             })
             .await;

@@ -19,7 +19,7 @@ use super::ObjectSource;
 use super::download::{DownloadError, Expect, download};
 use super::download_cache::{Cache, CacheRecord, Plain};
 use crate::storage::listing::{Fetch, FetchedFile, ObjectVersion};
-use crate::store::time::utc_now;
+use portfolio_domain::store::time::utc_now;
 use portfolio_wire::delta::{self, DeltaError};
 use portfolio_wire::manifest::DeltaRef;
 use portfolio_wire::status::SourceStatus;

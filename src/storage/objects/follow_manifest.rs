@@ -21,7 +21,7 @@ use super::download::read_small;
 use crate::storage::error::{ErrorKind, StorageError};
 use crate::storage::listing::{EntryStamp, Listing, ManifestFacts, ObjectVersion};
 use crate::storage::signatures::{Envelope, Listed};
-use crate::store::time::Instant as At;
+use portfolio_domain::store::time::Instant as At;
 use portfolio_wire::manifest::{
     self, DeltaRef, MAX_RECORD_BYTES, RECORDS_DIR, Root, Version, WorkspaceRecord, v1,
 };

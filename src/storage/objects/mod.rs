@@ -48,7 +48,7 @@ use crate::storage::listing::{EntryStamp, Fetch, FetchedFile, Listing, ObjectVer
 use crate::storage::location::{self, StorageOptions};
 use crate::storage::snapshot_file::is_snapshot_name;
 use crate::storage::source::SnapshotSource;
-use crate::store::time::{utc_millis, utc_now};
+use portfolio_domain::store::time::{utc_millis, utc_now};
 use portfolio_wire::manifest::{self, MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest, ManifestError};
 use portfolio_wire::status::{OriginStatus, SourceStatus};
 

@@ -140,7 +140,10 @@ pub fn file_revision(revision: u64) -> String {
     match revision {
         0..=LAST_MS => {
             let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(revision);
-            format!("{revision} ({})", crate::store::time::utc_millis(at))
+            format!(
+                "{revision} ({})",
+                portfolio_domain::store::time::utc_millis(at)
+            )
         }
         _ => revision.to_string(),
     }
@@ -466,7 +469,9 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
             hasher.update(&buffer[..n]);
         }
     })?;
-    Ok(crate::store::key::to_hex(&hasher.finalize().into()))
+    Ok(portfolio_domain::store::key::to_hex(
+        &hasher.finalize().into(),
+    ))
 }
 
 mod journal;

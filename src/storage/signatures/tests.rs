@@ -146,7 +146,7 @@ fn a_files_signature_is_read_beside_it_and_covers_its_bytes() {
     std::fs::write(&file, b"{}").unwrap();
     let read = read_file_signature(&file).unwrap();
     assert_eq!(read.envelope.unwrap_err(), Refusal::Unsigned);
-    let sha256 = crate::store::key::to_hex(&Sha256::digest(b"{}").into());
+    let sha256 = portfolio_domain::store::key::to_hex(&Sha256::digest(b"{}").into());
     assert_eq!(read.sha256.as_deref(), Some(sha256.as_str()));
 
     let named = Named {

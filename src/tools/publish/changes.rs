@@ -14,11 +14,11 @@ use object_store::path::Path as ObjectPath;
 use super::deltas::{self, Made};
 use super::error::PublishError;
 use super::{Opening, Target, each, fail};
-use crate::snapshot::{self, Digests};
 use crate::storage::location::StorageOptions;
 use crate::storage::{Expect, SnapshotFile, download};
 use crate::tools::check::Checked;
 use crate::tools::diff::{self, Side};
+use portfolio_domain::snapshot::{self, Digests};
 use portfolio_wire::manifest::{History, Manifest, Version, VersionError, short};
 
 /// Prints, for each checked file in order, what publishing it changes

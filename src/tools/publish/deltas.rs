@@ -14,8 +14,8 @@ use object_store::path::Path as ObjectPath;
 use super::Target;
 use super::error::PublishError;
 use super::upload::{self, Prepared};
-use crate::snapshot::{RecordSpan, Source};
 use crate::storage::SnapshotFile;
+use portfolio_domain::snapshot::{RecordSpan, Source};
 use portfolio_wire::delta::{self, DeltaHeader, Encoded, Layout};
 use portfolio_wire::manifest::{DeltaRef, Version, short};
 

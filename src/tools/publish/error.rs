@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use object_store::path::Path as ObjectPath;
 
-use crate::snapshot::SnapshotError;
 use crate::storage::{DownloadError, LocationError, OpenError};
-use crate::store::claims::Conflict;
 use crate::tools::sign::SignError;
+use portfolio_domain::snapshot::SnapshotError;
+use portfolio_domain::store::claims::Conflict;
 use portfolio_wire::manifest::{ManifestError, VersionError};
 
 #[derive(Debug, thiserror::Error)]

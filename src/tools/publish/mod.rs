@@ -23,13 +23,13 @@ use object_store::path::Path as ObjectPath;
 
 use crate::storage::SnapshotFile;
 use crate::storage::location::{self, Access, StorageOptions};
-use crate::store::claims::{Claim, Holders};
-use crate::store::key;
 use crate::tools::check::{self, Checked};
 use crate::tools::http_client::HttpUrl;
 use crate::tools::sign::Signer;
 pub use changes::diff_versions;
 use error::PublishError;
+use portfolio_domain::store::claims::{Claim, Holders};
+use portfolio_domain::store::key;
 use portfolio_wire::manifest::{History, Manifest, Version, WorkspaceRecord, short};
 pub use refresh::refresh_signatures;
 use state::{Announced, FleetObjects};
@@ -418,7 +418,7 @@ async fn upload_one(
         key: relative.to_string(),
         size: prepared.size,
         version: item.version.clone(),
-        published_at: crate::store::time::utc_now(),
+        published_at: portfolio_domain::store::time::utc_now(),
         file: item
             .path
             .file_name()
@@ -479,7 +479,7 @@ pub fn rollback(
                 Err(e) => return fail(err, e),
             };
             moved.revision += 1;
-            moved.updated_at = crate::store::time::utc_now();
+            moved.updated_at = portfolio_domain::store::time::utc_now();
             if let Some(signer) = signer {
                 match signer.sign_current(&mut moved, SystemTime::now()) {
                     Ok(signature) => to.signature = Some(signature),

@@ -14,8 +14,8 @@ use super::error::PublishError;
 use super::state::{Announced, FleetObjects};
 use super::{Opening, Target, announce, each, fail, retried};
 use crate::storage::location::StorageOptions;
-use crate::store::time::utc_now;
 use crate::tools::sign::Signer;
+use portfolio_domain::store::time::utc_now;
 use portfolio_wire::manifest::{WorkspaceRecord, record_path};
 
 /// Attempts at one record that keeps changing (as `rollback`'s).

@@ -12,9 +12,9 @@ use object_store::path::Path as ObjectPath;
 
 use super::error::PublishError;
 use super::update::{Conditional, Put, Updated, retry_delay};
-use crate::store::claims::Conflict;
-use crate::store::time::utc_now;
 use crate::tools::sign::Signer;
+use portfolio_domain::store::claims::Conflict;
+use portfolio_domain::store::time::utc_now;
 use portfolio_wire::manifest::{
     self, KeyClaim, MANIFEST_NAME, Manifest, RECORDS_DIR, Root, Version, WorkspaceRecord,
     claim_path, record_path, short, v1,

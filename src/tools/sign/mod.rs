@@ -15,9 +15,9 @@ use std::time::{Duration, SystemTime};
 use sha2::{Digest, Sha256};
 
 use crate::storage::is_snapshot_name;
-use crate::store::key;
 use crate::tools::check;
 pub use keygen::{KeyFiles, KeygenError, keygen};
+use portfolio_domain::store::key;
 use portfolio_wire::manifest::{Version, WorkspaceRecord};
 use portfolio_wire::signed::{
     Envelope, KeyError, MAX_SIGNATURE_BYTES, Named, Refusal, SIGNATURE_SUFFIX, SecretKey,

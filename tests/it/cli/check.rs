@@ -496,7 +496,7 @@ async fn check_shows_a_files_own_limits_and_with_trust_key_reads_its_signature()
         at >= before - Duration::from_secs(1) && at <= std::time::SystemTime::now(),
         "revision {revision} is not the signing time: {line}"
     );
-    let time = portfolio_replica::store::time::utc_millis(at);
+    let time = portfolio_domain::store::time::utc_millis(at);
     assert!(
         line.contains(&format!(", revision {revision} ({time}), expires ")),
         "{line}"

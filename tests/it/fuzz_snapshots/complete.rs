@@ -4,9 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use portfolio_replica::store::id::parse_id;
-use portfolio_replica::store::time::Instant;
-use portfolio_replica::store::{Cursor, Dataset, FeedQuery, OffsetPage};
+use portfolio_domain::store::id::parse_id;
+use portfolio_domain::store::time::Instant;
+use portfolio_domain::store::{Cursor, Dataset, FeedQuery, OffsetPage};
 use serde_json::{Value, json};
 
 use super::judge::*;

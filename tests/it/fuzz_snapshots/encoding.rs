@@ -1,7 +1,7 @@
 //! Invalid UTF-8, duplicate keys, and numbers out of range.
 
-use portfolio_replica::snapshot::load as load_snapshot;
-use portfolio_replica::store::id::parse_id;
+use portfolio_domain::snapshot::load as load_snapshot;
+use portfolio_domain::store::id::parse_id;
 use serde_json::json;
 
 use super::bases::*;

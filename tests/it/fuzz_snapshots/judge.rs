@@ -3,7 +3,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use portfolio_replica::snapshot::load as load_snapshot;
+use portfolio_domain::snapshot::load as load_snapshot;
 use serde_json::{Value, json};
 
 use super::complete::*;

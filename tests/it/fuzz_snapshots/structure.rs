@@ -3,9 +3,9 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use portfolio_replica::snapshot::load as load_snapshot;
-use portfolio_replica::store::OffsetPage;
-use portfolio_replica::store::id::parse_id;
+use portfolio_domain::snapshot::load as load_snapshot;
+use portfolio_domain::store::OffsetPage;
+use portfolio_domain::store::id::parse_id;
 use serde_json::Value;
 
 use super::bases::*;

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use portfolio_replica::store::id::parse_id;
+use portfolio_domain::store::id::parse_id;
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use serde_json::{Value, json};

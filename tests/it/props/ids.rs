@@ -1,7 +1,7 @@
 //! Ids: `parse_id` accepts exactly the pattern of docs/api.md#ids, checked
 //! against a hand-written matcher of that regex.
 
-use portfolio_replica::store::id::parse_id;
+use portfolio_domain::store::id::parse_id;
 use proptest::prelude::*;
 
 use super::*;

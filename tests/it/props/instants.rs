@@ -5,8 +5,8 @@
 //! nothing when a component is out of range; `Cursor` `Display` round trips.
 
 use chrono::{DateTime, NaiveDate};
-use portfolio_replica::store::Cursor;
-use portfolio_replica::store::time::Instant;
+use portfolio_domain::store::Cursor;
+use portfolio_domain::store::time::Instant;
 use proptest::prelude::*;
 
 use super::ids::*;

@@ -5,9 +5,9 @@
 
 use std::collections::BTreeSet;
 
-use portfolio_replica::snapshot::load as load_snapshot;
-use portfolio_replica::store::time::Instant;
-use portfolio_replica::store::{Cursor, Dataset, FeedQuery, OffsetPage};
+use portfolio_domain::snapshot::load as load_snapshot;
+use portfolio_domain::store::time::Instant;
+use portfolio_domain::store::{Cursor, Dataset, FeedQuery, OffsetPage};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

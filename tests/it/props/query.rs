@@ -3,8 +3,8 @@
 //! with a reference decoder written here from the WHATWG
 //! `application/x-www-form-urlencoded` rules.
 
+use portfolio_domain::store::{Cursor, OffsetPage};
 use portfolio_replica::serve::api::Query;
-use portfolio_replica::store::{Cursor, OffsetPage};
 use proptest::prelude::*;
 
 use super::ids::*;

@@ -28,8 +28,8 @@ pub fn uuid(n: u64) -> String {
 /// Every collection a snapshot holds, by its key in the file, in the order
 /// the format lists them: the server's own list (`store::Collection`), so
 /// that a collection added there is covered here without a second list.
-pub const COLLECTIONS: [&str; portfolio_replica::store::Collection::COUNT] = {
-    use portfolio_replica::store::Collection;
+pub const COLLECTIONS: [&str; portfolio_domain::store::Collection::COUNT] = {
+    use portfolio_domain::store::Collection;
     let mut names = [""; Collection::COUNT];
     let mut i = 0;
     while i < Collection::COUNT {
