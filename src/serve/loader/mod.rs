@@ -11,7 +11,7 @@
 //! [`Snapshots::scan`] is one pipeline, each step a function in a file
 //! named for it, from values to values:
 //!
-//! 1. list: `StorageOrigin::list`, the entries and their fingerprints;
+//! 1. list: `StorageOrigin::list`, the entries and their stamps;
 //! 2. what changed (`changed.rs`): entries gone, entries to read. A scan
 //!    that finds nothing to publish (nothing added, removed, changed or
 //!    newly unreadable, no signature whose verdict changed) stops here: no
