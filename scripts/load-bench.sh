@@ -55,12 +55,6 @@ PORT=${PORT:-18580}
 ADMIN=${ADMIN:-18590}
 BASE_PORT=${BASE_PORT:-18581}
 JSON_PORT=${JSON_PORT:-18582}
-case $SCALE in # the keys of `generate --scale SCALE --seed 42`
-large) KEY=cura_da8233ecb283aa0d65f4ec42e00d70b2 ;;
-medium) KEY=cura_7db43926a2aefe402db161b4255df70e ;;
-*) echo "SCALE: large or medium" >&2 && exit 2 ;;
-esac
-AUTH="Authorization: Bearer $KEY"
 SERVER_CPU=0
 WRK_CPU=1
 
@@ -82,24 +76,18 @@ echo "# wrk: $(wrk -v 2>&1 | head -1)"
 # Every process we start goes in PIDS; all are killed on exit, by PID.
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
+# shellcheck source=scripts/endpoints-lib.sh
+source scripts/endpoints-lib.sh
 
 cargo build --release --bins --examples --quiet
 BASELINE=target/release/examples/hyper_baseline
 
-SNAP="$DATA/snap"
+bench_dataset "$SCALE" "$DATA" "$BIN"
+AUTH="Authorization: Bearer $KEY"
 OUT="$DATA/load-bench"
 CAP="$OUT/captured"
-mkdir -p "$SNAP" "$OUT"
 rm -rf "$CAP"
-mkdir -p "$CAP"
-if [ "$SCALE" != large ]; then
-  SNAP="$DATA/snap-$SCALE"
-  mkdir -p "$SNAP"
-fi
-if [ ! -f "$SNAP/$SCALE.json" ]; then
-  echo "generating the $SCALE dataset into $SNAP (a few minutes for large)..."
-  $BIN generate --out "$SNAP" --scale "$SCALE" --seed 42
-fi
+mkdir -p "$OUT" "$CAP"
 
 # Waits until URL answers 200, up to $2 seconds, or fails.
 # Worker threads of a tokio runtime (default thread name).
@@ -130,34 +118,9 @@ echo "ready after $(awk -v a="$loading" -v b="$(date +%s.%N)" 'BEGIN {printf "%.
 API=http://127.0.0.1:$PORT
 get() { curl -sf -H "$AUTH" "$API$1"; }
 
-# The URLs. Paths are sent by wrk exactly as written here.
-COMPANY=$(get '/portfolio?limit=1' | jq -r '.data[0].id')
-MEETING=$(grep -m1 -A1 '^"meetings":\[' "$SNAP/$SCALE.json" | sed -n '2s/^{"id":"\([^"]*\)".*/\1/p')
-FEED_CURSOR=2025-01-01T00:00:00.000Z # the middle of the feed (2023..2026)
-if [ "$(get "/feed?limit=50&cursor=$FEED_CURSOR" | jq '.data | length')" != 50 ]; then
-  # Not the generator we know: follow nextCursor five pages instead.
-  FEED_CURSOR=
-  for _ in 1 2 3 4 5; do
-    FEED_CURSOR=$(get "/feed?limit=50${FEED_CURSOR:+&cursor=$FEED_CURSOR}" | jq -r '.pagination.nextCursor')
-  done
-fi
-if [ -z "$COMPANY" ] || [ -z "$MEETING" ]; then
-  echo "cannot find a company or a meeting id" >&2
-  exit 1
-fi
-NAMES=(tasks-first tasks-deep tasks-todo feed-middle feed-type portfolio company-tasks company-notes meeting-notes roles)
-PATHS=(
-  "/tasks?limit=50"
-  "/tasks?limit=50&offset=1000000"
-  "/tasks?limit=50&filter%5Bstatus%5D=todo"
-  "/feed?limit=50&cursor=$FEED_CURSOR"
-  "/feed?limit=50&filter%5Btype%5D=press"
-  "/portfolio"
-  "/portfolio/$COMPANY/tasks"
-  "/portfolio/$COMPANY/notes"
-  "/meetings/$MEETING?include=notes"
-  "/roles"
-)
+# The URLs (endpoints-lib.sh). Paths are sent by wrk exactly as written.
+bench_endpoints
+NAMES=("${ENDPOINT_NAMES[@]}") PATHS=("${ENDPOINT_PATHS[@]}")
 if [ -n "$ONLY" ]; then
   only_names=() only_paths=()
   for i in "${!NAMES[@]}"; do

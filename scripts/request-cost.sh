@@ -34,7 +34,7 @@
 #    machine in one minute falls on every build alike.
 #
 # The data set and the endpoints are load-bench.sh's (`generate --seed 42`,
-# its ten URLs, plain and with `Accept-Encoding: gzip`), at SCALE `medium`
+# its ten URLs from scripts/endpoints-lib.sh, plain and with `Accept-Encoding: gzip`), at SCALE `medium`
 # by default: ~100 MB, ready in seconds, even under valgrind (`large`, the
 # issue's size class, is ~1 GB and takes minutes there). Before measuring,
 # every build's answer to every URL is compared with the first build's
@@ -66,12 +66,6 @@ WARMUP=${WARMUP:-1}
 CONNECTIONS=${CONNECTIONS:-64}
 PORT=${PORT:-18780}
 QUIET_WAIT=${QUIET_WAIT:-600}
-case $SCALE in # the keys of `generate --scale SCALE --seed 42`, as load-bench.sh
-large) KEY=cura_da8233ecb283aa0d65f4ec42e00d70b2 SNAP="$DATA/snap" DEEP=1000000 ;;
-medium) KEY=cura_7db43926a2aefe402db161b4255df70e SNAP="$DATA/snap-medium" DEEP=100000 ;;
-*) echo "SCALE: large or medium" >&2 && exit 2 ;;
-esac
-AUTH="Authorization: Bearer $KEY"
 SERVER_CPU=0
 CLIENT_CPU=1
 
@@ -84,6 +78,8 @@ done
 
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
+# shellcheck source=scripts/endpoints-lib.sh
+source scripts/endpoints-lib.sh
 
 [ $# -gt 0 ] || set -- "ours=target/release/portfolio-replica"
 NAMES=() BINS=() ARGS=()
@@ -95,12 +91,10 @@ for spec in "$@"; do
   NAMES+=("$name") BINS+=("$(realpath "$bin")") ARGS+=("${flags:-}")
 done
 
+bench_dataset "$SCALE" "$DATA" "${BINS[0]}"
+AUTH="Authorization: Bearer $KEY"
 OUT="$DATA/request-cost"
-mkdir -p "$SNAP" "$OUT"
-if [ ! -f "$SNAP/$SCALE.json" ]; then
-  echo "generating the $SCALE dataset into $SNAP..."
-  "${BINS[0]}" generate --out "$SNAP" --scale "$SCALE" --seed 42 >/dev/null
-fi
+mkdir -p "$OUT"
 # A signed copy, for builds with --trust-key: the signature's key is made
 # afresh, and the file is linked, not copied.
 SIGNED="$OUT/signed"
@@ -110,7 +104,7 @@ for i in "${!NAMES[@]}"; do
   # Made by the first build that trusts keys (older ones cannot sign).
   rm -rf "$SIGNED" "$OUT/trust.key" "$TRUST_KEY"
   mkdir -p "$SIGNED"
-  ln "$SNAP/$SCALE.json" "$SIGNED/" 2>/dev/null || cp "$SNAP/$SCALE.json" "$SIGNED/"
+  ln "$SNAP_FILE" "$SIGNED/" 2>/dev/null || cp "$SNAP_FILE" "$SIGNED/"
   "${BINS[$i]}" keygen --out "$OUT/trust" >/dev/null
   "${BINS[$i]}" sign --sign-key "$OUT/trust.key" "$SIGNED" >/dev/null
   break
@@ -153,33 +147,18 @@ api() { echo "http://127.0.0.1:$((PORT + $1))"; }
 # The time a process has spent on a CPU, all its threads, in nanoseconds.
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ns += $1} END {printf "%.0f\n", ns}'; }
 
-# The URLs: load-bench.sh's, found the same way.
+# The URLs: load-bench.sh's (endpoints-lib.sh).
 start 0
 get() { curl -sf -H "$AUTH" "$(api 0)$1"; }
-COMPANY=$(get '/portfolio?limit=1' | jq -r '.data[0].id')
-MEETING=$(grep -m1 -A1 '^"meetings":\[' "$SNAP/$SCALE.json" | sed -n '2s/^{"id":"\([^"]*\)".*/\1/p')
-FEED_CURSOR=2025-01-01T00:00:00.000Z
-[ -n "$COMPANY" ] && [ -n "$MEETING" ] || { echo "cannot find a company or a meeting id" >&2 && exit 1; }
-[ "$(get "/feed?limit=50&cursor=$FEED_CURSOR" | jq '.data | length')" = 50 ] ||
-  { echo "not the generator load-bench.sh knows: no full feed page at $FEED_CURSOR" >&2 && exit 1; }
+bench_endpoints
 stop "$STARTED"
 URL_NAMES=() URL_PATHS=() URL_GZIP=()
-add() {
-  local gz
+for i in "${!ENDPOINT_NAMES[@]}"; do
   for gz in "" .gz; do
-    case " ${ONLY:-$1$gz} " in *" $1$gz "*) URL_NAMES+=("$1$gz") URL_PATHS+=("$2") URL_GZIP+=("$gz") ;; esac
+    name=${ENDPOINT_NAMES[$i]}$gz
+    case " ${ONLY:-$name} " in *" $name "*) URL_NAMES+=("$name") URL_PATHS+=("${ENDPOINT_PATHS[$i]}") URL_GZIP+=("$gz") ;; esac
   done
-}
-add tasks-first "/tasks?limit=50"
-add tasks-deep "/tasks?limit=50&offset=$DEEP"
-add tasks-todo "/tasks?limit=50&filter%5Bstatus%5D=todo"
-add feed-middle "/feed?limit=50&cursor=$FEED_CURSOR"
-add feed-type "/feed?limit=50&filter%5Btype%5D=press"
-add portfolio "/portfolio"
-add company-tasks "/portfolio/$COMPANY/tasks"
-add company-notes "/portfolio/$COMPANY/notes"
-add meeting-notes "/meetings/$MEETING?include=notes"
-add roles "/roles"
+done
 [ ${#URL_NAMES[@]} -gt 0 ] || { echo "ONLY names no endpoint" >&2 && exit 2; }
 # encoding U: the request headers of URL U beside the key, as curl arguments.
 encoding() { [ -z "${URL_GZIP[$1]}" ] || echo "-HAccept-Encoding:gzip"; }
