@@ -36,6 +36,10 @@ impl SettleBatch {
         self.results.push(result);
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.results.is_empty()
+    }
+
     /// Whether the batch should settle now, `wait` being how long a batch
     /// waits at least (besides [`BATCH_WAIT`]). A large file settles as
     /// soon as it is built, with the small ones read before it, so that

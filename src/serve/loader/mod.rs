@@ -8,8 +8,8 @@
 //! the scan publishes is handed to `serve::residency`, which this uses and
 //! which never uses this.
 //!
-//! [`Snapshots::scan`] is one pipeline, each step a function in a file
-//! named for it, from values to values:
+//! [`Snapshots::scan`] is one line, each step a function in a file named
+//! for it, from values to values:
 //!
 //! 1. list: `StorageOrigin::list`, the entries and their stamps;
 //! 2. what changed (`changed.rs`): entries gone, entries to read. A scan
@@ -17,21 +17,20 @@
 //!    newly unreadable, no signature whose verdict changed) stops here: no
 //!    conflict is decided again, no catalog is made, nothing is swapped;
 //!    expiries and re-signings have been looked at;
-//! 3. fetch (`fetch.rs`): each changed entry onto local disk, in order;
+//! 3. fetch (`fetch.rs`): each changed entry onto local disk, in order
+//!    (under a budget, what a manifest describes is not fetched: its
+//!    records make a hollow version);
 //! 4. load (`load.rs`): each built through `serve::build::following`
 //!    (taking over the unchanged records of the version it replaces), small
 //!    files on every core, and judged;
-//! 5. settle (`settle.rs`): what the loads gave applied, conflicts decided,
-//!    in batches (`batch.rs`);
+//! 5. settle (`settle.rs`): what a batch gave applied, conflicts decided;
 //! 6. warm up (`warm.rs`; under a budget `hollow.rs`): what is about to
 //!    serve starts warming on `serve::build::warming`'s threads;
 //! 7. publish (`publish.rs`): one new catalog.
 //!
-//! Steps 5 to 7 run once for what left (and names newly unreadable)
-//! before anything is fetched: that frees memory and lets a file it
-//! conflicted with win in the same scan; then once per batch of loads (a
-//! file of 16 MiB or more alone, `batch.rs`), and once more at the end of
-//! a scan for entries whose successor did not load.
+//! Steps 3 and 4 cut what changed into batches (`line.rs` says which, and
+//! in what order: what left first, a file of 16 MiB or more alone), and
+//! steps 5 to 7 run once per batch, in one place (`Snapshots::settle`).
 //!
 //! It blocks; call it off the async runtime (the reloader thread does).
 
@@ -41,6 +40,7 @@ mod fetch;
 mod files;
 mod hollow;
 mod limit;
+mod line;
 mod load;
 #[cfg(test)]
 mod object_store_tests;
@@ -58,14 +58,14 @@ use std::time::{Duration, Instant as Clock, SystemTime};
 use crate::metrics::{Fleet, Metrics};
 use crate::serve::build::warming::Repacks;
 use crate::serve::residency::Resident;
-use crate::storage::{EntryStamp, ListError, Listing, StorageOrigin};
-use batch::{SETTLE_SHARE, SettleBatch};
-use changed::Removed;
+use crate::storage::{ListError, Listing, StorageOrigin};
+use changed::Successors;
 pub use files::FileStatus;
 use files::Files;
 use limit::Ledger;
 pub use limit::{MemoryLimit, PROCESS_BYTES, SizeError, parse_bytes, resident_bytes};
-use load::{EntryRead, Loading, ReadResult};
+use line::{Batch, Leaving, Line};
+use load::Loading;
 use portfolio_domain::store::{Dataset, Store};
 use portfolio_wire::status::Residency;
 use settle::Settled;
@@ -295,44 +295,22 @@ impl Snapshots {
             ..ScanReport::default()
         };
 
-        // 2. What changed. What left settles and publishes at once (a file
-        // it conflicted with may win now), before anything is read.
+        // 2. What changed.
         let mut files = self.files();
         let changes = changed::what_changed(&mut files, &present);
         // Content signed anew: what serves keeps serving, what was refused
         // is read again once its signature is accepted.
         let resigned = verify::resigned(&mut files, &present, self.origin.trust(), &self.metrics);
+        drop(files);
         if changes.is_idle() && resigned.reread.is_empty() && !resigned.changed {
             // Nothing to publish: no settle, no conflict decided again, no
             // new catalog. (Expiries were looked at by the reloader, the
             // signatures above.)
-            drop(files);
             return Ok(self.idle(&present, report));
         }
-        let settled = self.settle(files, changes.removed, changes.unreadable, Vec::new());
-        let mut to_read = changes.to_read;
-        to_read.extend(listed(&present, resigned.reread));
-        to_read.extend(listed(&present, report.add(settled)));
-        let mut successors = changes.successors;
 
-        // 3 to 7 under a memory budget for what a manifest describes: not
-        // fetched; what it claims settles and serves hollow at once, and a
-        // request loads it.
-        if self.resident.is_some() && !present.facts.is_empty() {
-            let listed_now;
-            (to_read, listed_now) =
-                fetch::listed(to_read, &present.facts, &self.origin, &present.signed);
-            if !listed_now.is_empty() {
-                let settled = self.settle_read(listed_now, &mut successors);
-                to_read.extend(listed(&present, report.add(settled)));
-            }
-        }
-
-        // 3 to 7 for what changed: fetched in order and loaded (small files
-        // on every core); what was loaded settles in batches (one conflict
-        // check and one catalog swap for many small files), a large file at
-        // once, and the rest at the end of the round. Files that a settle
-        // says to read again make the next round.
+        // 3. Fetch and 4. load, a batch at a time (`line.rs`); each batch
+        // 5. settles, 6. warms up and 7. publishes.
         let loading = Loading {
             origin: &self.origin,
             metrics: &self.metrics,
@@ -340,54 +318,24 @@ impl Snapshots {
             ledger: &self.ledger,
             precompress: self.precompress,
         };
-        let mut batch = SettleBatch::default();
-        // What settling cost last time: it grows with the workspaces
-        // serving, and a batch waits at least a few times as long, so that
-        // settling stays a small share of a scan however many there are.
-        let mut settled_in = Duration::ZERO;
-        while !to_read.is_empty() {
-            let round = std::mem::take(&mut to_read);
-            std::thread::scope(|scope| {
-                // 3. Fetch, 4. load.
-                let fetched =
-                    fetch::fetch_in_order(&self.origin, &self.files, round, &present.signed);
-                for read in load::load_on_cores(scope, fetched, &loading) {
-                    match read {
-                        EntryRead::Done(result) => {
-                            batch.add(*result);
-                            // 5 to 7 (`settle_read`).
-                            if batch.is_full(SETTLE_SHARE * settled_in) {
-                                let started = Clock::now();
-                                let settled = self.settle_read(batch.take(), &mut successors);
-                                settled_in = started.elapsed();
-                                to_read.extend(listed(&present, report.add(settled)));
-                            }
-                        }
-                        EntryRead::Settling(name) => report.settling.push(name),
-                        EntryRead::Failed(name, error) => {
-                            report.source_failed |= error.kind.backs_off();
-                            files::fetch_failed(&mut self.files(), &name, error);
-                        }
-                    }
-                }
-            });
-            let results = batch.take();
-            if !results.is_empty() {
-                let settled = self.settle_read(results, &mut successors);
-                to_read.extend(listed(&present, report.add(settled)));
+        let mut line = Line::new(
+            &present,
+            &self.files,
+            &loading,
+            self.resident.is_some(),
+            changes,
+            resigned.reread,
+            resigned.changed,
+        );
+        std::thread::scope(|scope| {
+            while let Some(batch) = line.next(scope) {
+                let started = Clock::now();
+                let settled = self.settle(batch, &mut line.successors);
+                line.read_again(started.elapsed(), report.add(settled));
             }
-        }
-
-        // Entries whose successor did not load leave now, unless a file that
-        // may succeed them is still being written: they go on serving until
-        // a later scan has read it.
-        if !successors.is_empty() && report.settling.is_empty() {
-            let mut files = self.files();
-            let removed = changed::unsucceeded(&mut files, &successors);
-            let settled = self.settle(files, removed, Vec::new(), Vec::new());
-            // What this frees is read by the next scan.
-            let _ = report.add(settled);
-        }
+        });
+        report.settling = line.settling;
+        report.source_failed |= line.source_failed;
         if present.fresh {
             files::confirm(&mut self.files(), &present, SystemTime::now());
         }
@@ -408,17 +356,33 @@ impl Snapshots {
         report
     }
 
-    /// Steps 5 to 7 under the files lock: settles what was removed, found
-    /// unreadable and `read`, warms what will serve and publishes it. Then,
-    /// the lock released (freeing waits for requests still using them),
-    /// frees the datasets that stopped serving.
-    fn settle(
-        &self,
-        mut files: MutexGuard<'_, Files>,
-        removed: Removed,
-        unreadable: Vec<String>,
-        read: Vec<ReadResult>,
-    ) -> Settled {
+    /// Steps 5 to 7 for one batch, under the files lock: settles what
+    /// leaves with it, what was found unreadable and what it read, warms
+    /// what will serve and publishes it. Then, the lock released (freeing
+    /// waits for requests still using them), frees the datasets that
+    /// stopped serving.
+    fn settle(&self, batch: Batch, successors: &mut Successors) -> Settled {
+        let Batch {
+            leaving,
+            unreadable,
+            read,
+        } = batch;
+        for result in &read {
+            let dataset = result.result.as_ref().ok().map(|loaded| &loaded.dataset);
+            self.ledger.settled(result.need, dataset);
+        }
+        let mut files = self.files();
+        let removed = match leaving {
+            Leaving::Gone(removed) => removed,
+            Leaving::Succeeded => {
+                let loaded = read
+                    .iter()
+                    .filter_map(|r| r.result.as_ref().ok())
+                    .map(|loaded| loaded.dataset.workspace_id.as_str());
+                changed::succeeded(&mut files, loaded, successors)
+            }
+            Leaving::Unsucceeded => changed::unsucceeded(&mut files, successors),
+        };
         // 5. Settle: apply, decide conflicts.
         let mut settled = settle::settle(&mut files, removed, unreadable, read);
         // 6. Warm up what won; with a budget, what won goes hollow in the
@@ -473,22 +437,6 @@ impl Snapshots {
         settled
     }
 
-    /// Settles files read: the entries they succeed leave in the same
-    /// swap (and are no longer awaited in `successors`).
-    fn settle_read(&self, read: Vec<ReadResult>, successors: &mut changed::Successors) -> Settled {
-        for result in &read {
-            let dataset = result.result.as_ref().ok().map(|loaded| &loaded.dataset);
-            self.ledger.settled(result.need, dataset);
-        }
-        let mut files = self.files();
-        let loaded = read
-            .iter()
-            .filter_map(|r| r.result.as_ref().ok())
-            .map(|loaded| loaded.dataset.workspace_id.as_str());
-        let removed = changed::succeeded(&mut files, loaded, successors);
-        self.settle(files, removed, Vec::new(), read)
-    }
-
     /// A directory with no snapshot files serves no workspace: every key
     /// gets 401. That is usually a wrong `--snapshots` or a failed sync, so
     /// it is said loudly, once until files appear.
@@ -502,16 +450,4 @@ impl Snapshots {
             );
         }
     }
-}
-
-/// The names of `names` that the listing holds, with their fingerprints.
-/// (A file read again wins the claim it won before, so this ends.)
-fn listed(present: &Listing, names: Vec<String>) -> Vec<(String, EntryStamp)> {
-    names
-        .into_iter()
-        .filter_map(|name| match present.entries.get(&name) {
-            Some(Ok(fingerprint)) => Some((name, fingerprint.clone())),
-            _ => None,
-        })
-        .collect()
 }

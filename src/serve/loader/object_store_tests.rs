@@ -278,6 +278,64 @@ fn a_scan_with_nothing_to_publish_keeps_the_catalog() {
     assert_eq!(f.serving("ws-b"), None);
 }
 
+/// A scan settles, warms and publishes once per batch, what left first:
+/// a file that lost a conflict to one removed is read again and serves
+/// in the same scan, in a second swap.
+#[test]
+fn what_left_settles_first_and_a_loser_it_frees_serves_in_the_same_scan() {
+    let f = Fixture::new(Arc::new(InMemory::new()), None);
+    f.put("fleet/a.json", snapshot("ws-a", "a1", 1));
+    f.put("fleet/b.json", snapshot("ws-a", "b1", 1));
+    f.put("fleet/c.json", snapshot("ws-c", "c1", 1));
+    let before = f.catalog.published();
+    let report = f.snapshots.scan().unwrap();
+    assert_eq!(f.serving("ws-a").as_deref(), Some("a1"), "{report:?}");
+    assert_eq!(report.rejected, ["b.json"]);
+    assert_eq!(
+        f.catalog.published() - before,
+        1,
+        "three small files, one swap"
+    );
+
+    f.delete("fleet/a.json");
+    let before = f.catalog.published();
+    let report = f.snapshots.scan().unwrap();
+    assert_eq!(report.removed, ["a.json"]);
+    assert_eq!(report.reread, ["b.json"]);
+    assert_eq!(report.loaded, ["b.json"]);
+    assert_eq!(f.serving("ws-a").as_deref(), Some("b1"));
+    assert_eq!(
+        f.catalog.published() - before,
+        2,
+        "what left, then the load"
+    );
+    assert_eq!(f.serving("ws-c").as_deref(), Some("c1"));
+}
+
+/// A file gone while a new name appears serves on until the new one
+/// loads (it may be the same workspace renamed); when the new one serves
+/// another workspace, the old one leaves at the end of the scan, and a
+/// file that lost to it serves before the scan ends.
+#[test]
+fn an_entry_not_succeeded_leaves_last_and_what_it_held_serves_in_the_same_scan() {
+    let f = Fixture::new(Arc::new(InMemory::new()), None);
+    f.put("fleet/a.json", snapshot("ws-a", "a1", 1));
+    f.put("fleet/b.json", snapshot("ws-a", "b1", 1));
+    f.snapshots.scan().unwrap();
+    assert_eq!(f.serving("ws-a").as_deref(), Some("a1"));
+
+    f.delete("fleet/a.json");
+    f.put("fleet/d.json", snapshot("ws-d", "d1", 1));
+    let before = f.catalog.published();
+    let report = f.snapshots.scan().unwrap();
+    assert_eq!(report.loaded, ["d.json", "b.json"], "{report:?}");
+    assert_eq!(report.removed, ["a.json"]);
+    assert_eq!(f.serving("ws-d").as_deref(), Some("d1"));
+    assert_eq!(f.serving("ws-a").as_deref(), Some("b1"));
+    // The load of d, a's leaving, the load of b.
+    assert_eq!(f.catalog.published() - before, 3);
+}
+
 fn manifest_mode_serves_what_the_manifest_names(format: u32) {
     let f = Fixture::new(Arc::new(InMemory::new()), None);
     f.format.store(format, Ordering::Relaxed);

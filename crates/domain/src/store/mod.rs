@@ -29,7 +29,7 @@ pub mod threads;
 pub mod time;
 pub mod warm;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwap;
@@ -351,12 +351,16 @@ impl Catalog {
 /// `publish`es a new one with a single atomic swap.
 pub struct Store {
     current: ArcSwap<Catalog>,
+    /// Catalogs published since start: what a scan costs is one swap per
+    /// batch it settles, and none when nothing changed.
+    published: AtomicU64,
 }
 
 impl Default for Store {
     fn default() -> Self {
         Store {
             current: ArcSwap::from_pointee(Catalog::default()),
+            published: AtomicU64::new(0),
         }
     }
 }
@@ -372,5 +376,11 @@ impl Store {
     /// on it; its datasets are freed when the last of them is done.
     pub fn publish(&self, catalog: Catalog) {
         self.current.store(Arc::new(catalog));
+        self.published.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many catalogs were published since start.
+    pub fn published(&self) -> u64 {
+        self.published.load(Ordering::Relaxed)
     }
 }
