@@ -156,6 +156,13 @@ impl Fixture {
             .unwrap();
     }
 
+    /// One scan, and how many catalogs it published.
+    fn scan(&self) -> (super::ScanReport, u64) {
+        let before = self.catalog.published();
+        let report = self.snapshots.scan().unwrap();
+        (report, self.catalog.published() - before)
+    }
+
     fn serving(&self, workspace: &str) -> Option<String> {
         self.catalog
             .load()
@@ -259,22 +266,20 @@ fn a_scan_with_nothing_to_publish_keeps_the_catalog() {
 
     // Nothing changed: no settle, no new catalog.
     for _ in 0..3 {
-        let report = f.snapshots.scan().unwrap();
+        let (report, swaps) = f.scan();
         assert!(report.listed && report.loaded.is_empty(), "{report:?}");
-        assert!(Arc::ptr_eq(&published, &Arc::clone(&f.catalog.load())));
+        assert_eq!(swaps, 0);
     }
+    assert!(Arc::ptr_eq(&published, &Arc::clone(&f.catalog.load())));
     // Still confirmed fresh by each poll.
     assert!(f.status("a.json").stale_seconds.is_some());
 
     // A change publishes; so does a removal.
     f.put("fleet/a.json", snapshot("ws-a", "a2", 1));
-    f.snapshots.scan().unwrap();
-    let changed = Arc::clone(&f.catalog.load());
-    assert!(!Arc::ptr_eq(&published, &changed));
+    assert_eq!(f.scan().1, 1);
     assert_eq!(f.serving("ws-a").as_deref(), Some("a2"));
     f.delete("fleet/b.json");
-    f.snapshots.scan().unwrap();
-    assert!(!Arc::ptr_eq(&changed, &Arc::clone(&f.catalog.load())));
+    assert_eq!(f.scan().1, 1);
     assert_eq!(f.serving("ws-b"), None);
 }
 
@@ -287,28 +292,18 @@ fn what_left_settles_first_and_a_loser_it_frees_serves_in_the_same_scan() {
     f.put("fleet/a.json", snapshot("ws-a", "a1", 1));
     f.put("fleet/b.json", snapshot("ws-a", "b1", 1));
     f.put("fleet/c.json", snapshot("ws-c", "c1", 1));
-    let before = f.catalog.published();
-    let report = f.snapshots.scan().unwrap();
+    let (report, swaps) = f.scan();
     assert_eq!(f.serving("ws-a").as_deref(), Some("a1"), "{report:?}");
     assert_eq!(report.rejected, ["b.json"]);
-    assert_eq!(
-        f.catalog.published() - before,
-        1,
-        "three small files, one swap"
-    );
+    assert_eq!(swaps, 1, "three small files, one swap");
 
     f.delete("fleet/a.json");
-    let before = f.catalog.published();
-    let report = f.snapshots.scan().unwrap();
+    let (report, swaps) = f.scan();
     assert_eq!(report.removed, ["a.json"]);
     assert_eq!(report.reread, ["b.json"]);
-    assert_eq!(report.loaded, ["b.json"]);
+    assert_eq!(report.loaded, ["b.json"], "read once");
     assert_eq!(f.serving("ws-a").as_deref(), Some("b1"));
-    assert_eq!(
-        f.catalog.published() - before,
-        2,
-        "what left, then the load"
-    );
+    assert_eq!(swaps, 2, "what left, then the load");
     assert_eq!(f.serving("ws-c").as_deref(), Some("c1"));
 }
 
@@ -326,14 +321,12 @@ fn an_entry_not_succeeded_leaves_last_and_what_it_held_serves_in_the_same_scan()
 
     f.delete("fleet/a.json");
     f.put("fleet/d.json", snapshot("ws-d", "d1", 1));
-    let before = f.catalog.published();
-    let report = f.snapshots.scan().unwrap();
+    let (report, swaps) = f.scan();
     assert_eq!(report.loaded, ["d.json", "b.json"], "{report:?}");
     assert_eq!(report.removed, ["a.json"]);
     assert_eq!(f.serving("ws-d").as_deref(), Some("d1"));
     assert_eq!(f.serving("ws-a").as_deref(), Some("b1"));
-    // The load of d, a's leaving, the load of b.
-    assert_eq!(f.catalog.published() - before, 3);
+    assert_eq!(swaps, 3, "the load of d, a's leaving, the load of b");
 }
 
 fn manifest_mode_serves_what_the_manifest_names(format: u32) {
