@@ -156,6 +156,13 @@ impl Fixture {
             .unwrap();
     }
 
+    /// Puts a one-task snapshot under each `(name, workspace, version)`.
+    fn put_all(&self, files: &[(&str, &str, &str)]) {
+        for (name, workspace, version) in files {
+            self.put(&format!("fleet/{name}"), snapshot(workspace, version, 1));
+        }
+    }
+
     /// One scan, and how many catalogs it published.
     fn scan(&self) -> (super::ScanReport, u64) {
         let before = self.catalog.published();
@@ -259,8 +266,7 @@ fn prefix_mode_follows_creates_replacements_and_deletions() {
 #[test]
 fn a_scan_with_nothing_to_publish_keeps_the_catalog() {
     let f = Fixture::new(Arc::new(InMemory::new()), None);
-    f.put("fleet/a.json", snapshot("ws-a", "a1", 1));
-    f.put("fleet/b.json", snapshot("ws-b", "b1", 1));
+    f.put_all(&[("a.json", "ws-a", "a1"), ("b.json", "ws-b", "b1")]);
     f.snapshots.scan().unwrap();
     let published = Arc::clone(&f.catalog.load());
 
@@ -289,9 +295,11 @@ fn a_scan_with_nothing_to_publish_keeps_the_catalog() {
 #[test]
 fn what_left_settles_first_and_a_loser_it_frees_serves_in_the_same_scan() {
     let f = Fixture::new(Arc::new(InMemory::new()), None);
-    f.put("fleet/a.json", snapshot("ws-a", "a1", 1));
-    f.put("fleet/b.json", snapshot("ws-a", "b1", 1));
-    f.put("fleet/c.json", snapshot("ws-c", "c1", 1));
+    f.put_all(&[
+        ("a.json", "ws-a", "a1"),
+        ("b.json", "ws-a", "b1"),
+        ("c.json", "ws-c", "c1"),
+    ]);
     let (report, swaps) = f.scan();
     assert_eq!(f.serving("ws-a").as_deref(), Some("a1"), "{report:?}");
     assert_eq!(report.rejected, ["b.json"]);
@@ -314,8 +322,7 @@ fn what_left_settles_first_and_a_loser_it_frees_serves_in_the_same_scan() {
 #[test]
 fn an_entry_not_succeeded_leaves_last_and_what_it_held_serves_in_the_same_scan() {
     let f = Fixture::new(Arc::new(InMemory::new()), None);
-    f.put("fleet/a.json", snapshot("ws-a", "a1", 1));
-    f.put("fleet/b.json", snapshot("ws-a", "b1", 1));
+    f.put_all(&[("a.json", "ws-a", "a1"), ("b.json", "ws-a", "b1")]);
     f.snapshots.scan().unwrap();
     assert_eq!(f.serving("ws-a").as_deref(), Some("a1"));
 
