@@ -105,7 +105,7 @@ impl<'a> Line<'a> {
         let ListingChanges {
             removed,
             unreadable,
-            mut to_read,
+            to_read,
             successors,
         } = changes;
         let first =
@@ -114,8 +114,7 @@ impl<'a> Line<'a> {
                 unreadable,
                 read: Vec::new(),
             });
-        to_read.extend(listed(present, reread));
-        Line {
+        let mut line = Line {
             present,
             origin: loading.origin,
             files,
@@ -130,7 +129,9 @@ impl<'a> Line<'a> {
             ended: false,
             settling: Vec::new(),
             source_failed: false,
-        }
+        };
+        line.queue(reread);
+        line
     }
 
     /// The next batch to settle: steps 3 (fetch) and 4 (load) run here,
@@ -183,10 +184,15 @@ impl<'a> Line<'a> {
     }
 
     /// After a batch settled in `took`: the files it says to read again
-    /// join the next round, once (a loser that a removal frees is both
-    /// changed, its stamp forgotten, and read again).
+    /// join the next round.
     pub fn read_again(&mut self, took: Duration, names: Vec<String>) {
         self.settled_in = took;
+        self.queue(names);
+    }
+
+    /// Queues `names` for the next round, once each (a loser that a
+    /// removal frees is both changed, its stamp forgotten, and read again).
+    fn queue(&mut self, names: Vec<String>) {
         if names.is_empty() {
             return;
         }
