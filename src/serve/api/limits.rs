@@ -259,7 +259,7 @@ impl Drop for InFlight {
 const HOLD_AT_MOST: Duration = Duration::from_millis(10);
 
 /// How long a refused request's 429 is held back: the time until the
-/// workspace would be admitted again, at most [`HOLD_AT_MOST`]. A client
+/// workspace would be admitted again, at most `HOLD_AT_MOST`. A client
 /// that ignores 429s (a runaway loop on many connections) would otherwise
 /// make the replica answer a 429 every few microseconds, and the quiet
 /// workspaces would wait behind those; held, its connections wait instead.

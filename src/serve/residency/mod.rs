@@ -24,11 +24,11 @@
 //! in flight are bounded by bytes (`bound.rs`).
 //!
 //! The heavy one: quick_cache refuses an item heavier than its hot share
-//! of the budget ([`HOT_SHARE`]), so a workspace heavier than that is held
+//! of the budget (`HOT_SHARE`), so a workspace heavier than that is held
 //! as "the heavy one", one at a time (the last one loaded): pinned in the
 //! cache, which evicts the others to make room, so that what is resident
 //! stays within max(budget, the heavy one's weight) and the resident-bytes
-//! metric is the cache's weight, all of it. Idle for [`HEAVY_IDLE_MS`], it
+//! metric is the cache's weight, all of it. Idle for `HEAVY_IDLE_MS`, it
 //! is let go, evicted like any other when room is needed. One heavier than the whole
 //! budget is said once in the log with the budget it would need. A load
 //! that fails answers 503 (the caller's), is counted and logged, and for a
@@ -191,7 +191,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Resident {
-    /// Resident workspaces of at most `budget` bytes, as [`held_bytes`]
+    /// Resident workspaces of at most `budget` bytes, as `held_bytes`
     /// counts them (their gzip fragments too if `precompress`).
     pub fn new(
         budget: u64,
@@ -232,7 +232,7 @@ impl Resident {
     /// as a hit or a miss).
     ///
     /// The cache is told of a use once per burst of requests
-    /// ([`SESSION_GAP_MS`]): a client pages through a workspace in a burst,
+    /// (`SESSION_GAP_MS`): a client pages through a workspace in a burst,
     /// and twenty uses in a burst would make every workspace look as
     /// popular as the most popular one (each reaches the policy's highest
     /// count within its first burst). Told once, the policy keeps the
@@ -574,7 +574,7 @@ impl Resident {
     ///
     /// Its entries go in this order, the kept bytes first, so that a load
     /// on demand ending meanwhile sees it gone and keeps nothing
-    /// ([`Resident::after_insert`]).
+    /// (`Resident::after_insert`).
     pub fn forget(&self, dataset: &Dataset) {
         let fingerprint = dataset.fingerprint;
         {

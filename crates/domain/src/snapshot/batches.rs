@@ -67,7 +67,7 @@ pub enum RecordSink<'s, 'b> {
     /// Batched to worker threads.
     Workers(Workers<'s, 'b>),
     /// Not built: told each record's collection, index, offset in the
-    /// input and bytes ([`super::digests`] hashes them).
+    /// input and bytes ([`super::digests`](mod@super::digests) hashes them).
     Digests(&'b mut OnRecord<'b>),
 }
 

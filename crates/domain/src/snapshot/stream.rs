@@ -5,7 +5,7 @@
 //! records, finding where each value ends (it tracks strings and nesting,
 //! nothing else); serde_json then parses each value from the window, with
 //! the same wire types, checks and builder calls as the whole-buffer parse
-//! ([`super::parse`]). A record's bytes are dropped from the window once it
+//! ([`super::parse`](mod@super::parse)). A record's bytes are dropped from the window once it
 //! is rendered, so a load holds the window and what the builder keeps.
 //!
 //! This pass only has to be right on good files. On anything it does not
@@ -64,7 +64,7 @@ pub fn parse_stream(
 }
 
 /// The pass itself: each record's bytes go to `sink` as the scanner finds
-/// them (to be built, or only hashed: [`super::digests`]), and the header
+/// them (to be built, or only hashed: [`super::digests`](mod@super::digests)), and the header
 /// is checked at the end.
 pub fn scan<'b>(
     file: &str,
