@@ -50,7 +50,8 @@ pub const MIN_PRECOMPRESSED_BYTES: usize = 16 * 1024;
 /// to gzip once.
 pub enum WarmJob {
     /// Records to compress, chained in each of `chains`, less `trim` bytes
-    /// at the end of each; solo too if `solo`.
+    /// at the end of each; solo too if `solo`, each solo fragment ending
+    /// on a literal if `openable` (see `gzip_fragments::Packing`).
     Records {
         records: Arc<Rendered>,
         /// The version the records were taken over from: fragments of
@@ -60,6 +61,7 @@ pub enum WarmJob {
         depths: &'static [usize],
         trim: usize,
         solo: bool,
+        openable: bool,
     },
     /// A whole body (`/roles`) gzipped once.
     Whole {
@@ -256,6 +258,7 @@ fn precompression_jobs(ds: &Dataset) -> Vec<WarmJob> {
         depths: &[1],
         trim: 0,
         solo: false,
+        openable: false,
     };
     let mut jobs = vec![
         chained(&ds.parts.tasks.records, ds.parts.tasks.order.clone()),
@@ -271,6 +274,7 @@ fn precompression_jobs(ds: &Dataset) -> Vec<WarmJob> {
             depths: &[1, 2, 4, 8],
             trim: 0,
             solo: true,
+            openable: false,
         },
         chained(&ds.parts.feed.records, ds.parts.feed.order.clone()),
         chained(&ds.parts.notes.records, concat(&ds.parts.notes.by_company)),
@@ -289,6 +293,7 @@ fn precompression_jobs(ds: &Dataset) -> Vec<WarmJob> {
             depths: &[1],
             trim: 0,
             solo: true,
+            openable: false,
         },
         // Long (17 KB on `medium`) and about one to a meeting: a note
         // written as literals would cost 100 us and four times gzip -1,
@@ -300,6 +305,7 @@ fn precompression_jobs(ds: &Dataset) -> Vec<WarmJob> {
             depths: &[1],
             trim: 0,
             solo: true,
+            openable: false,
         },
     ];
     jobs.retain(|job| match job {
@@ -331,6 +337,7 @@ impl WarmJob {
                 depths,
                 trim,
                 solo,
+                openable,
             } => {
                 let chains: Vec<&[u32]> = chains.iter().map(Vec::as_slice).collect();
                 let packing = Packing {
@@ -338,6 +345,7 @@ impl WarmJob {
                     depths,
                     trim,
                     solo,
+                    openable,
                 };
                 let built = match origin.as_ref().and_then(|o| Some((o.packed()?, &o.of))) {
                     // Only what changed is compressed; the rest copied.
