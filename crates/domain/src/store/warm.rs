@@ -281,11 +281,14 @@ fn precompression_jobs(ds: &Dataset) -> Vec<WarmJob> {
         chained(&ds.parts.roles.records, concat(&ds.parts.roles.by_company)),
         chained(&ds.parts.metrics.records, ds.parts.metrics.all.clone()),
         // Served alone (solo fragments) and in a company's list (chained
-        // by company). Whole: ahead of their notes (`include=notes`) a
-        // meeting is left open, and written as literals there. Packed open
-        // (a trim of its brace), a list of them would be solo fragments
-        // each: eight times the size of gzip -1 on a page of 50 similar
-        // meetings, against a chain's run.
+        // by company), whole: packed open (a trim of the brace), a list of
+        // them would be solo fragments each, eight times the size of gzip
+        // -1 on a page of 50 similar meetings, against a chain's run. Ahead
+        // of its notes (`include=notes`) a meeting is left open: its solo
+        // fragment ends on its brace as a literal (`openable`), so the page
+        // copies all of it but that literal. Written as literals there,
+        // that gzip answer cost 1.46 times the instructions (BENCHMARKS.md,
+        // request cost).
         WarmJob::Records {
             records: Arc::clone(&ds.parts.meetings.records),
             origin: ds.parts.meetings.records.take_origin(),
@@ -293,7 +296,7 @@ fn precompression_jobs(ds: &Dataset) -> Vec<WarmJob> {
             depths: &[1],
             trim: 0,
             solo: true,
-            openable: false,
+            openable: true,
         },
         // Long (17 KB on `medium`) and about one to a meeting: a note
         // written as literals would cost 100 us and four times gzip -1,
