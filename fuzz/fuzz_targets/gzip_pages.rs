@@ -3,12 +3,15 @@
 //!
 //! Input: three bytes of settings (bit 0 of the first: trim a byte off each
 //! record; bits 1-2: the dictionary depths; bit 3: no solo fragments, so
-//! that records which start a run are written as literals; then a page's offset and
+//! that records which start a run are written as literals; bit 4: solo
+//! fragments end on a literal, `Packing::openable`; then a page's offset and
 //! limit), then the records, separated by 0xFF (a byte no UTF-8 text, so no
 //! rendered record, holds). The chains are the record order, its reverse,
 //! and the even records then the odd ones; the pages are a stretch of each
 //! (vouched for), the same stretch looked up record by record, and a list
-//! of any records named by the records' own first bytes.
+//! of any records named by the records' own first bytes, each after the
+//! first record left open (less its last byte, as a meeting ahead of its
+//! notes).
 
 #![no_main]
 
@@ -41,6 +44,7 @@ fuzz_target!(|data: &[u8]| {
         depths: DEPTHS[usize::from(flags >> 1 & 3)],
         trim,
         solo: flags & 8 == 0,
+        openable: flags & 16 != 0,
     };
     let packed = Packed::build(&records, &packing, 1, &(), &|| true).expect("not stopped");
 
@@ -56,9 +60,12 @@ fuzz_target!(|data: &[u8]| {
         lists.push((chain[from..to].to_vec(), None));
     }
     for (list, chain) in lists {
-        let mut plain = b"{\"data\":[".to_vec();
+        let first = plain_of(0);
+        let open = &first[..first.len().saturating_sub(1)];
+        let mut plain = [open, b"{\"data\":["].concat();
         let mut gz = GzipPage::new(0);
-        gz.text(&packed, &plain);
+        gz.open_record(&packed, 0, first);
+        gz.text(&packed, b"{\"data\":[");
         for (k, &i) in list.iter().enumerate() {
             if k > 0 {
                 plain.push(b',');

@@ -88,6 +88,7 @@ fn benches(c: &mut Criterion) {
         depths: &[1],
         trim: 0,
         solo: true,
+        openable: false,
     };
 
     let mut group = c.benchmark_group("pack");
@@ -165,6 +166,7 @@ fn versions(c: &mut Criterion) {
         depths: &[1],
         trim: 0,
         solo: false,
+        openable: false,
     };
     let build = |records: &Records| Packed::build(records, &packing, 1, &(), &|| true);
     let old_packed = build(&old).expect("built");

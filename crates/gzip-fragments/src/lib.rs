@@ -107,6 +107,7 @@ pub(crate) mod tests {
                 depths: &[1, 2, 4],
                 trim: 0,
                 solo,
+                openable: false,
             };
             // Four threads for more pieces than that (CHUNK is 8192).
             let packed = Packed::build(&r, &packing, 4, &(), &|| true).expect("built");
@@ -169,6 +170,7 @@ pub(crate) mod tests {
             depths: &[1],
             trim,
             solo: true,
+            openable: false,
         };
         let m = Packed::build(&meetings, &packing(&[], 1), 1, &(), &|| true).expect("built");
         let n =
@@ -187,5 +189,75 @@ pub(crate) mod tests {
         plain.extend_from_slice(b"]}}");
         assert_eq!(gunzip(&gz.finish()), plain);
         assert_eq!(gunzip(&GzipPage::new(0).finish()), b"");
+    }
+
+    /// A record left open is its solo fragment less the literal it ends
+    /// with: closed again as text, the page is the whole record's bit for
+    /// bit. Where the parse ended on a match (a record ending as something
+    /// before it does), the packing cut it short for that literal.
+    #[test]
+    fn an_openable_record_is_its_solo_fragment_less_its_last_literal() {
+        let mut meetings = records(12);
+        let twice = r#"{"id":"7","attributes":{"title":"sync"}}"#.repeat(2);
+        meetings.push(twice.into_bytes());
+        let mut symbols = Vec::new();
+        lz77::Matcher::default().parse(&meetings[12], 0, &mut symbols);
+        assert!(matches!(symbols.last(), Some(lz77::Symbol::Match { .. })));
+        let notes = records(40);
+        let by_meeting: Vec<u32> = (0..40).collect();
+        fn packing<'a>(chains: &'a [&'a [u32]], openable: bool) -> Packing<'a> {
+            Packing {
+                chains,
+                depths: &[1],
+                trim: 0,
+                solo: true,
+                openable,
+            }
+        }
+        let n =
+            Packed::build(&notes, &packing(&[&by_meeting], false), 1, &(), &|| true).expect("n");
+        let order: Vec<u32> = (0..13).collect();
+        for openable in [true, false] {
+            let m = Packed::build(&meetings, &packing(&[&order], openable), 1, &(), &|| true)
+                .expect("built");
+            assert_eq!(m.is_openable(), openable);
+            for (i, meeting) in meetings.iter().enumerate() {
+                let (open, last) = (&meeting[..meeting.len() - 1], meeting[meeting.len() - 1]);
+                let page = |open: bool| {
+                    let mut gz = GzipPage::new(0);
+                    gz.text(&m, b"{\"data\":");
+                    match open {
+                        true => {
+                            gz.open_record(&m, i, meeting);
+                            gz.text(&m, &[last]);
+                        }
+                        false => gz.record(&m, i, meeting),
+                    }
+                    gz.text(&m, b"}");
+                    gz.finish()
+                };
+                let whole = page(false);
+                assert_eq!(gunzip(&whole), [&b"{\"data\":"[..], meeting, b"}"].concat());
+                // Not openable, the record open goes as literals.
+                if openable {
+                    assert_eq!(page(true), whole, "meeting {i}");
+                }
+                assert_eq!(gunzip(&page(true)), gunzip(&whole), "meeting {i}");
+
+                let mut gz = GzipPage::new(0);
+                gz.text(&m, b"{\"data\":");
+                gz.open_record(&m, i, meeting);
+                gz.text(&m, b",\"notes\":[");
+                gz.list(&n, &[i as u32, i as u32 + 1], Some(0), |j| &notes[j][..]);
+                gz.text(&n, b"]}}");
+                let listed = [&notes[i][..], b",", &notes[i + 1]].concat();
+                let plain = [&b"{\"data\":"[..], open, b",\"notes\":[", &listed, b"]}}"];
+                assert_eq!(
+                    gunzip(&gz.finish()),
+                    plain.concat(),
+                    "meeting {i} with notes"
+                );
+            }
+        }
     }
 }

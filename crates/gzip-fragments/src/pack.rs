@@ -76,6 +76,9 @@ pub struct Packed {
     pub(crate) chains: Vec<Chain>,
     /// Bytes cut off each record's end before compressing.
     trim: usize,
+    /// Whether each solo fragment ends with its record's last byte as a
+    /// literal ([`Packing::openable`]).
+    openable: bool,
     /// Fragments compressed to make it; the others were copied from a
     /// previous version's (see [`Packed::rebuild`]).
     compressed: usize,
@@ -116,14 +119,24 @@ pub struct Packing<'a> {
     /// against 0.4, generated tasks), so they pay only where records are
     /// few or mostly served alone.
     pub solo: bool,
+    /// Whether each solo fragment ends with its record's last byte as a
+    /// literal, so that a page may write the record without that byte (a
+    /// meeting left open for its notes, see [`crate::GzipPage::open_record`])
+    /// by copying all of the fragment but that literal: the record whole
+    /// and the record open from one fragment, nothing more held per
+    /// record. Where the parse covered that byte with a match (a record
+    /// ending as something before it does), the match is one byte shorter
+    /// and the byte a literal: a few bits more on those records.
+    pub openable: bool,
 }
 
 impl Packed {
     /// Compresses every record of `records`, solo and chained in each of
-    /// `packing.chains`, less `packing.trim` bytes at the end of each (a
-    /// meeting's closing brace, where `notes` goes in). Gives up (`None`)
-    /// as soon as `keep_going` says so; it is asked every few thousand
-    /// records.
+    /// `packing.chains`, less `packing.trim` bytes at the end of each
+    /// (bytes a page always writes itself, if any: a record that a page
+    /// sometimes leaves open is [`Packing::openable`] instead). Gives up
+    /// (`None`) as soon as `keep_going` says so; it is asked every few
+    /// thousand records.
     ///
     /// `packing.depths` are the rungs of each chain: with `[1, 2, 4]`, the
     /// record `t` places into a run of a chain on a page refers to its
@@ -190,6 +203,7 @@ pub(crate) fn pack(
         depths,
         trim,
         solo,
+        openable,
     } = *packing;
     debug_assert!(depths.first() == Some(&1) && depths.is_sorted());
     let n = records.count();
@@ -200,6 +214,7 @@ pub(crate) fn pack(
         code: &code,
         reuse,
         recorded: &recorded,
+        openable,
         keep_going,
     };
     // The records' bytes, all told: what the streams are sized by.
@@ -399,6 +414,7 @@ pub(crate) fn pack(
         solo: solo_bits,
         chains: built,
         trim,
+        openable: openable && solo,
         compressed: compressed.into_inner(),
     })
 }
@@ -442,6 +458,12 @@ impl Packed {
     /// Bytes cut off each record's end before compressing.
     pub fn trim(&self) -> usize {
         self.trim
+    }
+
+    /// Whether records have solo fragments that end with their last byte
+    /// as a literal ([`Packing::openable`]).
+    pub fn is_openable(&self) -> bool {
+        self.openable
     }
 
     /// Record `i`'s solo fragment (bit range of a stream), CRC and shift,
@@ -536,6 +558,7 @@ impl Packed {
             && self.solo == other.solo
             && chains(self) == chains(other)
             && self.trim == other.trim
+            && self.openable == other.openable
     }
 }
 

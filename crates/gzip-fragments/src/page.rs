@@ -85,13 +85,49 @@ impl<'a> GzipPage<'a> {
             Some((src, from, to, crc, shift)) => {
                 self.out.copy(src, from, to);
                 self.crc = crc::combine(self.crc, crc, shift);
+                self.len += bytes.len() as u64;
             }
-            None => {
-                literals(&packed.code, &mut self.out, bytes);
-                let shift = crc::shift_for(bytes.len() as u64);
-                self.crc = crc::combine(self.crc, crc::of(bytes), shift);
-            }
+            None => self.literal_record(packed, bytes),
         }
+    }
+
+    /// Record `i` of `packed`, whose bytes are `record`, less its last
+    /// byte (a meeting left open for its notes): its solo fragment but the
+    /// literal it ends with, where the packing is
+    /// [`openable`](crate::Packing::openable), and its CRC the whole
+    /// record's with that byte taken off (one step of the CRC, not a pass
+    /// over the record); its bytes as literals otherwise. A page that then
+    /// writes that byte as text is the one [`GzipPage::record`] writes, bit
+    /// for bit.
+    pub fn open_record(&mut self, packed: &'a Packed, i: usize, record: &[u8]) {
+        let Some((&last, open)) = record.split_last() else {
+            return;
+        };
+        self.block(&packed.code);
+        match packed.solo(i).filter(|_| packed.is_openable()) {
+            Some((src, from, to, crc, shift)) => {
+                let literal = packed.code.literal[last as usize];
+                let end = to - u64::from(literal.len);
+                debug_assert_eq!(
+                    crate::bits::read(src, end, u32::from(literal.len)),
+                    u32::from(literal.code),
+                    "record {i}'s solo fragment ends with its last byte"
+                );
+                self.out.copy(src, from, end);
+                let whole = crc::combine(self.crc, crc, shift);
+                self.crc = crc::without_last(whole, last);
+                self.len += open.len() as u64;
+            }
+            None => self.literal_record(packed, open),
+        }
+    }
+
+    /// `bytes`, a record or part of one, as literals of `packed`'s code in
+    /// the open block.
+    fn literal_record(&mut self, packed: &'a Packed, bytes: &[u8]) {
+        literals(&packed.code, &mut self.out, bytes);
+        let shift = crc::shift_for(bytes.len() as u64);
+        self.crc = crc::combine(self.crc, crc::of(bytes), shift);
         self.len += bytes.len() as u64;
     }
 

@@ -137,6 +137,9 @@ pub(crate) struct Pass<'a, F, R> {
     /// Symbols that training found, to be written instead of parsing
     /// (none when rebuilding).
     pub(crate) recorded: &'a Recorded,
+    /// Whether solo fragments end with their record's last byte as a
+    /// literal ([`crate::Packing::openable`]).
+    pub(crate) openable: bool,
     pub(crate) keep_going: &'a (dyn Fn() -> bool + Sync),
 }
 
@@ -201,12 +204,17 @@ impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse> Pass<'_, F, R> {
             let bytes = (self.record)(i);
             chunk.crcs.push(Some(record_crc(bytes)));
             let recorded = self.recorded.solo(i);
-            // A literal is at most 15 bits, a match of 4 bytes or more 48.
-            chunk.bits.writer().burst(bytes.len() * 15, |w| {
+            // A literal is at most 15 bits, a match of 4 bytes or more 48
+            // (and one cut short to end on a literal, 63 for its 4 bytes).
+            chunk.bits.writer().burst((bytes.len() + 1) * 15, |w| {
                 let out = Encoder { code: self.code, w };
-                match recorded {
-                    Some(symbols) => replay(symbols, out).w,
-                    None => matcher.parse(bytes, 0, out).w,
+                match self.openable {
+                    true => {
+                        solo(matcher, bytes, recorded, EndOnLiteral::new(out))
+                            .finish(bytes)
+                            .w
+                    }
+                    false => solo(matcher, bytes, recorded, out).w,
                 }
             });
         }
@@ -287,6 +295,76 @@ impl<'r, F: Fn(usize) -> &'r [u8], R: Reuse> Pass<'_, F, R> {
             parsed_before = true;
         }
         Some(chunk.finish())
+    }
+}
+
+/// The symbols of a solo fragment of `bytes`: as training found them if
+/// it kept them, else parsed.
+fn solo<S: Symbols>(matcher: &mut Matcher, bytes: &[u8], recorded: Option<&[u32]>, out: S) -> S {
+    match recorded {
+        Some(symbols) => replay(symbols, out),
+        None => matcher.parse(bytes, 0, out),
+    }
+}
+
+/// Symbols passed on one behind, so that the last, if a match, can be cut
+/// a byte short and that byte written as a literal
+/// ([`crate::Packing::openable`]).
+struct EndOnLiteral<S> {
+    out: S,
+    held: Option<Held>,
+}
+
+#[derive(Clone, Copy)]
+enum Held {
+    Literal(u8),
+    Match { len: u16, dist: u16 },
+}
+
+impl<S: Symbols> EndOnLiteral<S> {
+    fn new(out: S) -> EndOnLiteral<S> {
+        EndOnLiteral { out, held: None }
+    }
+
+    fn hold(&mut self, next: Held) {
+        match self.held.replace(next) {
+            Some(Held::Literal(b)) => self.out.literal(b),
+            Some(Held::Match { len, dist }) => self.out.matched(len, dist),
+            None => {}
+        }
+    }
+
+    /// The last symbol of a parse of `bytes`, ending on a literal.
+    fn finish(mut self, bytes: &[u8]) -> S {
+        match self.held {
+            Some(Held::Literal(b)) => self.out.literal(b),
+            Some(Held::Match { len, dist }) => {
+                // The match is of the record's last `len` bytes.
+                let (len, end) = (usize::from(len), bytes.len());
+                match len > 3 {
+                    // Deflate's shortest match is 3.
+                    true => self.out.matched(len as u16 - 1, dist),
+                    false => bytes[end - len..end - 1]
+                        .iter()
+                        .for_each(|&b| self.out.literal(b)),
+                }
+                self.out.literal(bytes[end - 1]);
+            }
+            None => {}
+        }
+        self.out
+    }
+}
+
+impl<S: Symbols> Symbols for EndOnLiteral<S> {
+    #[inline(always)]
+    fn literal(&mut self, b: u8) {
+        self.hold(Held::Literal(b));
+    }
+
+    #[inline(always)]
+    fn matched(&mut self, len: u16, dist: u16) {
+        self.hold(Held::Match { len, dist });
     }
 }
 

@@ -43,11 +43,12 @@ impl Packed {
     ///
     /// Falls back to [`Packed::build`] (a new code, trained on the new
     /// records, and everything compressed) when `packing` is not the shape
-    /// `old` was made with (another number of chains, other depths, trim or
-    /// solo fragments), when `previous` does not have one entry per
-    /// record, or when over half the records changed: then a code that
-    /// fits the new records pays for compressing them all, and a code is
-    /// not kept for ever through a series of large changes.
+    /// `old` was made with (another number of chains, other depths, trim,
+    /// solo fragments or how they end, [`Packing::openable`]), when
+    /// `previous` does not have one entry per record, or when over half
+    /// the records changed: then a code that fits the new records pays
+    /// for compressing them all, and a code is not kept for ever through a
+    /// series of large changes.
     ///
     /// Like [`Packed::build`], it gives up (`None`) as soon as `keep_going`
     /// says so, and shows its large buffers to `placement`.
@@ -82,6 +83,7 @@ impl Packed {
     fn same_shape(&self, packing: &Packing<'_>) -> bool {
         self.trim() == packing.trim
             && self.has_solo() == packing.solo
+            && self.is_openable() == (packing.openable && packing.solo)
             && self.chains.len() == packing.chains.len()
             && self.chains.iter().all(|chain| {
                 let depths = chain.rungs.iter().map(|rung| rung.depth);

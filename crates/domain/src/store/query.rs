@@ -291,9 +291,9 @@ impl<'d> Body<'d> {
                 }
             } else {
                 // Left open where the packing kept it whole (a meeting
-                // with its notes): its fragment would close it, so its
-                // bytes go as literals.
-                page.text(first, &bytes[..end]);
+                // with its notes): its solo fragment but the brace it ends
+                // on (literals if the packing cannot leave it off).
+                page.open_record(packed, i as usize, bytes);
             }
         }
         page.text(first, mid);

@@ -50,7 +50,8 @@ pub const MIN_PRECOMPRESSED_BYTES: usize = 16 * 1024;
 /// to gzip once.
 pub enum WarmJob {
     /// Records to compress, chained in each of `chains`, less `trim` bytes
-    /// at the end of each; solo too if `solo`.
+    /// at the end of each; solo too if `solo`, each solo fragment ending
+    /// on a literal if `openable` (see `gzip_fragments::Packing`).
     Records {
         records: Arc<Rendered>,
         /// The version the records were taken over from: fragments of
@@ -60,6 +61,7 @@ pub enum WarmJob {
         depths: &'static [usize],
         trim: usize,
         solo: bool,
+        openable: bool,
     },
     /// A whole body (`/roles`) gzipped once.
     Whole {
@@ -256,6 +258,7 @@ fn precompression_jobs(ds: &Dataset) -> Vec<WarmJob> {
         depths: &[1],
         trim: 0,
         solo: false,
+        openable: false,
     };
     let mut jobs = vec![
         chained(&ds.parts.tasks.records, ds.parts.tasks.order.clone()),
@@ -271,17 +274,21 @@ fn precompression_jobs(ds: &Dataset) -> Vec<WarmJob> {
             depths: &[1, 2, 4, 8],
             trim: 0,
             solo: true,
+            openable: false,
         },
         chained(&ds.parts.feed.records, ds.parts.feed.order.clone()),
         chained(&ds.parts.notes.records, concat(&ds.parts.notes.by_company)),
         chained(&ds.parts.roles.records, concat(&ds.parts.roles.by_company)),
         chained(&ds.parts.metrics.records, ds.parts.metrics.all.clone()),
         // Served alone (solo fragments) and in a company's list (chained
-        // by company). Whole: ahead of their notes (`include=notes`) a
-        // meeting is left open, and written as literals there. Packed open
-        // (a trim of its brace), a list of them would be solo fragments
-        // each: eight times the size of gzip -1 on a page of 50 similar
-        // meetings, against a chain's run.
+        // by company), whole: packed open (a trim of the brace), a list of
+        // them would be solo fragments each, eight times the size of gzip
+        // -1 on a page of 50 similar meetings, against a chain's run. Ahead
+        // of its notes (`include=notes`) a meeting is left open: its solo
+        // fragment ends on its brace as a literal (`openable`), so the page
+        // copies all of it but that literal. Written as literals there,
+        // that gzip answer cost 1.46 times the instructions (BENCHMARKS.md,
+        // request cost).
         WarmJob::Records {
             records: Arc::clone(&ds.parts.meetings.records),
             origin: ds.parts.meetings.records.take_origin(),
@@ -289,6 +296,7 @@ fn precompression_jobs(ds: &Dataset) -> Vec<WarmJob> {
             depths: &[1],
             trim: 0,
             solo: true,
+            openable: true,
         },
         // Long (17 KB on `medium`) and about one to a meeting: a note
         // written as literals would cost 100 us and four times gzip -1,
@@ -300,6 +308,7 @@ fn precompression_jobs(ds: &Dataset) -> Vec<WarmJob> {
             depths: &[1],
             trim: 0,
             solo: true,
+            openable: false,
         },
     ];
     jobs.retain(|job| match job {
@@ -331,6 +340,7 @@ impl WarmJob {
                 depths,
                 trim,
                 solo,
+                openable,
             } => {
                 let chains: Vec<&[u32]> = chains.iter().map(Vec::as_slice).collect();
                 let packing = Packing {
@@ -338,6 +348,7 @@ impl WarmJob {
                     depths,
                     trim,
                     solo,
+                    openable,
                 };
                 let built = match origin.as_ref().and_then(|o| Some((o.packed()?, &o.of))) {
                     // Only what changed is compressed; the rest copied.

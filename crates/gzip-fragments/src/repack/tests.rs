@@ -157,20 +157,22 @@ fn orders(v: &Version) -> Vec<Vec<u32>> {
         .collect()
 }
 
-/// A shape of packing: depths, trim, solo fragments.
-type Shape = (&'static [usize], usize, bool);
+/// A shape of packing: depths, trim, solo fragments, whether they end on
+/// a literal.
+type Shape = (&'static [usize], usize, bool, bool);
 
-const SHAPES: [Shape; 4] = [
-    (&[1], 0, false),
-    (&[1], 1, true),
-    (&[1, 2, 4, 8], 0, true),
-    (&[1, 2, 4, 8], 1, false),
+const SHAPES: [Shape; 5] = [
+    (&[1], 0, false, false),
+    (&[1], 1, true, false),
+    (&[1, 2, 4, 8], 0, true, false),
+    (&[1, 2, 4, 8], 1, false, false),
+    (&[1, 2], 0, true, true),
 ];
 
 /// `make` given the packing of `v`'s orders in `shape`.
 fn in_shape<T>(
     v: &Version,
-    (depths, trim, solo): Shape,
+    (depths, trim, solo, openable): Shape,
     make: impl FnOnce(&Packing<'_>) -> T,
 ) -> T {
     let orders = orders(v);
@@ -180,6 +182,7 @@ fn in_shape<T>(
         depths,
         trim,
         solo,
+        openable,
     })
 }
 
@@ -236,6 +239,18 @@ fn check_pages(rng: &mut Rng, v: &Version, packed: &Packed, trim: usize) {
         gz.text(packed, b"]}");
         assert_eq!(crate::tests::gunzip(&gz.finish()), text, "list {list:?}");
     }
+    // A record left open, as a meeting ahead of its notes: from its
+    // (copied or compressed) solo fragment where it ends on a literal.
+    for i in (0..n).step_by(7) {
+        let record = plain(i);
+        let open = &record[..record.len().saturating_sub(1)];
+        let mut gz = GzipPage::new(0);
+        gz.text(packed, b"{\"data\":");
+        gz.open_record(packed, i, record);
+        gz.text(packed, b",\"notes\":[]}}");
+        let text = [&b"{\"data\":"[..], open, b",\"notes\":[]}}"].concat();
+        assert_eq!(crate::tests::gunzip(&gz.finish()), text, "record {i} open");
+    }
 }
 
 #[test]
@@ -284,7 +299,7 @@ fn bits((src, from, to): (&[u8], u64, u64)) -> Vec<u32> {
 
 #[test]
 fn a_change_costs_the_fragments_it_touches_and_copies_the_rest() {
-    let shape: Shape = (&[1, 2, 4, 8], 0, true);
+    let shape: Shape = (&[1, 2, 4, 8], 0, true, false);
     let rng = &mut Rng(7);
     let old = version(rng, 300);
     let old_packed = packed(&old, shape, None);
@@ -340,7 +355,7 @@ fn a_change_costs_the_fragments_it_touches_and_copies_the_rest() {
 
 #[test]
 fn an_insertion_or_a_deletion_rechains_the_records_after_it() {
-    let shape: Shape = (&[1, 2, 4, 8], 0, false);
+    let shape: Shape = (&[1, 2, 4, 8], 0, false, false);
     let rng = &mut Rng(11);
     // One chain, in record order: the new record goes at position 100.
     let mut old = version(rng, 200);
@@ -382,29 +397,38 @@ fn an_insertion_or_a_deletion_rechains_the_records_after_it() {
 fn another_shape_or_most_records_changed_packs_afresh() {
     let rng = &mut Rng(3);
     let old = version(rng, 120);
-    let old_packed = packed(&old, (&[1], 0, true), None);
+    let old_packed = packed(&old, (&[1], 0, true, false), None);
     let (same, previous) = edited(rng, &old, &[]);
     for shape in [
-        (&[1, 2][..], 0, true),
-        (&[1][..], 1, true),
-        (&[1][..], 0, false),
+        (&[1, 2][..], 0, true, false),
+        (&[1][..], 1, true, false),
+        (&[1][..], 0, false, false),
+        (&[1][..], 0, true, true),
     ] {
         let rebuilt = packed(&same, shape, Some((&old_packed, &previous)));
         assert!(rebuilt.identical(&packed(&same, shape, None)), "{shape:?}");
     }
     let (changed, previous) = edited(rng, &old, &[Edit::ChangeAll]);
-    let rebuilt = packed(&changed, (&[1], 0, true), Some((&old_packed, &previous)));
-    assert!(rebuilt.identical(&packed(&changed, (&[1], 0, true), None)));
+    let rebuilt = packed(
+        &changed,
+        (&[1], 0, true, false),
+        Some((&old_packed, &previous)),
+    );
+    assert!(rebuilt.identical(&packed(&changed, (&[1], 0, true, false), None)));
     // A wrong number of entries in `previous`, too.
-    let rebuilt = packed(&same, (&[1], 0, true), Some((&old_packed, &previous[1..])));
-    assert!(rebuilt.identical(&packed(&same, (&[1], 0, true), None)));
+    let rebuilt = packed(
+        &same,
+        (&[1], 0, true, false),
+        Some((&old_packed, &previous[1..])),
+    );
+    assert!(rebuilt.identical(&packed(&same, (&[1], 0, true, false), None)));
 }
 
 #[test]
 fn a_rebuild_told_to_stop_gives_up() {
     let rng = &mut Rng(5);
     let old = version(rng, 50);
-    let old_packed = packed(&old, (&[1], 0, true), None);
+    let old_packed = packed(&old, (&[1], 0, true, false), None);
     let (new, previous) = edited(rng, &old, &[Edit::Change]);
     let orders = orders(&new);
     let chains: Vec<&[u32]> = orders.iter().map(Vec::as_slice).collect();
@@ -413,6 +437,7 @@ fn a_rebuild_told_to_stop_gives_up() {
         depths: &[1],
         trim: 0,
         solo: true,
+        openable: false,
     };
     let rebuild = |go: &(dyn Fn() -> bool + Sync)| {
         Packed::rebuild(&old_packed, &new.records, &previous, &packing, 1, &(), go)

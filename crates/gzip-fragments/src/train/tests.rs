@@ -56,12 +56,13 @@ fn same_with_and_without(r: &Records, packing: &Packing<'_>, threads: usize) -> 
     let with = build(r, packing, threads, &(), &|| true, true).expect("built");
     let without = build(r, packing, threads, &(), &|| true, false).expect("built");
     let what = format!(
-        "{} records, {} chains, depths {:?}, trim {}, solo {}, {threads} threads",
+        "{} records, {} chains, depths {:?}, trim {}, solo {}, openable {}, {threads} threads",
         r.len(),
         packing.chains.len(),
         packing.depths,
         packing.trim,
-        packing.solo
+        packing.solo,
+        packing.openable
     );
     assert!(with.identical(&without), "{what}");
     assert_eq!(with.compressed(), without.compressed(), "{what}");
@@ -102,18 +103,22 @@ fn kept_symbols_pack_as_parsing_again_does() {
         let orders = orders(n);
         let all: Vec<&[u32]> = orders.iter().map(Vec::as_slice).collect();
         let chain_sets: [&[&[u32]]; 3] = [&[], &all[..1], &all];
-        for (chains, solo, trim) in [
-            (chain_sets[0], true, 0),
-            (chain_sets[1], true, 3),
-            (chain_sets[1], false, 0),
-            (chain_sets[2], true, 0),
-            (chain_sets[2], false, 3),
+        // Solo fragments that end on a literal too: kept symbols and a
+        // parse are cut there alike.
+        for (chains, solo, trim, openable) in [
+            (chain_sets[0], true, 0, false),
+            (chain_sets[0], true, 0, true),
+            (chain_sets[1], true, 3, true),
+            (chain_sets[1], false, 0, false),
+            (chain_sets[2], true, 0, false),
+            (chain_sets[2], false, 3, false),
         ] {
             let packing = Packing {
                 chains,
                 depths: &[1, 2, 4, 8],
                 trim,
                 solo,
+                openable,
             };
             for threads in [1, 3] {
                 let kept = same_with_and_without(&r, &packing, threads);
@@ -154,6 +159,7 @@ fn nothing_is_kept_past_the_sample_limits() {
         depths: &[1, 2],
         trim: 0,
         solo: true,
+        openable: false,
     };
     let kept = same_with_and_without(&r, &packing, 2);
     assert!(kept.solo(0).is_none() && kept.chained(0, 1).is_none());
@@ -175,6 +181,7 @@ fn nothing_is_kept_past_the_sample_limits() {
             depths: &[1, 2],
             trim: 1,
             solo,
+            openable: false,
         };
         let kept = same_with_and_without(&r, &packing, 2);
         assert_eq!(kept.words(), 0);
@@ -188,6 +195,7 @@ fn nothing_is_kept_past_the_sample_limits() {
         depths: &[1],
         trim: 0,
         solo: true,
+        openable: false,
     };
     assert_eq!(same_with_and_without(&big, &packing, 1).words(), 0);
 }
