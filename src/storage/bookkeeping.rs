@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::Remembered;
 use super::listing::{EntryStamp, FetchedFile};
 use portfolio_wire::status::OriginStatus;
 
@@ -47,6 +48,12 @@ pub trait ScanBookkeeping: Send + Sync {
     fn kept(&self, _name: &str) -> Option<PathBuf> {
         None
     }
+
+    /// Under a budget, once `name`'s content validated from the kept bytes
+    /// at `copy` has gone hollow: what a restart with the same cache
+    /// directory may recall of it without reading it again
+    /// (`directory/remembered.rs`). By default nothing is remembered.
+    fn remember(&self, _copy: &Path, _memory: &Remembered) {}
 
     /// Under a budget, once the kept bytes at `gone` were found deleted
     /// under the server and `copy` was fetched afresh from the entry and

@@ -99,6 +99,11 @@ pub struct Listing {
     /// recorded them): a catalog under a memory budget is made from these
     /// without downloading a snapshot.
     pub facts: BTreeMap<String, ManifestFacts>,
+    /// A budget's copies in `--cache-dir`, at the first scan after a
+    /// restart: what was remembered of each entry whose file still holds
+    /// what it held then, to serve without reading it
+    /// (`directory/remembered.rs`).
+    pub recalled: BTreeMap<String, super::Remembered>,
     /// A manifest: what each entry's current version is, with its
     /// signature if it has one, for the verdict of `--trust-key`
     /// ([`super::signatures`]).

@@ -56,6 +56,7 @@ mod source;
 pub use backoff::after_conflict;
 pub use bookkeeping::ScanBookkeeping;
 pub use directory::Directory;
+pub use directory::remembered::Remembered;
 pub use error::{ErrorKind, ListError, LocationError, OpenError, StorageError};
 pub use listing::{
     EntryStamp, Fetch, FetchedFile, FileStamp, Listing, ManifestFacts, ObjectVersion,

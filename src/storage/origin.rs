@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::Remembered;
 use super::bookkeeping::ScanBookkeeping;
 use super::error::ListError;
 use super::listing::{EntryStamp, Fetch, FetchedFile, Listing};
@@ -98,6 +99,11 @@ impl StorageOrigin {
     /// [`ScanBookkeeping::kept`].
     pub fn kept(&self, name: &str) -> Option<PathBuf> {
         self.source.kept(name)
+    }
+
+    /// [`ScanBookkeeping::remember`].
+    pub fn remember(&self, copy: &Path, memory: &Remembered) {
+        self.source.remember(copy, memory);
     }
 
     /// [`ScanBookkeeping::kept_instead`].

@@ -314,6 +314,8 @@ fn copies_in(cache: &Path) -> Vec<std::path::PathBuf> {
     let mut copies: Vec<_> = std::fs::read_dir(cache.join("copies"))
         .expect("the copies directory")
         .map(|e| e.expect("an entry").path())
+        // What each copy validated is remembered beside it.
+        .filter(|p| !p.to_string_lossy().ends_with(".facts"))
         .collect();
     copies.sort();
     copies

@@ -10,6 +10,7 @@ mod auth;
 mod budget;
 mod budget_loads;
 mod budget_objstore;
+mod budget_restart;
 mod caching;
 mod cli;
 mod company_meetings;

@@ -16,8 +16,8 @@ use super::load::{CLAIMS_MAX_VALUE, ReadResult};
 use super::verify;
 use crate::storage::signatures::{Candidate, Listed, Refusal, Signed};
 use crate::storage::{
-    EntryStamp, ErrorKind, Fetch, FetchedFile, ManifestFacts, OpenFile, SnapshotFile, StorageError,
-    StorageOrigin,
+    EntryStamp, ErrorKind, Fetch, FetchedFile, ManifestFacts, OpenFile, Remembered, SnapshotFile,
+    StorageError, StorageOrigin,
 };
 use portfolio_domain::snapshot::{self, Loaded};
 use portfolio_domain::store::key::from_hex;
@@ -175,29 +175,63 @@ pub fn listed(
             Some((dataset, signed))
         });
         match hollow {
-            Some((dataset, signed)) => listed.push(ReadResult {
-                bytes: match &fingerprint {
-                    EntryStamp::Object(object) => object.size,
-                    EntryStamp::File(file) => file.len,
-                },
-                name,
-                fingerprint,
-                result: Ok(Loaded {
-                    dataset,
-                    warnings: Vec::new(),
-                }),
-                elapsed: Duration::ZERO,
-                source: None,
-                need: 0,
-                refused: None,
-                claims: None,
-                signed,
-                refusal: None,
-            }),
+            Some((dataset, signed)) => {
+                listed.push(read_hollow(name, fingerprint, dataset, Vec::new(), signed));
+            }
             None => to_fetch.push((name, fingerprint)),
         }
     }
     (to_fetch, listed)
+}
+
+/// Under a memory budget, at the first scan after a restart with
+/// `--cache-dir`: the entries of `entries` whose file still holds what a
+/// private copy validated before (`recalled`) are not fetched. Each
+/// becomes, as if read, the hollow dataset of what was remembered, whose
+/// records a request loads from that copy. Returns the entries still to
+/// fetch, and those.
+pub fn recalled(
+    entries: Vec<(String, EntryStamp)>,
+    recalled: &BTreeMap<String, Remembered>,
+) -> (Vec<(String, EntryStamp)>, Vec<ReadResult>) {
+    let mut to_fetch = Vec::new();
+    let mut hollow = Vec::new();
+    for (name, stamp) in entries {
+        let memory = recalled.get(&name).filter(|memory| memory.holds(&stamp));
+        match memory.and_then(|memory| Some((memory.hollow()?, memory.warnings.clone()))) {
+            Some((dataset, warnings)) => {
+                hollow.push(read_hollow(name, stamp, dataset, warnings, None));
+            }
+            None => to_fetch.push((name, stamp)),
+        }
+    }
+    (to_fetch, hollow)
+}
+
+/// A hollow dataset taken as what reading `name` at `stamp` gave.
+fn read_hollow(
+    name: String,
+    stamp: EntryStamp,
+    dataset: Dataset,
+    warnings: Vec<String>,
+    signed: Option<Signed>,
+) -> ReadResult {
+    ReadResult {
+        bytes: match &stamp {
+            EntryStamp::Object(object) => object.size,
+            EntryStamp::File(file) => file.len,
+        },
+        name,
+        fingerprint: stamp,
+        result: Ok(Loaded { dataset, warnings }),
+        elapsed: Duration::ZERO,
+        source: None,
+        need: 0,
+        refused: None,
+        claims: None,
+        signed,
+        refusal: None,
+    }
 }
 
 /// What a manifest lists of the workspace `name` at `fingerprint` (its

@@ -10,6 +10,7 @@
 //! loaded again with the same content is not forgotten at all, and keeps
 //! its place.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use rustc_hash::FxHashSet;
@@ -18,20 +19,29 @@ use super::files::Files;
 use super::settle::Settled;
 use crate::serve::build::warming::Repacks;
 use crate::serve::residency::{KeptCopy, Resident};
-use crate::storage::StorageOrigin;
+use crate::storage::{Remembered, StorageOrigin};
 use portfolio_domain::store::Dataset;
 
+/// What hollowing out left to do once the files lock is released.
+#[derive(Default)]
+pub struct Hollowed {
+    /// The small changes' repacks of those that stay resident, to run
+    /// once published.
+    pub repacks: Repacks,
+    /// What to remember beside each private copy (`Remembered`).
+    pub memories: Vec<(PathBuf, Remembered)>,
+}
+
 /// Hollows out what `settled` loaded; the ones that stay resident start
-/// warming here (their small changes' repacks returned, to run once
-/// published).
+/// warming here.
 pub fn hollow_loaded(
     files: &mut Files,
     settled: &Settled,
     resident: &Resident,
     origin: &StorageOrigin,
     precompress: bool,
-) -> Repacks {
-    let mut repacks = Repacks::default();
+) -> Hollowed {
+    let mut hollowed = Hollowed::default();
     let was_resident: FxHashSet<&str> = settled
         .retired
         .iter()
@@ -44,6 +54,7 @@ pub fn hollow_loaded(
         };
         let fingerprint = entry.fingerprint().cloned();
         let signed = entry.signed.clone();
+        let entry_warnings = entry.status.warnings.clone();
         let label = entry
             .status
             .source
@@ -53,12 +64,23 @@ pub fn hollow_loaded(
             continue;
         };
         if full.is_hollow() {
-            // Listed from a manifest, not read: fetched on its first load.
+            // Not read: listed from a manifest (fetched on its first load),
+            // or recalled after a restart (loaded from its private copy,
+            // which is checked to hold that very content).
             if let Some(fingerprint) = fingerprint {
-                let kept = KeptCopy::Listed {
-                    name: name.clone(),
-                    fingerprint,
-                    signed,
+                let kept = match origin.directory().and(origin.kept(name)) {
+                    Some(path) => KeptCopy::File {
+                        path,
+                        label,
+                        listed: false,
+                        signed,
+                        copied_from: Some((name.clone(), fingerprint)),
+                    },
+                    None => KeptCopy::Listed {
+                        name: name.clone(),
+                        fingerprint,
+                        signed,
+                    },
                 };
                 resident.listed(full, kept);
             }
@@ -70,6 +92,11 @@ pub fn hollow_loaded(
             tracing::warn!(file = %name, "no kept copy of this snapshot: it stays in memory whatever the budget");
             continue;
         };
+        if let Some(stamp) = &fingerprint
+            && let Some(memory) = Remembered::of(name, stamp, full, &entry_warnings)
+        {
+            hollowed.memories.push((path.clone(), memory));
+        }
         // A directory's file is its own private copy's fallback.
         let copied_from = origin
             .directory()
@@ -86,12 +113,14 @@ pub fn hollow_loaded(
         let stays = was_resident.contains(full.workspace_id.as_str());
         if stays && let Some(dataset) = Arc::get_mut(full) {
             // Not shared yet: the catalog shares the hollow one.
-            repacks.add(crate::serve::build::warming::start(dataset, precompress));
+            hollowed
+                .repacks
+                .add(crate::serve::build::warming::start(dataset, precompress));
         }
         resident.loaded(full, kept, stays);
         *full = hollow;
     }
-    repacks
+    hollowed
 }
 
 /// Once the catalog without them is published: forgets the versions

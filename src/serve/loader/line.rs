@@ -9,7 +9,7 @@
 //! | batch | holds | why there |
 //! | --- | --- | --- |
 //! | what left | entries gone, names newly unreadable, a signature verdict changed | before anything is read: it frees memory and lets a file it conflicted with win in this scan |
-//! | what a manifest describes (under a budget) | hollow versions made from the manifest's records, nothing fetched | served at once; a request loads them |
+//! | what a manifest describes, or a restart recalls (under a budget) | hollow versions made from the manifest's records, or from what a private copy remembered (`fetch::recalled`), nothing fetched | served at once; a request loads them |
 //! | loads | what the loads gave, in the order they finish (`batch.rs`: 64 MiB or a moment's wait, a file of 16 MiB or more at once) | the entries they succeed leave in the same swap |
 //! | what was not succeeded | entries gone whose successor did not load | last, unless a file that may succeed them is still being written |
 //!
@@ -68,6 +68,9 @@ pub struct Line<'a> {
     /// Under a budget, what a manifest describes is not fetched: its
     /// records make a hollow version (`fetch::listed`).
     manifest: Option<&'a BTreeMap<String, ManifestFacts>>,
+    /// Under a budget, what a restart recalled is not fetched either
+    /// (`fetch::recalled`).
+    budgeted: bool,
     /// The first batch, while it has not been taken.
     first: Option<Batch>,
     /// The next round's entries.
@@ -120,6 +123,7 @@ impl<'a> Line<'a> {
             files,
             loading,
             manifest: (budgeted && !present.facts.is_empty()).then_some(&present.facts),
+            budgeted,
             first,
             to_read,
             loads: None,
@@ -213,6 +217,11 @@ impl<'a> Line<'a> {
         let mut listed = Vec::new();
         if let Some(facts) = self.manifest {
             (round, listed) = fetch::listed(round, facts, self.origin, &self.present.signed);
+        }
+        if self.budgeted && !self.present.recalled.is_empty() {
+            let recalled;
+            (round, recalled) = fetch::recalled(round, &self.present.recalled);
+            listed.extend(recalled);
         }
         if !round.is_empty() {
             let fetched =

@@ -56,7 +56,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant as Clock, SystemTime};
 
 use crate::metrics::{Fleet, Metrics};
-use crate::serve::build::warming::Repacks;
 use crate::serve::residency::Resident;
 use crate::storage::{ListError, Listing, StorageOrigin};
 use changed::Successors;
@@ -388,9 +387,9 @@ impl Snapshots {
         // 6. Warm up what won; with a budget, what won goes hollow in the
         // catalog first, and only what stays resident warms up.
         let mut loaded: Vec<&str> = settled.loaded.iter().map(|(n, _)| n.as_str()).collect();
-        let mut repacks = Repacks::default();
+        let mut hollow_out = hollow::Hollowed::default();
         if let Some(resident) = &self.resident {
-            repacks = hollow::hollow_loaded(
+            hollow_out = hollow::hollow_loaded(
                 &mut files,
                 &settled,
                 resident,
@@ -399,6 +398,7 @@ impl Snapshots {
             );
             loaded.clear();
         }
+        let mut repacks = hollow_out.repacks;
         repacks.add(warm::start_warming(
             &mut files,
             loaded,
@@ -431,6 +431,10 @@ impl Snapshots {
             settled.reread.extend(fit);
         }
         drop(files);
+        // What a restart may recall, written off the lock.
+        for (copy, memory) in &hollow_out.memories {
+            self.origin.remember(copy, memory);
+        }
         // Small changes' gzip fragments, now that the new versions serve.
         repacks.run();
         Retired(std::mem::take(&mut settled.retired)).free();

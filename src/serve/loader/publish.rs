@@ -42,21 +42,25 @@ pub fn publish(
 }
 
 /// Logs the files that loaded and serve (after conflicts).
-/// (Under a memory budget, what a manifest listed and nothing read yet
-/// is said in one line: a first scan lists thousands.)
-fn log_loaded(files: &Files, loaded: &[(String, u64)]) {
-    let mut listed = 0;
-    for (name, elapsed_ms) in loaded {
+/// (Under a memory budget, what a manifest listed or a restart recalled,
+/// nothing read, is said in one line: a first scan has thousands.)
+fn log_loaded(files: &Files, loaded: &[(String, Option<u64>)]) {
+    let (mut listed, mut recalled) = (0, 0);
+    for (name, read_in) in loaded {
         let Some(entry) = files.get(name) else {
             continue;
         };
         let Some(dataset) = entry.dataset() else {
             continue;
         };
-        if entry.status.records.is_none() {
-            listed += 1;
+        let Some(elapsed_ms) = read_in else {
+            // A manifest's records do not count records; a memory does.
+            match entry.status.records {
+                None => listed += 1,
+                Some(_) => recalled += 1,
+            }
             continue;
-        }
+        };
         tracing::info!(
             file = %name,
             workspace = %dataset.workspace_id,
@@ -69,6 +73,12 @@ fn log_loaded(files: &Files, loaded: &[(String, u64)]) {
         for warning in &entry.status.warnings {
             tracing::warn!(file = %name, workspace = %dataset.workspace_id, warning = %warning, "snapshot warning");
         }
+    }
+    if recalled > 0 {
+        tracing::info!(
+            workspaces = recalled,
+            "recalled from --cache-dir, their files not read again: each loads from its private copy when a request needs it"
+        );
     }
     if listed > 0 {
         tracing::info!(

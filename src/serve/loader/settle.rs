@@ -19,8 +19,9 @@ use portfolio_domain::store::time::utc_now;
 #[derive(Default)]
 pub struct Settled {
     /// Files that loaded and serve (they won their conflicts), with how
-    /// long each load took in milliseconds.
-    pub loaded: Vec<(String, u64)>,
+    /// long each read took in milliseconds: `None` for a version not read
+    /// (listed from a manifest, or recalled after a restart).
+    pub loaded: Vec<(String, Option<u64>)>,
     /// Files rejected: unreadable, invalid, or losing a conflict.
     pub rejected: Vec<String>,
     /// Files forgotten.
@@ -65,8 +66,8 @@ pub fn settle(
 
 /// What [`apply`] recorded.
 struct AppliedLoads {
-    /// Loaded, with how long each took in milliseconds.
-    loaded: Vec<(String, u64)>,
+    /// Loaded, with how long each read took ([`Settled::loaded`]).
+    loaded: Vec<(String, Option<u64>)>,
     rejected: Vec<String>,
 }
 
@@ -108,8 +109,11 @@ fn apply(files: &mut Files, results: Vec<ReadResult>) -> AppliedLoads {
                     workspace: Some(loaded.dataset.workspace_id.clone()),
                     version: Some(loaded.dataset.version.clone()),
                     loaded_at: Some(utc_now()),
-                    // Unknown until read, for a version only listed.
-                    records: (!loaded.dataset.is_hollow()).then_some(loaded.dataset.counts),
+                    // Unknown until read, for a version only listed (a
+                    // recalled one's were counted when it was read).
+                    records: (!loaded.dataset.is_hollow()
+                        || loaded.dataset.counts != Default::default())
+                    .then_some(loaded.dataset.counts),
                     records_reused: Some(loaded.dataset.reused_records),
                     warnings: loaded.warnings,
                     error: None,
@@ -121,8 +125,9 @@ fn apply(files: &mut Files, results: Vec<ReadResult>) -> AppliedLoads {
                         .map(|s| super::verify::status(s, std::time::SystemTime::now())),
                     ..FileStatus::new(&name)
                 };
+                let read = !loaded.dataset.is_hollow();
                 entry.serve_loaded(loaded.dataset, status, written, signed);
-                applied.loaded.push((name, elapsed_ms));
+                applied.loaded.push((name, read.then_some(elapsed_ms)));
             }
             Err(err) => {
                 let message = err.to_string();

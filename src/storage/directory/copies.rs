@@ -14,7 +14,10 @@
 //! whose load failed is deleted at once. The copies live in
 //! `<cache-dir>/copies`, or in a private temporary directory removed when
 //! the server stops (or by the next one, if it was killed:
-//! `storage/private_dirs.rs`).
+//! `storage/private_dirs.rs`). In `--cache-dir`, without `--trust-key`,
+//! each current copy has a memory of what it validated
+//! (`remembered.rs`), and a restart recalls it rather than reading the
+//! file again.
 //! They take as much disk as the snapshots, up to twice that once every
 //! file has been replaced (the copy before each current one is kept).
 
@@ -24,6 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use super::Directory;
+use super::remembered::{self, Remembered};
 use crate::storage::bookkeeping::ScanBookkeeping;
 use crate::storage::error::ListError;
 use crate::storage::error::{ErrorKind, StorageError};
@@ -43,12 +47,20 @@ pub struct Copies {
     copies: AtomicU64,
     /// Each entry's good copies, oldest first.
     kept: Mutex<HashMap<String, Vec<PathBuf>>>,
+    /// Whether what a copy validated is remembered beside it: in
+    /// `--cache-dir`, without `--trust-key`.
+    remembers: bool,
+    /// What a restart recalled, until the first listing hands it to the
+    /// scan.
+    recalled: Mutex<HashMap<String, Remembered>>,
 }
 
 impl Copies {
     /// `inner` read through copies in `cache_dir/copies`, or in a private
-    /// temporary directory. Copies an earlier process left are deleted:
-    /// the first scan validates every file again.
+    /// temporary directory. What an earlier process left in `cache_dir` is
+    /// recalled where it remembered what it validated, and deleted
+    /// otherwise (under `--trust-key`, all of it: the first scan verifies
+    /// every file again).
     pub fn new(inner: Directory, cache_dir: Option<&Path>) -> std::io::Result<Copies> {
         let (dir, temporary) = match cache_dir {
             Some(dir) => (dir.join("copies"), false),
@@ -57,25 +69,39 @@ impl Copies {
                 true,
             ),
         };
+        let remembers = !temporary && !inner.verifies();
+        let (mut recalled, mut next) = (HashMap::new(), 0);
         if !temporary {
-            // What an earlier process left in the cache directory.
-            if dir.exists() {
+            if dir.exists() && !remembers {
                 std::fs::remove_dir_all(&dir)?;
             }
             crate::storage::private_dirs::ensure(&dir)?;
+            if remembers {
+                (recalled, next) = remembered::recall(&dir)?;
+            }
         }
-        tracing::info!(dir = %dir.display(), "a memory budget: the last good version of each snapshot is kept here for loads on demand");
+        tracing::info!(dir = %dir.display(), recalled = recalled.len(), "a memory budget: the last good version of each snapshot is kept here for loads on demand");
+        let kept = recalled
+            .iter()
+            .map(|(name, (copy, _))| (name.clone(), vec![copy.clone()]))
+            .collect();
+        let recalled = recalled
+            .into_iter()
+            .map(|(name, (_, memory))| (name, memory))
+            .collect();
         Ok(Copies {
             inner,
             dir,
             temporary,
-            copies: AtomicU64::new(0),
-            kept: Mutex::default(),
+            copies: AtomicU64::new(next),
+            kept: Mutex::new(kept),
+            remembers,
+            recalled: Mutex::new(recalled),
         })
     }
 
     fn kept_copies(&self) -> MutexGuard<'_, HashMap<String, Vec<PathBuf>>> {
-        self.kept.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.kept)
     }
 
     /// Copies `local` (the file where it lies) to a fresh private path.
@@ -132,7 +158,16 @@ impl SnapshotSource for Copies {
     }
 
     fn list(&self) -> Result<Listing, ListError> {
-        self.inner.list()
+        let mut listing = self.inner.list()?;
+        // Once: after the first scan the entries are the scan's own.
+        let recalled = std::mem::take(&mut *lock(&self.recalled));
+        listing.recalled = recalled
+            .into_iter()
+            .filter(|(name, memory)| {
+                matches!(listing.entries.get(name), Some(Ok(stamp)) if memory.holds(stamp))
+            })
+            .collect();
+        Ok(listing)
     }
 
     fn fetch(&self, name: &str, stamp: &EntryStamp, plain: Option<&str>) -> Fetch {
@@ -161,13 +196,25 @@ impl ScanBookkeeping for Copies {
         let copies = kept.entry(name.to_owned()).or_default();
         copies.push(local.path);
         while copies.len() > KEPT {
-            let _ = std::fs::remove_file(copies.remove(0));
+            delete(&copies.remove(0));
         }
     }
 
     fn forgotten(&self, name: &str) {
         for copy in self.kept_copies().remove(name).unwrap_or_default() {
-            let _ = std::fs::remove_file(copy);
+            delete(&copy);
+        }
+    }
+
+    fn remember(&self, copy: &Path, memory: &Remembered) {
+        let kept = self.kept_copies();
+        let current = kept.get(&memory.file).and_then(|copies| copies.last());
+        if !self.remembers || current.map(PathBuf::as_path) != Some(copy) {
+            return;
+        }
+        if let Err(error) = memory.write(copy) {
+            // It only costs a read of the file at the next start.
+            tracing::debug!(copy = %copy.display(), %error, "cannot remember what a copy validated");
         }
     }
 
@@ -182,6 +229,11 @@ impl ScanBookkeeping for Copies {
             .and_then(|copies| copies.iter_mut().find(|c| c.as_path() == gone));
         match slot {
             Some(slot) => {
+                // What was remembered of the copy gone holds for this one.
+                let _ = std::fs::rename(
+                    remembered::memory_of(slot),
+                    remembered::memory_of(&copy.path),
+                );
                 *slot = copy.path;
                 true
             }
@@ -191,6 +243,16 @@ impl ScanBookkeeping for Copies {
             }
         }
     }
+}
+
+/// Deletes a copy and what was remembered of it.
+fn delete(copy: &Path) {
+    let _ = std::fs::remove_file(remembered::memory_of(copy));
+    let _ = std::fs::remove_file(copy);
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Drop for Copies {

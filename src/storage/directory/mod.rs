@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 pub(super) mod copies;
+pub(super) mod remembered;
 
 use crate::storage::bookkeeping::ScanBookkeeping;
 use crate::storage::error::{ErrorKind, ListError, OpenError, StorageError};
@@ -70,6 +71,11 @@ impl Directory {
     /// This directory with its files' signatures read (`--trust-key`).
     pub fn verifying(self, verify: bool) -> Directory {
         Directory { verify, ..self }
+    }
+
+    /// Whether each file is judged against its signature (`--trust-key`).
+    pub fn verifies(&self) -> bool {
+        self.verify
     }
 
     fn stamp(&self, path: &Path) -> std::io::Result<FileStamp> {
@@ -237,6 +243,7 @@ fn list_snapshot_files(dir: &Path, verify: bool) -> std::io::Result<Listing> {
         names_are_workspaces: false,
         fresh: false,
         facts: BTreeMap::new(),
+        recalled: BTreeMap::new(),
         signed: BTreeMap::new(),
     })
 }

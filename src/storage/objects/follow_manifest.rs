@@ -208,6 +208,7 @@ impl Followed {
                 .iter()
                 .filter_map(|(name, e)| Some((name.clone(), e.facts.clone()?)))
                 .collect(),
+            recalled: BTreeMap::new(),
             signed: self
                 .entries
                 .iter()
