@@ -316,7 +316,7 @@ fn parse_timestamp(c: &RecordCheck<'_>, text: &str, field: &str) -> Result<Insta
 }
 
 /// Why an RFC 3339 timestamp is outside the profile common clients parse.
-fn client_profile_problem(text: &str) -> Option<&'static str> {
+pub(super) fn client_profile_problem(text: &str) -> Option<&'static str> {
     let b = text.as_bytes();
     if b.get(10) == Some(&b't') || b.last() == Some(&b'z') {
         return Some(
@@ -343,7 +343,7 @@ fn attr(field: &str) -> String {
 /// An email address as JSON Schema's `format: email` means it (RFC 5321's
 /// mailbox, without quoted local parts): a dot-atom local part, `@`, and a
 /// domain of letter-digit-hyphen labels (or an address literal in brackets).
-fn looks_like_email(text: &str) -> bool {
+pub(super) fn looks_like_email(text: &str) -> bool {
     let Some((local, domain)) = text.rsplit_once('@') else {
         return false;
     };

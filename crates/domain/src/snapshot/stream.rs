@@ -21,6 +21,7 @@ use std::io::Read;
 
 use super::batches::{RecordSink, Workers, worker_count};
 use super::format::JsonText;
+use super::onepass;
 use super::parse::{SnapshotHeader, Top};
 use super::records::{self, WireRecord, WithRecordType, with_record_type};
 use super::structure::Nesting;
@@ -283,6 +284,24 @@ pub fn build_digested(
         return Ok(());
     }
     builder.digest_next(digest);
+    if onepass::build(collection, bytes, builder).is_ok() {
+        return Ok(());
+    }
+    // Declined: serde_json and the wire types take the record, or give up
+    // on it (the whole-buffer parse then says why).
+    build_parsed(file, collection, index, bytes, builder)
+}
+
+/// Parses, checks and builds one record of `collection` as the wire types
+/// read it (serde_json, `records.rs`): the reference that the one-pass
+/// walk is held to, and the path of every record that walk declines.
+pub(super) fn build_parsed(
+    file: &str,
+    collection: Collection,
+    index: usize,
+    bytes: &[u8],
+    builder: &mut Builder,
+) -> Result<(), GaveUp> {
     let record = UnparsedRecord {
         file,
         index,
