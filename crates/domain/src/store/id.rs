@@ -30,21 +30,29 @@ pub fn parse_id(text: &str) -> Option<u128> {
             None
         };
     }
-    let mut value: u128 = 0;
+    let b: &[u8; 36] = b.try_into().ok()?;
+    // Each half in a word of its own, from fixed positions: a chain of
+    // iterators over the five groups, and shifts of 128 bits, cost this a
+    // twentieth of a whole load once records were walked in one pass.
     let mut invalid = 0u8;
-    for &c in b[0..8]
-        .iter()
-        .chain(&b[9..13])
-        .chain(&b[14..18])
-        .chain(&b[19..23])
-        .chain(&b[24..36])
-    {
-        let nibble = HEX_VALUE[c as usize];
-        invalid |= nibble;
-        value = (value << 4) | u128::from(nibble & 0x0f);
-    }
-    (invalid & 0xf0 == 0).then_some(value)
+    let mut half = |positions: &[usize]| {
+        let mut value = 0u64;
+        for &at in positions {
+            let nibble = HEX_VALUE[b[at] as usize];
+            invalid |= nibble;
+            value = (value << 4) | u64::from(nibble & 0x0f);
+        }
+        value
+    };
+    let (high, low) = (half(&DIGITS[..16]), half(&DIGITS[16..]));
+    (invalid & 0xf0 == 0).then_some((u128::from(high) << 64) | u128::from(low))
 }
+
+/// Where the 32 hex digits of an id are in its 36 bytes.
+const DIGITS: [usize; 32] = [
+    0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 14, 15, 16, 17, 19, 20, 21, 22, 24, 25, 26, 27, 28, 29,
+    30, 31, 32, 33, 34, 35,
+];
 
 /// The value of each hex digit; `0xff` for every other byte.
 const HEX_VALUE: [u8; 256] = {
