@@ -89,7 +89,9 @@ pub fn scan_within<'b>(
 ) -> Result<Streamed, GaveUp> {
     let mut window = ReadWindow::new(reader);
     window.max = max_value;
+    let walk_first = matches!(&sink, RecordSink::Inline(builder) if builder.previous().is_none());
     let mut s = StreamingPass {
+        walk_first,
         window,
         file,
         sink,
@@ -113,6 +115,8 @@ const PROGRESS_BYTES: usize = 32 * 1024;
 
 struct StreamingPass<'f, 's, 'b, R> {
     window: ReadWindow<R>,
+    /// Whether records are walked where they lie ([`StreamingPass::walk_in_window`]).
+    walk_first: bool,
     file: &'f str,
     sink: RecordSink<'s, 'b>,
     progress: &'b mut dyn FnMut(Collection, usize),
@@ -215,8 +219,14 @@ impl<R: Read> StreamingPass<'_, '_, '_, R> {
         let mut index = 0;
         loop {
             self.window.skip_blanks()?;
-            let len = self.window.value_len()?;
-            self.record(collection, index, len)?;
+            let len = match self.walk_in_window(collection) {
+                Some(len) => len,
+                None => {
+                    let len = self.window.value_len()?;
+                    self.record(collection, index, len)?;
+                    len
+                }
+            };
             self.window.advance(len);
             index += 1;
             self.records += 1;
@@ -238,6 +248,26 @@ impl<R: Read> StreamingPass<'_, '_, '_, R> {
                 _ => return Err(GaveUp),
             }
         }
+    }
+
+    /// Where records are built on this thread from nothing before them (a
+    /// first load: no version to take records over from), the record at
+    /// the window's start walked and built where it lies
+    /// ([`onepass::build_first`]), which finds its end too: no scan of its
+    /// structure first. Its length, or `None` to take the way every record
+    /// takes (the walk declined it, or the window holds only part of it).
+    fn walk_in_window(&mut self, collection: Collection) -> Option<usize> {
+        let RecordSink::Inline(builder) = &mut self.sink else {
+            return None;
+        };
+        if !self.walk_first {
+            return None;
+        }
+        let len = onepass::build_first(collection, self.window.rest(), builder).ok()?;
+        let bytes = self.window.peek(len);
+        self.hash.write(bytes);
+        self.hash.write_u8(0);
+        Some(len)
     }
 
     /// Hands the record in the next `len` bytes to the sink.
@@ -396,6 +426,11 @@ impl<R: Read> ReadWindow<R> {
         };
         self.eof = read == 0;
         Ok((shift, read > 0))
+    }
+
+    /// The bytes not yet consumed, as many as the window holds.
+    fn rest(&self) -> &[u8] {
+        &self.buf[self.pos..]
     }
 
     /// The next `len` bytes (which a scan has made sure are there).

@@ -33,6 +33,7 @@ use object::{Schema, Slots, State};
 use walk::{Cursor, Str, Walk};
 
 use super::records::client_profile_problem;
+use super::stream;
 use crate::store::id::parse_id;
 use crate::store::time::Instant;
 use crate::store::{Builder, Collection, Indexed, Key};
@@ -48,26 +49,46 @@ pub(super) fn build(
     bytes: &[u8],
     builder: &mut Builder,
 ) -> Result<(), Declined> {
-    // As the record's own path does: UTF-8 checked once for the record,
-    // a word at a time over ASCII.
-    std::str::from_utf8(bytes).map_err(|_| Declined)?;
-    builder.walked(collection, |out| walk_record(collection, bytes, out))
+    builder.walked(collection, |out| {
+        let (indexed, end) = walk_record(collection, bytes, out)?;
+        let mut rest = Cursor { bytes, pos: end };
+        match rest.ws() {
+            None => Ok(indexed),
+            Some(_) => Err(Declined),
+        }
+    })
 }
 
-/// The record's served form into `out` (from its end), and what the
-/// builder keeps of it.
+/// [`build`] of the record at the start of `bytes`, which may go on past
+/// it (the streaming pass's window, whatever it holds): the record's
+/// length, and its digest ([`stream::digest`]) handed to the builder with
+/// it. A record that `bytes` holds only part of is declined.
+pub(super) fn build_first(
+    collection: Collection,
+    bytes: &[u8],
+    builder: &mut Builder,
+) -> Result<usize, Declined> {
+    let mut len = 0;
+    builder.walked(collection, |out| {
+        let (mut indexed, end) = walk_record(collection, bytes, out)?;
+        indexed.digest = Some(stream::digest(&bytes[..end]));
+        len = end;
+        Ok(indexed)
+    })?;
+    Ok(len)
+}
+
+/// The served form of the record at the start of `bytes` into `out` (from
+/// its end), what the builder keeps of it, and where the record ends.
 fn walk_record<'a>(
     collection: Collection,
     bytes: &'a [u8],
     out: &mut Vec<u8>,
-) -> Walk<Indexed<'a>> {
+) -> Walk<(Indexed<'a>, usize)> {
     let schema = schema_of(collection);
     let mut c = Cursor::new(bytes);
     let mut slots = Slots::default();
     let parts = record(&mut c, collection, schema, out, &mut slots)?;
-    if c.ws().is_some() {
-        return Err(Declined);
-    }
     let id = parse_id(&text(&c, parts.id)).ok_or(Declined)?;
     let opt = |k: usize| match slots[k].state {
         State::Value => Some(text(&c, slots[k].text)),
@@ -80,33 +101,33 @@ fn walk_record<'a>(
             parent: parse_id(&text(&c, slots[parent].text)),
         })
     };
-    Ok(match collection {
+    let indexed = match collection {
         Collection::Companies => Indexed {
-            key: Key {
+            texts: [opt(1), opt(9)],
+            ..Indexed::of(Key {
                 id,
                 ..Key::default()
-            },
-            texts: [opt(1), opt(9)],
+            })
         },
         Collection::Tasks => Indexed {
-            key: keyed(5, 8)?,
             texts: [opt(2), opt(3)],
+            ..Indexed::of(keyed(5, 8)?)
         },
         Collection::Roles => Indexed::of(keyed(0, 6)?),
         Collection::Feed => Indexed {
-            key: keyed(0, 4)?,
             texts: [opt(1), None],
+            ..Indexed::of(keyed(0, 4)?)
         },
         Collection::Notes => Indexed::of(keyed(0, 5)?),
         Collection::Metrics => {
             let company = parts.company.ok_or(Declined)?;
             Indexed {
-                key: Key {
+                texts: [opt(0), None],
+                ..Indexed::of(Key {
                     id,
                     at: timestamp(&c, slots[8].text)?,
                     parent: parse_id(&text(&c, company)),
-                },
-                texts: [opt(0), None],
+                })
             }
         }
         Collection::Meetings => Indexed::of(keyed(0, 2)?),
@@ -116,7 +137,8 @@ fn walk_record<'a>(
             }
             Indexed::of(keyed(0, 5)?)
         }
-    })
+    };
+    Ok((indexed, c.pos))
 }
 
 /// The attributes' schema of each collection.
@@ -245,8 +267,9 @@ fn record(
 fn text<'a>(c: &Cursor<'a>, s: Str) -> Cow<'a, str> {
     let content = &c.bytes[s.start..s.end];
     if !s.escaped {
-        // Checked as UTF-8 with the whole record.
-        return String::from_utf8_lossy(content);
+        // Checked as UTF-8 by the walk, so this cannot fail; a short
+        // check again (ids, instants), not a lossy conversion.
+        return Cow::Borrowed(std::str::from_utf8(content).unwrap_or_default());
     }
     let quoted = &c.bytes[s.start - 1..=s.end];
     Cow::Owned(serde_json::from_slice::<String>(quoted).unwrap_or_default())

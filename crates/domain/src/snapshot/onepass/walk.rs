@@ -128,25 +128,41 @@ impl<'a> Cursor<'a> {
 
     /// The string at the cursor (its opening quote), read as serde_json
     /// reads a string as text (`TEXT`: surrogate escapes paired) or skips
-    /// one: no raw control character, every escape known.
+    /// one: no raw control character, every escape known, and UTF-8. The
+    /// walk checks UTF-8 string by string, only where a string has a byte
+    /// outside ASCII: a record it takes has no such byte elsewhere, so
+    /// that is the check of the whole record that serde_json's path makes.
     #[inline]
     pub fn string<const TEXT: bool>(&mut self) -> Walk<Str> {
         let b = self.bytes;
         let start = self.pos + 1;
         let mut i = start;
-        let mut escaped = false;
+        let (mut escaped, mut high) = (false, false);
         loop {
-            // Eight bytes at a time while none ends the run.
-            while let Some(word) = b.get(i..i + 8) {
-                let m = specials(u64::from_le_bytes(word.try_into().expect("8 bytes")));
-                if m != 0 {
-                    i += (m.trailing_zeros() / 8) as usize;
+            // Sixteen bytes at a time while none ends the run (a vector
+            // compare each), then eight (a word's arithmetic).
+            while let Some(block) = b.get(i..i + 16) {
+                let found = crate::os::string_bytes(block.try_into().expect("16 bytes"));
+                high |= found.high != 0;
+                if found.ends != 0 {
+                    i += found.ends.trailing_zeros() as usize;
                     break;
                 }
-                i += 8;
+                i += 16;
+            }
+            if let Some(word) = b.get(i..i + 8) {
+                let w = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+                high |= w & HIGH != 0;
+                i += match specials(w) {
+                    0 => 8,
+                    m => (m.trailing_zeros() / 8) as usize,
+                };
             }
             match *b.get(i).ok_or(Declined)? {
                 b'"' => {
+                    if high && std::str::from_utf8(&b[start..i]).is_err() {
+                        return Err(Declined);
+                    }
                     self.pos = i + 1;
                     return Ok(Str {
                         start,
@@ -159,7 +175,10 @@ impl<'a> Cursor<'a> {
                     i = escape::<TEXT>(b, i)?;
                 }
                 0..=0x1f => return Err(Declined),
-                _ => i += 1,
+                c => {
+                    high |= c >= 0x80;
+                    i += 1;
+                }
             }
         }
     }

@@ -37,13 +37,15 @@ pub struct Key {
 }
 
 /// What a reader that renders a record itself hands the builder with it
-/// ([`Builder::walked`]): its key, and the texts the store indexes, by
-/// collection: a company's name and priority, a task's status and
-/// priority, a feed entry's type, a metric's name (the others have none).
+/// ([`Builder::walked`]): its key, the texts the store indexes, by
+/// collection (a company's name and priority, a task's status and
+/// priority, a feed entry's type, a metric's name; the others have none),
+/// and the digest of its bytes if [`Builder::digest_next`] was not told.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Indexed<'t> {
     pub key: Key,
     pub texts: [Option<Cow<'t, str>>; 2],
+    pub digest: Option<BytesDigest>,
 }
 
 impl Indexed<'_> {
@@ -52,6 +54,7 @@ impl Indexed<'_> {
         Indexed {
             key,
             texts: [None, None],
+            digest: None,
         }
     }
 }
@@ -160,7 +163,10 @@ impl Builder {
         walk: impl FnOnce(&mut Vec<u8>) -> Result<Indexed<'t>, E>,
     ) -> Result<(), E> {
         let part = &mut self.parts[collection.index()];
-        let Indexed { key, texts } = part.rendered.try_push_with(walk)?;
+        let Indexed { key, texts, digest } = part.rendered.try_push_with(walk)?;
+        if digest.is_some() {
+            self.next_digest = digest;
+        }
         self.keep(collection, key);
         let [a, b] = texts;
         let (a, b) = (a.as_deref(), b.as_deref());
