@@ -3,10 +3,14 @@
 //!
 //! A small structural scanner walks the top-level object and the arrays of
 //! records, finding where each value ends (it tracks strings and nesting,
-//! nothing else); serde_json then parses each value from the window, with
-//! the same wire types, checks and builder calls as the whole-buffer parse
-//! ([`super::parse`]). A record's bytes are dropped from the window once it
-//! is rendered, so a load holds the window and what the builder keeps.
+//! nothing else). Each record is then walked once from its bytes to its
+//! served form ([`super::onepass`]); one the walk declines is parsed by
+//! serde_json, with the same wire types, checks and builder calls as the
+//! whole-buffer parse ([`super::parse`]). A first load on one thread walks
+//! each record where it lies in the window, and the walk finds its end:
+//! the scanner only runs where the walk does not. Header members are
+//! parsed by serde_json. A record's bytes are dropped from the window once
+//! it is rendered, so a load holds the window and what the builder keeps.
 //!
 //! This pass only has to be right on good files. On anything it does not
 //! accept (a syntax error, a wrong type, a failed check, bytes it cannot

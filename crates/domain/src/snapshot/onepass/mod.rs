@@ -34,7 +34,7 @@ use walk::{Cursor, Str, Walk};
 
 use super::records::client_profile_problem;
 use super::stream;
-use crate::store::id::parse_id;
+use crate::store::id::{parse_id, parse_id_bytes};
 use crate::store::time::Instant;
 use crate::store::{Builder, Collection, Indexed, Key};
 
@@ -89,7 +89,7 @@ fn walk_record<'a>(
     let mut c = Cursor::new(bytes);
     let mut slots = Slots::default();
     let parts = record(&mut c, collection, schema, out, &mut slots)?;
-    let id = parse_id(&text(&c, parts.id)).ok_or(Declined)?;
+    let id = id_of(&c, parts.id).ok_or(Declined)?;
     let opt = |k: usize| match slots[k].state {
         State::Value => Some(text(&c, slots[k].text)),
         _ => None,
@@ -98,7 +98,7 @@ fn walk_record<'a>(
         Ok(Key {
             id,
             at: timestamp(&c, slots[at].text)?,
-            parent: parse_id(&text(&c, slots[parent].text)),
+            parent: id_of(&c, slots[parent].text),
         })
     };
     let indexed = match collection {
@@ -126,7 +126,7 @@ fn walk_record<'a>(
                 ..Indexed::of(Key {
                     id,
                     at: timestamp(&c, slots[8].text)?,
-                    parent: parse_id(&text(&c, company)),
+                    parent: id_of(&c, company),
                 })
             }
         }
@@ -275,11 +275,26 @@ fn text<'a>(c: &Cursor<'a>, s: Str) -> Cow<'a, str> {
     Cow::Owned(serde_json::from_slice::<String>(quoted).unwrap_or_default())
 }
 
+/// An id (or a reference), read where it lies unless it has escapes.
+fn id_of(c: &Cursor<'_>, s: Str) -> Option<u128> {
+    match s.escaped {
+        false => parse_id_bytes(&c.bytes[s.start..s.end]),
+        true => parse_id(&text(c, s)),
+    }
+}
+
 /// An ordering timestamp: RFC 3339 in the profile clients parse.
 fn timestamp(c: &Cursor<'_>, s: Str) -> Walk<Instant> {
-    let text = text(c, s);
-    let instant = Instant::parse_rfc3339(&text).ok_or(Declined)?;
-    match client_profile_problem(&text) {
+    let decoded;
+    let b = match s.escaped {
+        false => &c.bytes[s.start..s.end],
+        true => {
+            decoded = text(c, s);
+            decoded.as_bytes()
+        }
+    };
+    let instant = Instant::parse_rfc3339_bytes(b).ok_or(Declined)?;
+    match client_profile_problem(b) {
         Some(_) => Err(Declined),
         None => Ok(instant),
     }

@@ -43,7 +43,9 @@ pub(super) enum Need {
 }
 
 pub(super) struct Member {
-    pub name: &'static [u8],
+    /// `"name":`, as the API serves the member's name (and as exporters
+    /// write it, mostly).
+    pub quoted: &'static [u8],
     pub kind: Kind,
     pub need: Need,
     /// Left out of the served object when absent or `null`, not `null`.
@@ -58,26 +60,33 @@ pub(super) struct Schema {
 /// The most members an object has (a company's attributes).
 pub(super) const MAX_MEMBERS: usize = 12;
 
-const fn m(name: &'static str, kind: Kind, need: Need) -> Member {
+/// A member's name as it is served: `"name":`.
+macro_rules! q {
+    ($name:literal) => {
+        concat!("\"", $name, "\":")
+    };
+}
+
+const fn m(quoted: &'static str, kind: Kind, need: Need) -> Member {
     Member {
-        name: name.as_bytes(),
+        quoted: quoted.as_bytes(),
         kind,
         need,
         omit: false,
     }
 }
 
-const fn text(name: &'static str) -> Member {
-    m(name, Kind::Text, Need::Optional)
+const fn text(quoted: &'static str) -> Member {
+    m(quoted, Kind::Text, Need::Optional)
 }
 
-const fn required(name: &'static str) -> Member {
-    m(name, Kind::Text, Need::Value)
+const fn required(quoted: &'static str) -> Member {
+    m(quoted, Kind::Text, Need::Value)
 }
 
-const fn omitted(name: &'static str, kind: Kind) -> Member {
+const fn omitted(quoted: &'static str, kind: Kind) -> Member {
     Member {
-        name: name.as_bytes(),
+        quoted: quoted.as_bytes(),
         kind,
         need: Need::Optional,
         omit: true,
@@ -86,19 +95,19 @@ const fn omitted(name: &'static str, kind: Kind) -> Member {
 
 pub(super) static COMPANY: Schema = Schema {
     members: &[
-        text("domain"),
-        text("name"),
-        text("logo_url"),
-        text("headline"),
-        text("description"),
-        text("professional_network"),
-        text("x"),
-        text("careers_url"),
-        m("domain_aliases", Kind::Texts, Need::Optional),
-        text("priority"),
-        m("labels", Kind::Texts, Need::Optional),
+        text(q!("domain")),
+        text(q!("name")),
+        text(q!("logo_url")),
+        text(q!("headline")),
+        text(q!("description")),
+        text(q!("professional_network")),
+        text(q!("x")),
+        text(q!("careers_url")),
+        m(q!("domain_aliases"), Kind::Texts, Need::Optional),
+        text(q!("priority")),
+        m(q!("labels"), Kind::Texts, Need::Optional),
         m(
-            "value_propositions",
+            q!("value_propositions"),
             Kind::Objects(&VALUE_PROPOSITION),
             Need::Optional,
         ),
@@ -106,124 +115,124 @@ pub(super) static COMPANY: Schema = Schema {
 };
 
 pub(super) static VALUE_PROPOSITION: Schema = Schema {
-    members: &[text("problem"), text("solution"), text("icp")],
+    members: &[text(q!("problem")), text(q!("solution")), text(q!("icp"))],
 };
 
 pub(super) static TASK: Schema = Schema {
     members: &[
-        text("title"),
-        text("description"),
-        text("status"),
-        text("priority"),
-        text("source"),
-        required("company_id"),
-        text("assignee_id"),
-        text("due_date"),
-        required("created_at"),
-        text("updated_at"),
+        text(q!("title")),
+        text(q!("description")),
+        text(q!("status")),
+        text(q!("priority")),
+        text(q!("source")),
+        required(q!("company_id")),
+        text(q!("assignee_id")),
+        text(q!("due_date")),
+        required(q!("created_at")),
+        text(q!("updated_at")),
     ],
 };
 
 pub(super) static ROLE: Schema = Schema {
     members: &[
-        required("company_id"),
-        text("name"),
-        text("url"),
-        text("description"),
-        text("domain"),
-        text("level"),
-        required("opened_at"),
+        required(q!("company_id")),
+        text(q!("name")),
+        text(q!("url")),
+        text(q!("description")),
+        text(q!("domain")),
+        text(q!("level")),
+        required(q!("opened_at")),
     ],
 };
 
 pub(super) static FEED: Schema = Schema {
     members: &[
-        required("company_id"),
-        text("type"),
-        text("title"),
-        text("content"),
-        required("published_at"),
-        m("private", Kind::Bool, Need::Optional),
-        m("sources", Kind::Objects(&FEED_SOURCE), Need::Optional),
+        required(q!("company_id")),
+        text(q!("type")),
+        text(q!("title")),
+        text(q!("content")),
+        required(q!("published_at")),
+        m(q!("private"), Kind::Bool, Need::Optional),
+        m(q!("sources"), Kind::Objects(&FEED_SOURCE), Need::Optional),
     ],
 };
 
 pub(super) static FEED_SOURCE: Schema = Schema {
     members: &[
-        text("source"),
-        text("url"),
-        text("title"),
-        text("published_at"),
+        text(q!("source")),
+        text(q!("url")),
+        text(q!("title")),
+        text(q!("published_at")),
     ],
 };
 
 pub(super) static NOTE: Schema = Schema {
     members: &[
-        required("company_id"),
-        text("title"),
-        text("content"),
-        text("source"),
-        text("created_by"),
-        required("created_at"),
+        required(q!("company_id")),
+        text(q!("title")),
+        text(q!("content")),
+        text(q!("source")),
+        text(q!("created_by")),
+        required(q!("created_at")),
     ],
 };
 
 pub(super) static METRIC: Schema = Schema {
     members: &[
-        text("name"),
-        text("unit"),
-        text("value_text"),
-        m("value_numeric", Kind::Number, Need::Optional),
-        text("value_currency"),
-        text("period_label"),
-        text("period_start"),
-        text("period_end"),
-        required("reported_at"),
+        text(q!("name")),
+        text(q!("unit")),
+        text(q!("value_text")),
+        m(q!("value_numeric"), Kind::Number, Need::Optional),
+        text(q!("value_currency")),
+        text(q!("period_label")),
+        text(q!("period_start")),
+        text(q!("period_end")),
+        required(q!("reported_at")),
     ],
 };
 
 pub(super) static MEETING: Schema = Schema {
     members: &[
-        required("company_id"),
-        required("title"),
-        required("start_time"),
-        m("end_time", Kind::Text, Need::Key),
-        m("attendees", Kind::Objects(&ATTENDEE), Need::Value),
-        required("created_at"),
-        required("updated_at"),
+        required(q!("company_id")),
+        required(q!("title")),
+        required(q!("start_time")),
+        m(q!("end_time"), Kind::Text, Need::Key),
+        m(q!("attendees"), Kind::Objects(&ATTENDEE), Need::Value),
+        required(q!("created_at")),
+        required(q!("updated_at")),
     ],
 };
 
 pub(super) static ATTENDEE: Schema = Schema {
     members: &[
-        m("email", Kind::Email, Need::Value),
-        m("organizer", Kind::Bool, Need::Value),
-        omitted("name", Kind::Text),
+        m(q!("email"), Kind::Email, Need::Value),
+        m(q!("organizer"), Kind::Bool, Need::Value),
+        omitted(q!("name"), Kind::Text),
     ],
 };
 
 pub(super) static MEETING_NOTE: Schema = Schema {
     members: &[
-        required("meeting_id"),
-        required("type"),
-        m("notes", Kind::Text, Need::Key),
-        m("transcript", Kind::Object(&TRANSCRIPT), Need::Key),
-        m("synced_at", Kind::Text, Need::Key),
-        required("created_at"),
-        required("updated_at"),
+        required(q!("meeting_id")),
+        required(q!("type")),
+        m(q!("notes"), Kind::Text, Need::Key),
+        m(q!("transcript"), Kind::Object(&TRANSCRIPT), Need::Key),
+        m(q!("synced_at"), Kind::Text, Need::Key),
+        required(q!("created_at")),
+        required(q!("updated_at")),
     ],
 };
 
 pub(super) static TRANSCRIPT: Schema = Schema {
-    members: &[m("segments", Kind::Objects(&SEGMENT), Need::Value)],
+    members: &[m(q!("segments"), Kind::Objects(&SEGMENT), Need::Value)],
 };
 
 pub(super) static SEGMENT: Schema = Schema {
     members: &[
-        required("text"),
-        omitted("speaker", Kind::Text),
-        omitted("startTime", Kind::Number),
-        omitted("endTime", Kind::Number),
+        required(q!("text")),
+        omitted(q!("speaker"), Kind::Text),
+        omitted(q!("startTime"), Kind::Number),
+        omitted(q!("endTime"), Kind::Number),
     ],
 };
 
@@ -256,9 +265,14 @@ fn name(out: &mut Vec<u8>, first: &mut bool, member: &Member) {
         out.push(b',');
     }
     *first = false;
-    out.push(b'"');
-    out.extend_from_slice(member.name);
-    out.extend_from_slice(b"\":");
+    out.extend_from_slice(member.quoted);
+}
+
+impl Member {
+    /// The member's name, unquoted.
+    fn name(&self) -> &[u8] {
+        &self.quoted[1..self.quoted.len() - 2]
+    }
 }
 
 /// Writes the members `from..to` as they are served when absent.
@@ -290,19 +304,29 @@ pub(super) fn object(
         c.pos += 1;
     } else {
         loop {
-            if c.peek()? != b'"' {
-                return Err(Declined);
-            }
-            let key = c.string::<false>()?;
-            // serde_json would match the key's decoded text: left to it.
-            if key.escaped {
-                return Err(Declined);
-            }
-            c.eat(b':')?;
-            let key = &c.bytes[key.start..key.end];
-            let found = match members.get(next) {
-                Some(m) if m.name == key => Some(next),
-                _ => members.iter().position(|m| m.name == key),
+            // The member exporters write next, in served order and as the
+            // API serves its name: those bytes need no reading.
+            let expected = members.get(next).filter(|m| {
+                ordered && c.ws() == Some(b'"') && c.bytes[c.pos..].starts_with(m.quoted)
+            });
+            let found = match expected {
+                Some(m) => {
+                    c.pos += m.quoted.len();
+                    Some(next)
+                }
+                None => {
+                    if c.peek()? != b'"' {
+                        return Err(Declined);
+                    }
+                    let key = c.string::<false>()?;
+                    // serde_json would match the key's decoded text: left to it.
+                    if key.escaped {
+                        return Err(Declined);
+                    }
+                    c.eat(b':')?;
+                    let key = &c.bytes[key.start..key.end];
+                    members.iter().position(|m| m.name() == key)
+                }
             };
             match found {
                 None => c.skip()?,
