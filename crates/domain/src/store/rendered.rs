@@ -287,18 +287,8 @@ impl Renderer {
             end: offset(self.open.len()),
         });
         if self.open.len() >= CHUNK_BYTES {
-            self.close_full();
+            self.close();
         }
-    }
-
-    /// Closes the open chunk, full, and opens the next one whole: a
-    /// collection that filled one chunk fills more, and a chunk that grew
-    /// by doubling was copied and faulted in a page at a time as it grew.
-    /// The next one is asked for on huge pages before it is written.
-    fn close_full(&mut self) {
-        self.close();
-        self.open = Vec::with_capacity(CHUNK_BYTES + CHUNK_BYTES / 8);
-        os::prefer_huge_pages(&self.open);
     }
 
     /// Bytes of the records given so far.
@@ -374,7 +364,7 @@ impl Renderer {
             },
         }));
         if self.open.len() >= CHUNK_BYTES {
-            self.close_full();
+            self.close();
         }
     }
 
