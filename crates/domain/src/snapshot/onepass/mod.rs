@@ -38,7 +38,8 @@ use crate::store::id::{parse_id, parse_id_bytes};
 use crate::store::time::Instant;
 use crate::store::{Builder, Collection, Indexed, Key};
 
-/// The walk does not take the record: today's path decides.
+/// The walk does not take the record: the serde_json path
+/// (`stream::build_parsed`) decides.
 #[derive(Debug)]
 pub(super) struct Declined;
 

@@ -275,7 +275,8 @@ impl Member {
     }
 }
 
-/// Writes the members `from..to` as they are served when absent.
+/// Writes `members` as they are served when absent: `null`, or nothing
+/// for those left out.
 #[inline]
 fn absent_members(out: &mut Vec<u8>, first: &mut bool, members: &[Member]) {
     for member in members.iter().filter(|m| !m.omit) {
