@@ -318,23 +318,11 @@ fn write_workspace(
     spec: &WorkspaceSpec,
     options: &Options,
 ) -> io::Result<GeneratedFile> {
-    let Options {
-        scale, seed, text, ..
-    } = *options;
+    let Options { scale, seed, .. } = *options;
     let path = out.join(format!("{}.json", spec.file_stem));
     let tmp = out.join(format!("{}.json.tmp", spec.file_stem));
     let key = api_key(spec, scale, seed);
-    let escapes = match text {
-        TextStyle::Plain => "",
-        TextStyle::Escapes => "-escapes",
-    };
-    let header = HeaderFields {
-        version: format!(
-            "2026-11-22T10:00:00.000Z#{seed}-{}{escapes}",
-            scale_name(scale)
-        ),
-        key_sha256: key::to_hex(&key::hash_key(&key)),
-    };
+    let header = header_fields(options, &key);
     let records = match write_to(&tmp, spec, options, &header) {
         Ok(records) => records,
         Err(err) => {
@@ -352,6 +340,34 @@ fn write_workspace(
         bytes,
         records,
     })
+}
+
+/// The header of `spec`'s snapshot, whose key is `key`.
+fn header_fields(options: &Options, key: &str) -> HeaderFields {
+    let escapes = match options.text {
+        TextStyle::Plain => "",
+        TextStyle::Escapes => "-escapes",
+    };
+    HeaderFields {
+        version: format!(
+            "2026-11-22T10:00:00.000Z#{}-{}{escapes}",
+            options.seed,
+            scale_name(options.scale)
+        ),
+        key_sha256: key::to_hex(&key::hash_key(key)),
+    }
+}
+
+/// The snapshot of the first workspace `options` ask for, in memory: the
+/// bytes [`generate_with`] writes to its file. For tests that read
+/// generated records without a file (the domain's, which does no IO).
+pub fn snapshot_bytes(options: &Options) -> Vec<u8> {
+    let spec = &workspaces(options.scale, options.workspaces.unwrap_or(1))[0];
+    let key = api_key(spec, options.scale, options.seed);
+    let mut bytes = Vec::new();
+    write_snapshot(&mut bytes, spec, options, &header_fields(options, &key))
+        .expect("writing to memory cannot fail");
+    bytes
 }
 
 /// Creates `tmp`, writes the snapshot through a buffer and returns the record count.

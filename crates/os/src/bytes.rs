@@ -63,6 +63,61 @@ fn sse2(block: &[u8; 64]) -> JsonBytes {
     }
 }
 
+/// Which bytes of a 16-byte block of JSON string text are which.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StringBytes {
+    /// Bytes that end a run of string text: a quote, a backslash or a
+    /// control character (below 0x20, which JSON allows only escaped). A
+    /// string's bytes up to the first are served as they stand.
+    pub ends: u16,
+    /// Bytes outside ASCII, which must be checked as UTF-8.
+    pub high: u16,
+}
+
+/// Classifies the 16 bytes of `block` as string text.
+#[inline]
+pub fn string_bytes(block: &[u8; 16]) -> StringBytes {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
+            _mm_or_si128, _mm_set1_epi8,
+        };
+        // SAFETY: SSE2 is part of every x86-64 processor, and the load
+        // reads the 16 bytes of `block`, unaligned.
+        unsafe {
+            let v = _mm_loadu_si128(block.as_ptr().cast::<__m128i>());
+            // Unsigned: a byte below 0x20 is its own minimum with 0x1f.
+            let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+            let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+            let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+            let ends = _mm_or_si128(control, _mm_or_si128(quote, backslash));
+            StringBytes {
+                ends: _mm_movemask_epi8(ends) as u16,
+                high: _mm_movemask_epi8(v) as u16,
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        string_bytes_plain(block)
+    }
+}
+
+/// [`string_bytes`] a byte at a time.
+pub fn string_bytes_plain(block: &[u8; 16]) -> StringBytes {
+    let mut out = StringBytes::default();
+    for (i, &b) in block.iter().enumerate() {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            out.ends |= 1 << i;
+        }
+        if b >= 0x80 {
+            out.high |= 1 << i;
+        }
+    }
+    out
+}
+
 /// The same masks, a byte at a time: other processors, and the tests'
 /// reference.
 pub fn json_bytes_plain(block: &[u8; 64]) -> JsonBytes {
@@ -83,6 +138,22 @@ pub fn json_bytes_plain(block: &[u8; 64]) -> JsonBytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn string_bytes_are_found_as_a_loop_finds_them() {
+        for value in 0..=255u8 {
+            for at in 0..16 {
+                let mut block = [b'a'; 16];
+                block[at] = value;
+                block[15 - at] = value.wrapping_add(at as u8);
+                assert_eq!(
+                    string_bytes(&block),
+                    string_bytes_plain(&block),
+                    "byte {value:#x} at {at}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn every_byte_value_in_every_position_is_classified_as_a_loop_would() {

@@ -9,7 +9,8 @@
 //! stage (`serve::loader::warm` in the binary).
 //!
 //! The processor's vector instructions for the snapshot scanner
-//! ([`json_bytes`]) are here for the same reason: they need `unsafe`.
+//! ([`json_bytes`]) and the one-pass record load ([`string_bytes`]) are
+//! here for the same reason: they need `unsafe`.
 //!
 //! All of it is hints. A page copies (or assembles) records from all over
 //! gigabytes of memory: with 4 KB pages nearly every record costs a TLB
@@ -19,7 +20,9 @@
 
 mod bytes;
 
-pub use bytes::{JsonBytes, json_bytes, json_bytes_plain};
+pub use bytes::{
+    JsonBytes, StringBytes, json_bytes, json_bytes_plain, string_bytes, string_bytes_plain,
+};
 
 /// Cores the process may use, asked once: std reads the cgroup's quota
 /// from several files on every call, and a scan of many small files asks

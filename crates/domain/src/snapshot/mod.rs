@@ -14,6 +14,7 @@ pub mod digests;
 pub mod error;
 pub mod format;
 mod header;
+mod onepass;
 mod parse;
 mod records;
 pub mod render;

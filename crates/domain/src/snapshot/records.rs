@@ -309,15 +309,14 @@ fn parse_timestamp(c: &RecordCheck<'_>, text: &str, field: &str) -> Result<Insta
     let fail = |why: &str| c.fail(&attr(field), format!("{} {why}", quote(text)));
     let instant = Instant::parse_rfc3339(text)
         .ok_or_else(|| fail("is not an RFC 3339 timestamp (like 2026-03-01T10:00:00.123Z)"))?;
-    if let Some(problem) = client_profile_problem(text) {
+    if let Some(problem) = client_profile_problem(text.as_bytes()) {
         return Err(fail(problem));
     }
     Ok(instant)
 }
 
 /// Why an RFC 3339 timestamp is outside the profile common clients parse.
-fn client_profile_problem(text: &str) -> Option<&'static str> {
-    let b = text.as_bytes();
+pub(super) fn client_profile_problem(b: &[u8]) -> Option<&'static str> {
     if b.get(10) == Some(&b't') || b.last() == Some(&b'z') {
         return Some(
             "writes T or Z in lower case, which many clients cannot parse: write them in upper case (2026-03-01T10:00:00Z)",
@@ -343,7 +342,7 @@ fn attr(field: &str) -> String {
 /// An email address as JSON Schema's `format: email` means it (RFC 5321's
 /// mailbox, without quoted local parts): a dot-atom local part, `@`, and a
 /// domain of letter-digit-hyphen labels (or an address literal in brackets).
-fn looks_like_email(text: &str) -> bool {
+pub(super) fn looks_like_email(text: &str) -> bool {
     let Some((local, domain)) = text.rsplit_once('@') else {
         return false;
     };
@@ -485,7 +484,7 @@ mod tests {
             "2026-03-01T10:00:00.123456+02:00",
             "2026-03-01T10:00:59-05:30",
         ] {
-            assert_eq!(super::client_profile_problem(ok), None, "{ok}");
+            assert_eq!(super::client_profile_problem(ok.as_bytes()), None, "{ok}");
         }
         for bad in [
             "2026-03-01t10:00:00Z",
@@ -494,7 +493,10 @@ mod tests {
             "2016-12-31T23:59:60.5Z",
             "0000-01-01T00:00:00Z",
         ] {
-            assert!(super::client_profile_problem(bad).is_some(), "{bad}");
+            assert!(
+                super::client_profile_problem(bad.as_bytes()).is_some(),
+                "{bad}"
+            );
         }
     }
 

@@ -3,10 +3,14 @@
 //!
 //! A small structural scanner walks the top-level object and the arrays of
 //! records, finding where each value ends (it tracks strings and nesting,
-//! nothing else); serde_json then parses each value from the window, with
-//! the same wire types, checks and builder calls as the whole-buffer parse
-//! ([`super::parse`](mod@super::parse)). A record's bytes are dropped from the window once it
-//! is rendered, so a load holds the window and what the builder keeps.
+//! nothing else). Each record is then walked once from its bytes to its
+//! served form ([`super::onepass`]); one the walk declines is parsed by
+//! serde_json, with the same wire types, checks and builder calls as the
+//! whole-buffer parse ([`super::parse`](mod@super::parse)). A first load on one thread walks
+//! each record where it lies in the window, and the walk finds its end:
+//! the scanner only runs where the walk does not. Header members are
+//! parsed by serde_json. A record's bytes are dropped from the window once
+//! it is rendered, so a load holds the window and what the builder keeps.
 //!
 //! This pass only has to be right on good files. On anything it does not
 //! accept (a syntax error, a wrong type, a failed check, bytes it cannot
@@ -21,6 +25,7 @@ use std::io::Read;
 
 use super::batches::{RecordSink, Workers, worker_count};
 use super::format::JsonText;
+use super::onepass;
 use super::parse::{SnapshotHeader, Top};
 use super::records::{self, WireRecord, WithRecordType, with_record_type};
 use super::structure::Nesting;
@@ -88,7 +93,9 @@ pub fn scan_within<'b>(
 ) -> Result<Streamed, GaveUp> {
     let mut window = ReadWindow::new(reader);
     window.max = max_value;
+    let walk_first = matches!(&sink, RecordSink::Inline(builder) if builder.previous().is_none());
     let mut s = StreamingPass {
+        walk_first,
         window,
         file,
         sink,
@@ -112,6 +119,8 @@ const PROGRESS_BYTES: usize = 32 * 1024;
 
 struct StreamingPass<'f, 's, 'b, R> {
     window: ReadWindow<R>,
+    /// Whether records are walked where they lie ([`StreamingPass::walk_in_window`]).
+    walk_first: bool,
     file: &'f str,
     sink: RecordSink<'s, 'b>,
     progress: &'b mut dyn FnMut(Collection, usize),
@@ -214,8 +223,14 @@ impl<R: Read> StreamingPass<'_, '_, '_, R> {
         let mut index = 0;
         loop {
             self.window.skip_blanks()?;
-            let len = self.window.value_len()?;
-            self.record(collection, index, len)?;
+            let len = match self.walk_in_window(collection) {
+                Some(len) => len,
+                None => {
+                    let len = self.window.value_len()?;
+                    self.record(collection, index, len)?;
+                    len
+                }
+            };
             self.window.advance(len);
             index += 1;
             self.records += 1;
@@ -237,6 +252,26 @@ impl<R: Read> StreamingPass<'_, '_, '_, R> {
                 _ => return Err(GaveUp),
             }
         }
+    }
+
+    /// Where records are built on this thread from nothing before them (a
+    /// first load: no version to take records over from), the record at
+    /// the window's start walked and built where it lies
+    /// ([`onepass::build_first`]), which finds its end too: no scan of its
+    /// structure first. Its length, or `None` to take the way every record
+    /// takes (the walk declined it, or the window holds only part of it).
+    fn walk_in_window(&mut self, collection: Collection) -> Option<usize> {
+        let RecordSink::Inline(builder) = &mut self.sink else {
+            return None;
+        };
+        if !self.walk_first {
+            return None;
+        }
+        let len = onepass::build_first(collection, self.window.rest(), builder).ok()?;
+        let bytes = self.window.peek(len);
+        self.hash.write(bytes);
+        self.hash.write_u8(0);
+        Some(len)
     }
 
     /// Hands the record in the next `len` bytes to the sink.
@@ -283,6 +318,24 @@ pub fn build_digested(
         return Ok(());
     }
     builder.digest_next(digest);
+    if onepass::build(collection, bytes, builder).is_ok() {
+        return Ok(());
+    }
+    // Declined: serde_json and the wire types take the record, or give up
+    // on it (the whole-buffer parse then says why).
+    build_parsed(file, collection, index, bytes, builder)
+}
+
+/// Parses, checks and builds one record of `collection` as the wire types
+/// read it (serde_json, `records.rs`): the reference that the one-pass
+/// walk is held to, and the path of every record that walk declines.
+pub(super) fn build_parsed(
+    file: &str,
+    collection: Collection,
+    index: usize,
+    bytes: &[u8],
+    builder: &mut Builder,
+) -> Result<(), GaveUp> {
     let record = UnparsedRecord {
         file,
         index,
@@ -377,6 +430,11 @@ impl<R: Read> ReadWindow<R> {
         };
         self.eof = read == 0;
         Ok((shift, read > 0))
+    }
+
+    /// The bytes not yet consumed, as many as the window holds.
+    fn rest(&self) -> &[u8] {
+        &self.buf[self.pos..]
     }
 
     /// The next `len` bytes (which a scan has made sure are there).

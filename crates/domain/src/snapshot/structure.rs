@@ -10,8 +10,8 @@
 //! No crate fit: sonic-rs and simd-json find structure over a whole
 //! document in memory, and the load reads a window of the file (its
 //! peak must not grow with the file), so it asks where each record ends.
-//! serde_json still parses each record: the wire types keep numbers as
-//! written through its `RawValue`, which only its own deserializer fills.
+//! A record is then walked by `onepass` (which finds its end itself where
+//! a first load walks records in place), or parsed by serde_json.
 
 use crate::os;
 

@@ -12,56 +12,70 @@
 /// Parses `text` if it matches the id pattern.
 ///
 /// Every record of a snapshot has an id and most point at a company, so
-/// this runs millions of times per load: a table lookup per hex digit and
-/// one check of all the bits that must be clear, no branch per character.
+/// this runs millions of times per load: eight digits at a time in a
+/// word's arithmetic, no branch per character.
 pub fn parse_id(text: &str) -> Option<u128> {
-    const NIL: &str = "00000000-0000-0000-0000-000000000000";
-    const MAX: &str = "ffffffff-ffff-ffff-ffff-ffffffffffff";
-    let b = text.as_bytes();
+    parse_id_bytes(text.as_bytes())
+}
+
+/// [`parse_id`] of text as bytes (the one-pass load reads ids where they
+/// lie, checked as UTF-8 already).
+pub fn parse_id_bytes(b: &[u8]) -> Option<u128> {
+    const NIL: &[u8] = b"00000000-0000-0000-0000-000000000000";
+    const MAX: &[u8] = b"ffffffff-ffff-ffff-ffff-ffffffffffff";
     if b.len() != 36 || b[8] != b'-' || b[13] != b'-' || b[18] != b'-' || b[23] != b'-' {
         return None;
     }
     if !matches!(b[14], b'1'..=b'8') || !matches!(b[19], b'8' | b'9' | b'a' | b'b' | b'A' | b'B') {
-        return if text == NIL {
+        return if b == NIL {
             Some(0)
-        } else if text == MAX {
+        } else if b == MAX {
             Some(u128::MAX)
         } else {
             None
         };
     }
-    let mut value: u128 = 0;
-    let mut invalid = 0u8;
-    for &c in b[0..8]
-        .iter()
-        .chain(&b[9..13])
-        .chain(&b[14..18])
-        .chain(&b[19..23])
-        .chain(&b[24..36])
-    {
-        let nibble = HEX_VALUE[c as usize];
-        invalid |= nibble;
-        value = (value << 4) | u128::from(nibble & 0x0f);
+    // The 32 digits side by side, then eight at a time in a word: a
+    // table lookup per digit cost this a twentieth of a load once records
+    // were walked in one pass.
+    let mut digits = [0u8; 32];
+    digits[..8].copy_from_slice(&b[..8]);
+    digits[8..12].copy_from_slice(&b[9..13]);
+    digits[12..16].copy_from_slice(&b[14..18]);
+    digits[16..20].copy_from_slice(&b[19..23]);
+    digits[20..].copy_from_slice(&b[24..36]);
+    let mut value = 0u128;
+    for word in digits.chunks_exact(8) {
+        let word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+        value = (value << 32) | u128::from(hex_word(word)?);
     }
-    (invalid & 0xf0 == 0).then_some(value)
+    Some(value)
 }
 
-/// The value of each hex digit; `0xff` for every other byte.
-const HEX_VALUE: [u8; 256] = {
-    let mut table = [0xffu8; 256];
-    let mut i = 0;
-    while i < 10 {
-        table[b'0' as usize + i] = i as u8;
-        i += 1;
+/// Eight ASCII hex digits (the first in the lowest byte) as the number
+/// they write, or `None` if one is not a hex digit.
+fn hex_word(x: u64) -> Option<u32> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // For bytes below 0x80: the high bit of each byte in `lo..=hi`.
+    let within = |v: u64, lo: u64, hi: u64| {
+        v.wrapping_add(ONES * (0x80 - lo)) & !v.wrapping_add(ONES * (0x7f - hi)) & HIGH
+    };
+    // Letters in either case, folded to lower case (digits stay as they are).
+    let lower = x | (ONES * 0x20);
+    let digit = within(x, 0x30, 0x39);
+    let letter = within(lower, 0x61, 0x66);
+    if x & HIGH != 0 || digit | letter != HIGH {
+        return None;
     }
-    let mut i = 0;
-    while i < 6 {
-        table[b'a' as usize + i] = 10 + i as u8;
-        table[b'A' as usize + i] = 10 + i as u8;
-        i += 1;
-    }
-    table
-};
+    // Each byte's value: its low four bits, and 9 more for a letter.
+    let n = (x & (ONES * 0x0f)) + (letter >> 7) * 9;
+    // Bytes b0..b7 into the nibbles of b0b1...b7, pairs at a time.
+    let n = ((n & 0x000f_000f_000f_000f) << 4) | ((n >> 8) & 0x000f_000f_000f_000f);
+    let n = ((n & 0x0000_00ff_0000_00ff) << 8) | ((n >> 16) & 0x0000_00ff_0000_00ff);
+    let n = ((n & 0xffff) << 16) | ((n >> 32) & 0xffff);
+    Some(n as u32)
+}
 
 /// Formats an id in the canonical lower-case text form.
 pub fn format_id(id: u128) -> String {
@@ -87,7 +101,23 @@ pub fn push_id(out: &mut Vec<u8>, id: u128) {
 
 #[cfg(test)]
 mod tests {
-    use super::{format_id, parse_id, push_id};
+    use super::{format_id, hex_word, parse_id, push_id};
+
+    #[test]
+    fn a_word_of_hex_digits_reads_as_a_digit_at_a_time_would() {
+        let digit = |b: u8| (b as char).to_digit(16);
+        for value in 0..=255u8 {
+            for at in 0..8 {
+                let mut word = *b"0a1B2c3D";
+                word[at] = value;
+                word[7 - at] = value.wrapping_add(at as u8);
+                let expected = word
+                    .iter()
+                    .try_fold(0u32, |n, &b| Some((n << 4) | digit(b)?));
+                assert_eq!(hex_word(u64::from_le_bytes(word)), expected, "{word:?}");
+            }
+        }
+    }
 
     #[test]
     fn formats_the_lower_case_text_that_parses_back() {

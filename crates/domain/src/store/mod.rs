@@ -40,7 +40,7 @@ use id::IdMap;
 use key::KeyHash;
 use time::Instant;
 
-pub use builder::{Builder, Built, BytesDigest, Key, Meta, Previous, RepeatedId};
+pub use builder::{Builder, Built, BytesDigest, Indexed, Key, Meta, Previous, RepeatedId};
 pub use collection::{Collection, RecordCounts};
 pub use cursor::{Cursor, CursorError};
 pub use query::{Body, FeedQuery, OffsetPage};

@@ -248,6 +248,29 @@ impl Renderer {
         self.opened(start);
     }
 
+    /// [`Renderer::push_with`] for a writer that may fail: on an error,
+    /// what it wrote is dropped and nothing is pushed.
+    pub fn try_push_with<T, E>(
+        &mut self,
+        json: impl FnOnce(&mut Vec<u8>) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let start = self.open.len();
+        match json(&mut self.open) {
+            Ok(done) => {
+                debug_assert!(
+                    self.open.get(start) == Some(&b'{') && self.open.last() == Some(&b'}'),
+                    "a record is a JSON object"
+                );
+                self.opened(start);
+                Ok(done)
+            }
+            Err(err) => {
+                self.open.truncate(start);
+                Err(err)
+            }
+        }
+    }
+
     fn push_raw(&mut self, record: &[u8]) {
         let start = self.open.len();
         self.open.extend_from_slice(record);

@@ -31,7 +31,11 @@ impl Instant {
     /// `T` and `Z` may be lower case, as RFC 3339 allows. Fraction digits past
     /// the ninth are checked but do not take part in comparisons.
     pub fn parse_rfc3339(text: &str) -> Option<Instant> {
-        let b = text.as_bytes();
+        Instant::parse_rfc3339_bytes(text.as_bytes())
+    }
+
+    /// [`Instant::parse_rfc3339`] of text as bytes.
+    pub fn parse_rfc3339_bytes(b: &[u8]) -> Option<Instant> {
         let year = digits(b, 0, 4)? as i64;
         parse_after_year(year, b.get(4..)?)
     }

@@ -14,6 +14,8 @@ pub(in crate::store) use finish::fingerprint;
 mod index;
 mod reuse;
 
+use std::borrow::Cow;
+
 use super::Dataset;
 use super::collection::Collection;
 use super::key::KeyHash;
@@ -32,6 +34,29 @@ pub struct Key {
     pub id: u128,
     pub at: Instant,
     pub parent: Option<u128>,
+}
+
+/// What a reader that renders a record itself hands the builder with it
+/// ([`Builder::walked`]): its key, the texts the store indexes, by
+/// collection (a company's name and priority, a task's status and
+/// priority, a feed entry's type, a metric's name; the others have none),
+/// and the digest of its bytes if [`Builder::digest_next`] was not told.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Indexed<'t> {
+    pub key: Key,
+    pub texts: [Option<Cow<'t, str>>; 2],
+    pub digest: Option<BytesDigest>,
+}
+
+impl Indexed<'_> {
+    /// The key of a record whose collection indexes no text.
+    pub fn of(key: Key) -> Indexed<'static> {
+        Indexed {
+            key,
+            texts: [None, None],
+            digest: None,
+        }
+    }
 }
 
 /// Everything of a dataset that is not a record.
@@ -116,12 +141,59 @@ pub struct Builder {
 impl Builder {
     /// Renders a record of `collection` with `json` and keeps its key.
     fn push(&mut self, collection: Collection, key: Key, json: impl FnOnce(&mut Vec<u8>)) {
+        self.parts[collection.index()].rendered.push_with(json);
+        self.keep(collection, key);
+    }
+
+    /// Keeps the key of the record of `collection` just rendered.
+    fn keep(&mut self, collection: Collection, key: Key) {
         let part = &mut self.parts[collection.index()];
-        part.rendered.push_with(json);
         part.keys.push(key);
         if let Some(digest) = self.next_digest.take() {
             part.digests.push(digest);
         }
+    }
+
+    /// A record of any collection that `walk` writes, as the API serves it,
+    /// while it reads it: what it gives back is kept with it. When `walk`
+    /// fails, what it wrote is dropped and the builder is as it was.
+    pub fn walked<'t, E>(
+        &mut self,
+        collection: Collection,
+        walk: impl FnOnce(&mut Vec<u8>) -> Result<Indexed<'t>, E>,
+    ) -> Result<(), E> {
+        let part = &mut self.parts[collection.index()];
+        let Indexed { key, texts, digest } = part.rendered.try_push_with(walk)?;
+        if digest.is_some() {
+            self.next_digest = digest;
+        }
+        self.keep(collection, key);
+        let [a, b] = texts;
+        let (a, b) = (a.as_deref(), b.as_deref());
+        match collection {
+            Collection::Companies => {
+                self.company_names.push(a.map(Into::into));
+                let priority = self.interner.intern(b);
+                self.company_priorities.push(priority);
+            }
+            Collection::Tasks => {
+                let fields = (self.interner.intern(a), self.interner.intern(b));
+                self.task_fields.push(fields);
+            }
+            Collection::Feed => {
+                let kind = self.interner.intern(a);
+                self.feed_types.push(kind);
+            }
+            Collection::Metrics => {
+                let name = self.interner.intern(a);
+                self.metric_names.push(name);
+            }
+            Collection::Roles
+            | Collection::Notes
+            | Collection::Meetings
+            | Collection::MeetingNotes => {}
+        }
+        Ok(())
     }
 
     /// A company, with the name that orders `/portfolio` and the priority
@@ -221,5 +293,37 @@ impl Builder {
         self.feed_types.extend(types);
         self.metric_names.extend(names);
         self.company_names.extend(company_names);
+    }
+}
+
+#[cfg(test)]
+impl Builder {
+    /// Everything the builder holds of its records, in words: each
+    /// collection's served bytes, keys and digests, and the indexed texts
+    /// (as texts, not their numbers): for tests that compare two ways of
+    /// giving it the same records.
+    pub(crate) fn describe(self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let text = |id: Option<u32>| id.map(|i| self.interner.text(i).to_owned());
+        for (c, part) in Collection::ALL.iter().zip(self.parts) {
+            let rendered = part.rendered.finish();
+            for i in 0..part.keys.len() {
+                let record = String::from_utf8_lossy(rendered.record(i)).into_owned();
+                let _ = writeln!(out, "{} {record} {:?}", c.name(), part.keys[i]);
+            }
+            let _ = writeln!(out, "{} digests {:?}", c.name(), part.digests);
+        }
+        let _ = writeln!(out, "names {:?}", self.company_names);
+        let priorities: Vec<_> = self.company_priorities.iter().map(|&p| text(p)).collect();
+        let tasks: Vec<_> = self
+            .task_fields
+            .iter()
+            .map(|&(s, p)| (text(s), text(p)))
+            .collect();
+        let types: Vec<_> = self.feed_types.iter().map(|&t| text(t)).collect();
+        let metrics: Vec<_> = self.metric_names.iter().map(|&n| text(n)).collect();
+        let _ = writeln!(out, "{priorities:?} {tasks:?} {types:?} {metrics:?}");
+        out
     }
 }
