@@ -37,7 +37,7 @@ pub struct FileStamp {
 }
 
 /// What identifies a signature file's content without reading it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SignatureStamp {
     pub len: u64,
     pub changed: (i64, i64),

@@ -9,12 +9,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant as Clock;
 
 use std::hash::Hasher;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::files::{self, Files};
 use super::load::{CLAIMS_MAX_VALUE, ReadResult};
 use super::verify;
-use crate::storage::signatures::{Candidate, Listed, Refusal, Signed};
+use crate::storage::signatures::{Candidate, FileSigned, Listed, Refusal, Signed, Trust};
 use crate::storage::{
     EntryStamp, ErrorKind, Fetch, FetchedFile, ManifestFacts, OpenFile, Remembered, SnapshotFile,
     StorageError, StorageOrigin,
@@ -190,22 +190,50 @@ pub fn listed(
 /// becomes, as if read, the hollow dataset of what was remembered, whose
 /// records a request loads from that copy. Returns the entries still to
 /// fetch, and those.
+///
+/// Under `--trust-key`, only a version whose remembered envelope the keys
+/// trusted now accept again, for what was remembered of it, is recalled
+/// (its `.sig` unchanged: the stamp covers it); any other is fetched, and
+/// verified there. Its copy is hashed against that signature when a
+/// request loads it.
 pub fn recalled(
     entries: Vec<(String, EntryStamp)>,
     recalled: &BTreeMap<String, Remembered>,
+    trust: &Trust,
 ) -> (Vec<(String, EntryStamp)>, Vec<ReadResult>) {
     let mut to_fetch = Vec::new();
     let mut hollow = Vec::new();
     for (name, stamp) in entries {
         let memory = recalled.get(&name).filter(|memory| memory.holds(&stamp));
-        match memory.and_then(|memory| Some((memory.hollow()?, memory.warnings.clone()))) {
-            Some((dataset, warnings)) => {
-                hollow.push(read_hollow(name, stamp, dataset, warnings, None));
+        match memory.and_then(|memory| recall(memory, trust)) {
+            Some((dataset, warnings, signed)) => {
+                hollow.push(read_hollow(name, stamp, dataset, warnings, signed));
             }
             None => to_fetch.push((name, stamp)),
         }
     }
     (to_fetch, hollow)
+}
+
+/// What `memory` recalls: its hollow dataset, warnings, and under
+/// `--trust-key` the signature accepted again for it; `None` if it cannot
+/// stand in for a read.
+fn recall(memory: &Remembered, trust: &Trust) -> Option<(Dataset, Vec<String>, Option<Signed>)> {
+    let dataset = memory.hollow()?;
+    let signed = if trust.enabled() {
+        let file = FileSigned {
+            envelope: Ok(memory.envelope()?.clone()),
+            sha256: None,
+        };
+        let signed = trust
+            .judge(Candidate::File(&file), SystemTime::now())?
+            .ok()?;
+        verify::loaded(&signed, &dataset).ok()?;
+        Some(signed)
+    } else {
+        None
+    };
+    Some((dataset, memory.warnings.clone(), signed))
 }
 
 /// A hollow dataset taken as what reading `name` at `stamp` gave.

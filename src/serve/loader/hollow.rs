@@ -93,7 +93,8 @@ pub fn hollow_loaded(
             continue;
         };
         if let Some(stamp) = &fingerprint
-            && let Some(memory) = Remembered::of(name, stamp, full, &entry_warnings)
+            && let Some(memory) =
+                Remembered::of(name, stamp, full, &entry_warnings, signed.as_ref())
         {
             hollowed.memories.push((path.clone(), memory));
         }

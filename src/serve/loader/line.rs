@@ -220,7 +220,7 @@ impl<'a> Line<'a> {
         }
         if self.budgeted && !self.present.recalled.is_empty() {
             let recalled;
-            (round, recalled) = fetch::recalled(round, &self.present.recalled);
+            (round, recalled) = fetch::recalled(round, &self.present.recalled, self.origin.trust());
             listed.extend(recalled);
         }
         if !round.is_empty() {

@@ -100,36 +100,43 @@ pub fn load(
             label,
             copied_from,
             ..
-        } => match OpenFile::open(path) {
-            Ok(file) => {
-                let loaded = build::from_opened(label, Arc::new(file), path, signed, metrics)
-                    .map_err(|e| cannot(e.to_string()))?;
-                (loaded, None)
-            }
-            // Deleted under the server (a cleaner of temporary files, an
-            // operator): the snapshot directory's file may still be that
-            // version, and a load from it is checked to be exactly that.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let gone = || {
-                    format!(
-                        "its private copy {} of {label} is gone ({e})",
-                        path.display()
-                    )
-                };
-                let Some((name, fingerprint)) = copied_from else {
-                    return Err(cannot(gone()));
-                };
-                copy_again(name, fingerprint, path, hollow, origin, signed, metrics).map_err(
-                    |why| cannot(format!("{}, and {name} cannot stand in: {why}", gone())),
-                )?
-            }
-            Err(e) => {
-                return Err(cannot(format!(
-                    "its private copy {} of {label} cannot be read: {e}",
+        } => {
+            let from_copy = match OpenFile::open(path) {
+                Ok(file) => build::from_opened(label, Arc::new(file), path, signed, metrics)
+                    .map_err(|e| {
+                        // Not what was validated: changed in the cache
+                        // directory, where nothing else may write.
+                        format!(
+                            "its private copy {} of {label} does not load ({e})",
+                            path.display()
+                        )
+                    }),
+                // Deleted under the server (a cleaner of temporary files, an
+                // operator).
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
+                    "its private copy {} of {label} is gone ({e})",
                     path.display()
-                )));
+                )),
+                Err(e) => {
+                    return Err(cannot(format!(
+                        "its private copy {} of {label} cannot be read: {e}",
+                        path.display()
+                    )));
+                }
+            };
+            match (from_copy, copied_from) {
+                (Ok(loaded), _) => (loaded, None),
+                (Err(why), None) => return Err(cannot(why)),
+                // The snapshot directory's file may still be that version,
+                // and a load from it is checked to be exactly that.
+                (Err(why), Some((name, fingerprint))) => {
+                    tracing::warn!(workspace = %workspace, version = %version, reason = %why, "a private copy of a snapshot cannot stand for its version: copying it again from the snapshot directory");
+                    copy_again(name, fingerprint, path, hollow, origin, signed, metrics).map_err(
+                        |again| cannot(format!("{why}, and {name} cannot stand in: {again}")),
+                    )?
+                }
             }
-        },
+        }
         KeptCopy::Listed {
             name, fingerprint, ..
         } => {
@@ -180,7 +187,7 @@ pub fn load(
 }
 
 /// A directory's file copied again, for a version whose private copy
-/// `gone` was deleted: loaded (hashed against `signed` under
+/// `gone` was deleted or does not load: loaded (hashed against `signed` under
 /// `--trust-key`), and, if it is the very version `hollow` names, kept in
 /// the place of the copy that is gone. Returns what loaded and where the
 /// version is kept from now on; or why the file cannot stand in (another
@@ -223,7 +230,10 @@ fn copy_again(
         }
     };
     let path = local.path.clone();
-    if !origin.kept_instead(name, gone, local) {
+    if origin.kept_instead(name, gone, local) {
+        // A copy that did not load is not kept beside its replacement.
+        let _ = std::fs::remove_file(gone);
+    } else {
         // Loaded, but a newer version took the copy's place meanwhile:
         // this one serves from memory until evicted, and is forgotten.
         tracing::warn!(
@@ -231,7 +241,7 @@ fn copy_again(
             gone = %gone.display(),
             workspace = %hollow.workspace_id,
             version = %hollow.version,
-            "the private copy of a snapshot was deleted under the server: loaded from the snapshot directory's file, the same version, not copied again (a newer version replaced it meanwhile)"
+            "the private copy of a snapshot was deleted or changed under the server: loaded from the snapshot directory's file, the same version, not copied again (a newer version replaced it meanwhile)"
         );
         return Ok((loaded, None));
     }
@@ -241,7 +251,7 @@ fn copy_again(
         copy = %path.display(),
         workspace = %hollow.workspace_id,
         version = %hollow.version,
-        "the private copy of a snapshot was deleted under the server: loaded from the snapshot directory's file, the same version, and copied again"
+        "the private copy of a snapshot was deleted or changed under the server: loaded from the snapshot directory's file, the same version, and copied again"
     );
     let kept = KeptCopy::File {
         path,

@@ -14,10 +14,10 @@
 //! whose load failed is deleted at once. The copies live in
 //! `<cache-dir>/copies`, or in a private temporary directory removed when
 //! the server stops (or by the next one, if it was killed:
-//! `storage/private_dirs.rs`). In `--cache-dir`, without `--trust-key`,
-//! each current copy has a memory of what it validated
-//! (`remembered.rs`), and a restart recalls it rather than reading the
-//! file again.
+//! `storage/private_dirs.rs`). In `--cache-dir` each current copy has a
+//! memory of what it validated, and under `--trust-key` of the signature
+//! it was accepted with (`remembered.rs`): a restart recalls it rather
+//! than reading the file again.
 //! They take as much disk as the snapshots, up to twice that once every
 //! file has been replaced (the copy before each current one is kept).
 
@@ -48,7 +48,7 @@ pub struct Copies {
     /// Each entry's good copies, oldest first.
     kept: Mutex<HashMap<String, Vec<PathBuf>>>,
     /// Whether what a copy validated is remembered beside it: in
-    /// `--cache-dir`, without `--trust-key`.
+    /// `--cache-dir`.
     remembers: bool,
     /// What a restart recalled, until the first listing hands it to the
     /// scan.
@@ -59,8 +59,8 @@ impl Copies {
     /// `inner` read through copies in `cache_dir/copies`, or in a private
     /// temporary directory. What an earlier process left in `cache_dir` is
     /// recalled where it remembered what it validated, and deleted
-    /// otherwise (under `--trust-key`, all of it: the first scan verifies
-    /// every file again).
+    /// otherwise (under `--trust-key`, a recalled version serves only if
+    /// its signature is accepted again: `serve::loader::fetch::recalled`).
     pub fn new(inner: Directory, cache_dir: Option<&Path>) -> std::io::Result<Copies> {
         let (dir, temporary) = match cache_dir {
             Some(dir) => (dir.join("copies"), false),
@@ -69,16 +69,11 @@ impl Copies {
                 true,
             ),
         };
-        let remembers = !temporary && !inner.verifies();
+        let remembers = !temporary;
         let (mut recalled, mut next) = (HashMap::new(), 0);
-        if !temporary {
-            if dir.exists() && !remembers {
-                std::fs::remove_dir_all(&dir)?;
-            }
+        if remembers {
             crate::storage::private_dirs::ensure(&dir)?;
-            if remembers {
-                (recalled, next) = remembered::recall(&dir)?;
-            }
+            (recalled, next) = remembered::recall(&dir)?;
         }
         tracing::info!(dir = %dir.display(), recalled = recalled.len(), "a memory budget: the last good version of each snapshot is kept here for loads on demand");
         let kept = recalled

@@ -12,8 +12,16 @@
 //! Each is `<copy>.facts`: one line of JSON, then the SHA-256 of that line
 //! in hex. Written to a temporary name and renamed into place, without an
 //! fsync: a memory lost or torn by a crash fails its checksum, and only
-//! costs a read of the file. Under `--trust-key` nothing is remembered: a
-//! restart verifies every file again.
+//! costs a read of the file.
+//!
+//! Under `--trust-key` a memory also holds the signature envelope the
+//! version was accepted with, and the stamp of its `.sig` file. A restart
+//! recalls it only if neither file changed and the envelope is accepted
+//! again by the keys trusted now (`serve::loader::fetch::recalled`); the
+//! copy's bytes are then hashed against that signature when a request
+//! loads them, as every load under `--trust-key` is. A new `.sig`, a key
+//! no longer trusted, or an expired signature not accepted before: the
+//! file is read and verified again.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -21,12 +29,14 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::storage::listing::{EntryStamp, FileStamp};
+use crate::storage::listing::{EntryStamp, FileStamp, SignatureStamp};
+use crate::storage::signatures::Signed;
 use portfolio_domain::store::limits::WorkspaceLimits;
 use portfolio_domain::store::{Dataset, RecordCounts, key};
+use portfolio_wire::signed::Envelope;
 
 /// The format of a memory: one that is not this is read again.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// The ending of a copy's memory.
 pub const ENDING: &str = ".facts";
@@ -48,23 +58,23 @@ pub struct Remembered {
     limits: Option<WorkspaceLimits>,
     counts: RecordCounts,
     pub warnings: Vec<String>,
+    /// The envelope the version was accepted with under `--trust-key`.
+    envelope: Option<Envelope>,
 }
 
-/// A [`FileStamp`] as written down (no signature: nothing is remembered
-/// under `--trust-key`).
+/// A [`FileStamp`] as written down.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct Stamp {
     len: u64,
     modified_ns: Option<u128>,
     changed: (i64, i64),
     inode: (u64, u64),
+    /// Its `.sig` file's, under `--trust-key`.
+    signature: Option<SignatureStamp>,
 }
 
 impl Stamp {
     fn of(stamp: &FileStamp) -> Option<Stamp> {
-        if stamp.signature.is_some() {
-            return None;
-        }
         let modified_ns = match stamp.modified {
             Some(at) => Some(at.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos()),
             None => None,
@@ -74,23 +84,29 @@ impl Stamp {
             modified_ns,
             changed: stamp.changed,
             inode: stamp.inode,
+            signature: stamp.signature,
         })
     }
 }
 
 impl Remembered {
     /// What to remember of `dataset`, validated from a copy of `file` as
-    /// `stamp` showed it (the copy is as long as the file); `None` for
-    /// what cannot be (a signed file, an object).
+    /// `stamp` showed it (the copy is as long as the file), and accepted
+    /// as `signed` under `--trust-key`; `None` for what cannot be (an
+    /// object, a file with a `.sig` but no accepted signature).
     pub fn of(
         file: &str,
         stamp: &EntryStamp,
         dataset: &Dataset,
         warnings: &[String],
+        signed: Option<&Signed>,
     ) -> Option<Remembered> {
         let EntryStamp::File(stamp) = stamp else {
             return None;
         };
+        if stamp.signature.is_some() && signed.is_none() {
+            return None;
+        }
         Some(Remembered {
             format: FORMAT,
             file: file.to_owned(),
@@ -104,6 +120,7 @@ impl Remembered {
             limits: dataset.limits,
             counts: dataset.counts,
             warnings: warnings.to_vec(),
+            envelope: signed.map(|signed| signed.envelope.clone()),
         })
     }
 
@@ -114,6 +131,11 @@ impl Remembered {
             EntryStamp::File(stamp) => Stamp::of(stamp) == Some(self.stamp),
             EntryStamp::Object(_) => false,
         }
+    }
+
+    /// The envelope it was accepted with under `--trust-key`.
+    pub fn envelope(&self) -> Option<&Envelope> {
+        self.envelope.as_ref()
     }
 
     /// The remembered version without its records, as the catalog holds it
@@ -279,7 +301,7 @@ mod tests {
             content_hash: 9,
         });
         dataset.counts.tasks = 3;
-        Remembered::of(file, &stamp(11), &dataset, &["a warning".into()]).unwrap()
+        Remembered::of(file, &stamp(11), &dataset, &["a warning".into()], None).unwrap()
     }
 
     /// A memory reads back as written; a flipped byte, a cut, another
@@ -294,6 +316,20 @@ mod tests {
         memory.write(&copy).unwrap();
         assert_eq!(Remembered::read(&copy).unwrap(), memory);
         assert!(memory.holds(&stamp(11)) && !memory.holds(&stamp(12)));
+        // A `.sig` beside the file: another stamp, and nothing to remember
+        // of a version not accepted with a signature.
+        let EntryStamp::File(mut signed) = stamp(11) else {
+            unreachable!()
+        };
+        signed.signature = Some(SignatureStamp {
+            len: 300,
+            changed: (1_700_000_001, 0),
+            inode: (42, 8),
+        });
+        let signed = EntryStamp::File(signed);
+        assert!(!memory.holds(&signed));
+        let dataset = memory.hollow().unwrap();
+        assert_eq!(Remembered::of("a.json", &signed, &dataset, &[], None), None);
         let hollow = memory.hollow().unwrap();
         assert_eq!(
             (hollow.fingerprint, hollow.counts.tasks),
