@@ -1,7 +1,8 @@
 //! The series of a memory budget (`--memory-budget`): what is resident
 //! against the budget, lookups that found their workspace resident or not,
-//! loads on demand (how many, how long, how many bytes), evictions, and
-//! evictions undone within seconds (thrashing). A replica without a budget
+//! loads on demand (how many, how long, how many bytes), evictions,
+//! evictions undone within seconds (thrashing), versions a restart
+//! recalled from `--cache-dir`, and private copies made again. A replica without a budget
 //! exposes none of them. Every label is from a fixed list.
 
 use std::time::Duration;
@@ -30,6 +31,8 @@ pub(super) struct BudgetMetrics {
     load_bytes: Counter,
     evictions: Counter,
     reloaded_soon: Counter,
+    recalled: Counter,
+    copies_remade: Counter,
 }
 
 impl BudgetMetrics {
@@ -93,6 +96,16 @@ impl BudgetMetrics {
                 "evictions_reloaded_soon",
                 "Workspaces loaded on demand again within 10 s of their eviction: thrashing, a budget too small for the traffic",
             ),
+            recalled: registered(
+                registry,
+                "recalled_versions",
+                "Versions a restart with --cache-dir served from what it remembered of them, their snapshot files not read again",
+            ),
+            copies_remade: registered(
+                registry,
+                "private_copies_remade",
+                "Private copies made again from the snapshot file by a load on demand, the copy gone or no longer loading as its version",
+            ),
         }
     }
 
@@ -116,6 +129,14 @@ impl BudgetMetrics {
 
     pub(super) fn reloaded_soon(&self) {
         self.reloaded_soon.inc();
+    }
+
+    pub(super) fn recalled(&self, versions: u64) {
+        self.recalled.inc_by(versions);
+    }
+
+    pub(super) fn copy_remade(&self) {
+        self.copies_remade.inc();
     }
 
     pub(super) fn resident(&self, bytes: u64, workspaces: usize) {

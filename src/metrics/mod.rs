@@ -261,6 +261,20 @@ impl Metrics {
         }
     }
 
+    /// Versions a restart recalled from `--cache-dir` (a budget only).
+    pub fn recalled(&self, versions: u64) {
+        if let Some(budget) = &self.budget {
+            budget.recalled(versions);
+        }
+    }
+
+    /// A private copy made again by a load on demand (a budget only).
+    pub fn copy_remade(&self) {
+        if let Some(budget) = &self.budget {
+            budget.copy_remade();
+        }
+    }
+
     /// What is resident now.
     pub fn resident(&self, bytes: u64, workspaces: usize) {
         if let Some(budget) = &self.budget {

@@ -122,6 +122,8 @@ async fn a_restart_with_its_cache_dir_serves_what_it_validated_without_reading_i
     )
     .await;
     assert!(loads >= (N - 2) as f64, "{loads} loads on demand");
+    let recalled = metric_at(second.admin, "portfolio_replica_recalled_versions_total").await;
+    assert_eq!(recalled, (N - 2) as f64);
 }
 
 /// Under `--trust-key`: a file re-signed is verified again, a copy whose
@@ -211,6 +213,12 @@ async fn a_restart_under_trust_key_serves_only_what_a_key_trusted_now_signed() {
     );
     assert_eq!(again.len(), 1, "{log}");
     assert!(again[0].contains("mismatch"), "{}", again[0]);
+    let remade = metric_at(
+        second.admin,
+        "portfolio_replica_private_copies_remade_total",
+    )
+    .await;
+    assert_eq!(remade, 1.0);
     second.signal("TERM");
     second.wait_exit(Duration::from_secs(20)).await;
 

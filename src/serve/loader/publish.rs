@@ -17,7 +17,7 @@ pub fn publish(
     metrics: &Metrics,
     origin: &StorageOrigin,
 ) {
-    log_loaded(files, &settled.loaded);
+    log_loaded(files, &settled.loaded, metrics);
     let catalog = Catalog::new(files.values().filter_map(|e| e.dataset().cloned()));
     // A workspace that no longer serves was served by a dataset retired
     // now (a replaced one's workspace serves on).
@@ -44,7 +44,7 @@ pub fn publish(
 /// Logs the files that loaded and serve (after conflicts).
 /// (Under a memory budget, what a manifest listed or a restart recalled,
 /// nothing read, is said in one line: a first scan has thousands.)
-fn log_loaded(files: &Files, loaded: &[(String, Option<u64>)]) {
+fn log_loaded(files: &Files, loaded: &[(String, Option<u64>)], metrics: &Metrics) {
     let (mut listed, mut recalled) = (0, 0);
     for (name, read_in) in loaded {
         let Some(entry) = files.get(name) else {
@@ -75,6 +75,7 @@ fn log_loaded(files: &Files, loaded: &[(String, Option<u64>)]) {
         }
     }
     if recalled > 0 {
+        metrics.recalled(recalled);
         tracing::info!(
             workspaces = recalled,
             "recalled from --cache-dir, their files not read again: each loads from its private copy when a request needs it"

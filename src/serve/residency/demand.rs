@@ -245,6 +245,7 @@ fn copy_again(
         );
         return Ok((loaded, None));
     }
+    metrics.copy_remade();
     tracing::warn!(
         file = %name,
         gone = %gone.display(),
