@@ -104,6 +104,9 @@ pub struct Listing {
     /// what it held then, to serve without reading it
     /// (`directory/remembered.rs`).
     pub recalled: BTreeMap<String, super::Remembered>,
+    /// Entries to read again although their stamp did not change: a
+    /// budget's copy that failed (a full disk) and is made now.
+    pub read_again: Vec<String>,
     /// A manifest: what each entry's current version is, with its
     /// signature if it has one, for the verdict of `--trust-key`
     /// ([`super::signatures`]).

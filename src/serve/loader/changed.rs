@@ -125,7 +125,8 @@ fn forget(files: &mut Files, present: impl Fn(&str) -> bool) -> Removed {
     removed
 }
 
-/// The files whose content changed since they were last read, and the
+/// The files whose content changed since they were last read (or that
+/// their source asks to read again), and the
 /// names that look like a snapshot but cannot be read (a dangling symlink,
 /// a directory, no permission): those are rejected here, once, and the
 /// previous version, if any, keeps serving.
@@ -134,7 +135,10 @@ fn changed_files(files: &mut Files, present: &Listing) -> (Vec<(String, EntrySta
     let mut unreadable = Vec::new();
     for (name, fingerprint) in &present.entries {
         match fingerprint {
-            Ok(fp) if files.get(name).is_none_or(|e| e.fingerprint() != Some(fp)) => {
+            Ok(fp)
+                if files.get(name).is_none_or(|e| e.fingerprint() != Some(fp))
+                    || present.read_again.contains(name) =>
+            {
                 to_read.push((name.clone(), fp.clone()));
             }
             Ok(_) => {}

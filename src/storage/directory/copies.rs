@@ -20,23 +20,40 @@
 //! than reading the file again.
 //! They take as much disk as the snapshots, up to twice that once every
 //! file has been replaced (the copy before each current one is kept).
+//!
+//! A copy that cannot be made (a full disk) does not keep the file from
+//! serving: it loads from the file itself and stays in memory whatever the
+//! budget, with nothing to load it from again. Each listing after that
+//! tries the copy again (after 5 s, then twice as long each time it fails,
+//! up to 5 minutes), without reading the file otherwise; once a copy is
+//! made, that entry is read again from it, and hollowed like any other.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use super::Directory;
 use super::remembered::{self, Remembered};
 use crate::storage::bookkeeping::ScanBookkeeping;
 use crate::storage::error::ListError;
-use crate::storage::error::{ErrorKind, StorageError};
 use crate::storage::listing::{EntryStamp, Fetch, FetchedFile, Listing};
 use crate::storage::snapshot_file::OpenFile;
 use crate::storage::source::SnapshotSource;
 
 /// Copies kept per entry: the current one and the one before it.
 const KEPT: usize = 2;
+
+/// How long after a copy failed it is tried again, at first and at most.
+const RETRY: (Duration, Duration) = (Duration::from_secs(5), Duration::from_secs(300));
+
+/// An entry whose copy failed: when to try again, and how long to wait
+/// after that if it fails again.
+struct Uncopied {
+    due: Instant,
+    backoff: Duration,
+}
 
 /// A [`Directory`] read through private copies.
 pub struct Copies {
@@ -53,6 +70,10 @@ pub struct Copies {
     /// What a restart recalled, until the first listing hands it to the
     /// scan.
     recalled: Mutex<HashMap<String, Remembered>>,
+    /// Entries serving from their file itself, their copy failed.
+    uncopied: Mutex<HashMap<String, Uncopied>>,
+    /// Copies made by a listing's retry, for the fetch that follows.
+    made: Mutex<HashMap<String, PathBuf>>,
 }
 
 impl Copies {
@@ -92,6 +113,8 @@ impl Copies {
             kept: Mutex::new(kept),
             remembers,
             recalled: Mutex::new(recalled),
+            uncopied: Mutex::default(),
+            made: Mutex::default(),
         })
     }
 
@@ -99,9 +122,10 @@ impl Copies {
         lock(&self.kept)
     }
 
-    /// Copies `local` (the file where it lies) to a fresh private path.
-    fn copy(&self, name: &str, local: FetchedFile) -> Fetch {
-        // A temporary directory may have been cleaned up under us.
+    /// A fresh private path for a copy of `name`.
+    fn new_copy_path(&self, name: &str) -> PathBuf {
+        // A temporary directory, or the cache directory, may have been
+        // removed under us.
         let _ = crate::storage::private_dirs::ensure(&self.dir);
         let n = self.copies.fetch_add(1, Ordering::Relaxed);
         let ending = if name.ends_with(".gz") {
@@ -109,37 +133,106 @@ impl Copies {
         } else {
             ".json"
         };
-        let copy = self.dir.join(format!("{n}{ending}"));
-        // From the file the directory opened (a regular file, never a FIFO),
-        // and the load reads the copy as opened once copied: under
-        // --trust-key the bytes it hashes as it reads are the copy's.
-        let copied = match &local.file {
-            Some(file) => file.copy_to(&copy),
-            None => std::fs::copy(&local.path, &copy),
+        self.dir.join(format!("{n}{ending}"))
+    }
+
+    /// Copies `local` (the file where it lies) to a fresh private path, or
+    /// takes the copy a listing's retry made of it.
+    fn copy(&self, name: &str, local: FetchedFile) -> Fetch {
+        let made = lock(&self.made).remove(name);
+        let (copy, copied) = match made {
+            Some(copy) => {
+                let len = std::fs::metadata(&copy).map(|m| m.len());
+                (copy, len)
+            }
+            None => {
+                let copy = self.new_copy_path(name);
+                // From the file the directory opened (a regular file, never
+                // a FIFO), and the load reads the copy as opened once
+                // copied: under --trust-key the bytes it hashes as it reads
+                // are the copy's.
+                let copied = match &local.file {
+                    Some(file) => file.copy_to(&copy),
+                    None => std::fs::copy(&local.path, &copy),
+                };
+                (copy, copied)
+            }
         };
         let opened = copied.and_then(|len| Ok((len, OpenFile::open(&copy)?)));
         match opened {
-            Ok((len, file)) => Fetch::Ready(FetchedFile {
-                path: copy,
-                len,
-                download: true,
-                file: Some(std::sync::Arc::new(file)),
-                ..local
-            }),
+            Ok((len, file)) => {
+                lock(&self.uncopied).remove(name);
+                Fetch::Ready(FetchedFile {
+                    path: copy,
+                    len,
+                    download: true,
+                    file: Some(std::sync::Arc::new(file)),
+                    ..local
+                })
+            }
             // Gone since the listing: the next scan sees it gone.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Fetch::Settling,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !local.path.exists() => {
+                Fetch::Settling
+            }
             Err(e) => {
                 let _ = std::fs::remove_file(&copy);
-                Fetch::Failed(StorageError::new(
-                    ErrorKind::Other,
-                    format!(
-                        "cannot copy {} to {} for loads on demand: {e}",
-                        local.path.display(),
-                        copy.display()
-                    ),
-                ))
+                self.copy_failed(name, &copy, &e);
+                // The file itself, as the directory opened it.
+                Fetch::Ready(local)
             }
         }
+    }
+
+    /// Says why `name` has no copy (once, until a copy is made), and when
+    /// its copy is tried again.
+    fn copy_failed(&self, name: &str, copy: &Path, error: &std::io::Error) {
+        let mut uncopied = lock(&self.uncopied);
+        match uncopied.get_mut(name) {
+            Some(retry) => {
+                retry.backoff = (retry.backoff * 2).min(RETRY.1);
+                retry.due = Instant::now() + retry.backoff;
+            }
+            None => {
+                tracing::warn!(file = %name, error = %error, copy = %copy.display(), "cannot keep a private copy of a snapshot (a full disk?): it loads from the file itself and stays in memory whatever the budget, and the copy is tried again");
+                uncopied.insert(
+                    name.to_owned(),
+                    Uncopied {
+                        due: Instant::now() + RETRY.0,
+                        backoff: RETRY.0,
+                    },
+                );
+            }
+        }
+    }
+
+    /// The names whose copy failed and is due: each is copied now, and
+    /// those copied are to be read again (from the copy made).
+    fn retry_copies(&self, listing: &Listing) -> Vec<String> {
+        let due: Vec<String> = lock(&self.uncopied)
+            .iter()
+            .filter(|(_, retry)| retry.due <= Instant::now())
+            .map(|(name, _)| name.clone())
+            .collect();
+        let mut copied = Vec::new();
+        for name in due {
+            if !matches!(listing.entries.get(&name), Some(Ok(_))) {
+                lock(&self.uncopied).remove(&name);
+                continue;
+            }
+            let file = self.inner.dir.join(&name);
+            let copy = self.new_copy_path(&name);
+            match std::fs::copy(&file, &copy) {
+                Ok(_) => {
+                    lock(&self.made).insert(name.clone(), copy);
+                    copied.push(name);
+                }
+                Err(error) => {
+                    let _ = std::fs::remove_file(&copy);
+                    self.copy_failed(&name, &copy, &error);
+                }
+            }
+        }
+        copied
     }
 }
 
@@ -154,6 +247,7 @@ impl SnapshotSource for Copies {
 
     fn list(&self) -> Result<Listing, ListError> {
         let mut listing = self.inner.list()?;
+        listing.read_again = self.retry_copies(&listing);
         // Once: after the first scan the entries are the scan's own.
         let recalled = std::mem::take(&mut *lock(&self.recalled));
         listing.recalled = recalled
@@ -183,6 +277,14 @@ impl ScanBookkeeping for Copies {
     }
 
     fn loaded(&self, name: &str, local: FetchedFile, ok: bool) {
+        if !local.path.starts_with(&self.dir) {
+            // Loaded from the file itself, its copy failed: the copies of
+            // earlier versions must not stand for this one.
+            if ok {
+                self.forgotten(name);
+            }
+            return;
+        }
         if !ok {
             let _ = std::fs::remove_file(&local.path);
             return;

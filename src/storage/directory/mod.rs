@@ -244,6 +244,7 @@ fn list_snapshot_files(dir: &Path, verify: bool) -> std::io::Result<Listing> {
         fresh: false,
         facts: BTreeMap::new(),
         recalled: BTreeMap::new(),
+        read_again: Vec::new(),
         signed: BTreeMap::new(),
     })
 }

@@ -209,6 +209,7 @@ impl Followed {
                 .filter_map(|(name, e)| Some((name.clone(), e.facts.clone()?)))
                 .collect(),
             recalled: BTreeMap::new(),
+            read_again: Vec::new(),
             signed: self
                 .entries
                 .iter()
