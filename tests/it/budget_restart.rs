@@ -126,6 +126,60 @@ async fn a_restart_with_its_cache_dir_serves_what_it_validated_without_reading_i
     assert_eq!(recalled, (N - 2) as f64);
 }
 
+/// A cache directory removed whole under a running replica: each
+/// workspace's next load on demand copies its file again (the same
+/// version, checked), into the directory made again, with its memory, so
+/// that the restart after still recalls every one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_dir_removed_under_a_running_replica_is_made_again() {
+    let dir = tempdir();
+    let cache = tempdir();
+    let n = 12;
+    let keys = generate_fleet(dir.path(), "micro", n).await;
+    let cache_arg = cache.path().join("cache").display().to_string();
+    // Smaller than one workspace: every other key's request is a load.
+    let args = [
+        "--memory-budget",
+        "16KiB",
+        "--cache-dir",
+        &cache_arg,
+        "--log-format",
+        "json",
+    ];
+    let mut first = Binary::start(dir.path(), &args, &[]).await;
+    let before = answers(&first, &keys).await;
+    assert!(before.iter().all(|a| a.starts_with("200 ")), "{before:?}");
+    std::fs::remove_dir_all(&cache_arg).unwrap();
+    assert_eq!(answers(&first, &keys).await, before);
+    let copies = Path::new(&cache_arg).join("copies");
+    let count = |ending: &str| {
+        std::fs::read_dir(&copies)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(ending)
+            })
+            .count()
+    };
+    assert_eq!((count(".json"), count(".facts")), (n, n));
+    first.signal("TERM");
+    first.wait_exit(Duration::from_secs(20)).await;
+
+    let second = Binary::start(dir.path(), &args, &[]).await;
+    let log = second.stdout_text() + &second.stderr_text();
+    let recalled = said(&log, "recalled from --cache-dir");
+    assert_eq!(recalled.len(), 1, "{log}");
+    assert!(
+        recalled[0].contains(&format!("\"workspaces\":{n}")),
+        "{}",
+        recalled[0]
+    );
+    assert_eq!(answers(&second, &keys).await, before);
+}
+
 /// Under `--trust-key`: a file re-signed is verified again, a copy whose
 /// bytes were changed in the cache is hashed on its load on demand,
 /// refused, and copied again from its signed file; and a restart that no

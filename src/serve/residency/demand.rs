@@ -22,7 +22,7 @@ use std::sync::Arc;
 use crate::metrics::Metrics;
 use crate::serve::build;
 use crate::storage::signatures::Signed;
-use crate::storage::{EntryStamp, Fetch, OpenFile, StorageOrigin};
+use crate::storage::{EntryStamp, Fetch, OpenFile, Remembered, StorageOrigin};
 use portfolio_domain::snapshot::Loaded;
 use portfolio_domain::store::Dataset;
 
@@ -233,6 +233,11 @@ fn copy_again(
     if origin.kept_instead(name, gone, local) {
         // A copy that did not load is not kept beside its replacement.
         let _ = std::fs::remove_file(gone);
+        // What a restart recalls of it (`--cache-dir`).
+        let memory = Remembered::of(name, fingerprint, &loaded.dataset, &loaded.warnings, signed);
+        if let Some(memory) = memory {
+            origin.remember(&path, &memory);
+        }
     } else {
         // Loaded, but a newer version took the copy's place meanwhile:
         // this one serves from memory until evicted, and is forgotten.

@@ -326,11 +326,9 @@ impl ScanBookkeeping for Copies {
             .and_then(|copies| copies.iter_mut().find(|c| c.as_path() == gone));
         match slot {
             Some(slot) => {
-                // What was remembered of the copy gone holds for this one.
-                let _ = std::fs::rename(
-                    remembered::memory_of(slot),
-                    remembered::memory_of(&copy.path),
-                );
+                // Its memory is written anew (`remember`): the old one may
+                // be gone with it.
+                let _ = std::fs::remove_file(remembered::memory_of(slot));
                 *slot = copy.path;
                 true
             }
