@@ -19,6 +19,8 @@
 #
 #   scripts/restart-bench.sh              # N="500 2000 8000"
 #   N=2000 RUNS=5 scripts/restart-bench.sh
+#   TRUST=1 scripts/restart-bench.sh      # every file signed, all three
+#                                         # replicas with --trust-key
 #
 # Environment: N (fleet sizes), SCALE (default micro), RUNS (default 3),
 # BUDGET (default 256MiB), BIN (default target/release/portfolio-replica,
@@ -31,10 +33,16 @@ SCALE=${SCALE:-micro}
 RUNS=${RUNS:-3}
 BUDGET=${BUDGET:-256MiB}
 BIN=${BIN:-target/release/portfolio-replica}
+TRUST=${TRUST:-}
 [ -x "$BIN" ] || cargo build --release --locked --quiet
 WORK=$(mktemp -d)
 PID=
 trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT
+TRUSTED=()
+if [ -n "$TRUST" ]; then
+  "$BIN" keygen --out "$WORK/publisher" >/dev/null
+  TRUSTED=(--trust-key "$WORK/publisher.pub")
+fi
 
 ms() { echo $(($(date +%s%N) / 1000000)); }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
@@ -46,7 +54,7 @@ start() {
   shift 2
   t0=$(ms)
   "$BIN" serve --snapshots "$data" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
-    --log-format json "$@" >"$log" 2>&1 &
+    --log-format json "${TRUSTED[@]}" "$@" >"$log" 2>&1 &
   PID=$!
   PORT=
   for _ in $(seq 1 6000); do
@@ -73,7 +81,7 @@ answers() {
   done
 }
 
-echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD) $0 SCALE=$SCALE RUNS=$RUNS BUDGET=$BUDGET"
+echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD) $0 SCALE=$SCALE RUNS=$RUNS BUDGET=$BUDGET TRUST=$TRUST"
 echo
 echo "| workspaces | JSON | replica | ready (median) | first scan | peak RSS | ready / resident |"
 echo "| ---: | ---: | --- | ---: | ---: | ---: | ---: |"
@@ -82,6 +90,13 @@ for n in $SIZES; do
   if [ ! -d "$data" ]; then
     "$BIN" generate --scale "$SCALE" --workspaces "$n" --out "$data.tmp" >/dev/null
     mv "$data.tmp" "$data"
+  fi
+  if [ -n "$TRUST" ]; then
+    # A copy signed with this run's key (signing is not what is measured).
+    rm -rf "$WORK/signed"
+    cp -r "$data" "$WORK/signed"
+    data=$WORK/signed
+    "$BIN" sign --sign-key "$WORK/publisher.key" "$data" >/dev/null
   fi
   size=$(du -sm --exclude=keys.tsv "$data" | cut -f1)
   for kind in resident first restart; do : >"$WORK/$kind"; done
